@@ -1,0 +1,1 @@
+"""lrelu-gan application: DCGAN models, data, training loop, diagnostics."""
