@@ -69,7 +69,7 @@ class CoreRange:
     tail_len: int
 
 
-def _usable_bytes(p: TilingParams) -> int:
+def usable_bytes(p: TilingParams) -> int:
     """floor(buffer_bytes * usable_fraction), in double precision exactly like the header."""
     return int(math.floor(float(p.buffer_bytes) * p.usable_fraction))
 
@@ -92,7 +92,7 @@ def tiling_error(p: TilingParams) -> str | None:
         return "buffers must be in 1..64"
     if not 1 <= p.live_tensors <= MAX_SMALL_PARAM:
         return "live_tensors must be in 1..64"
-    if _usable_bytes(p) // (p.buffers * p.live_tensors * p.elem_size) < p.align_bytes // p.elem_size:
+    if usable_bytes(p) // (p.buffers * p.live_tensors * p.elem_size) < p.align_bytes // p.elem_size:
         return ("buffer_bytes * usable_fraction is too small for one aligned tile of "
                 "buffers * live_tensors tensors")
     return None
@@ -104,7 +104,7 @@ def plan_tiling(p: TilingParams) -> TilingPlan:
     if error is not None:
         raise ValueError(f"invalid tiling parameters: {error} (got {p})")
     align_elems = p.align_bytes // p.elem_size
-    raw_len = _usable_bytes(p) // (p.buffers * p.live_tensors * p.elem_size)
+    raw_len = usable_bytes(p) // (p.buffers * p.live_tensors * p.elem_size)
     tile_len = raw_len // align_elems * align_elems
     total_tiles = -(-p.n // tile_len)
     used_cores = min(p.cores, total_tiles)
