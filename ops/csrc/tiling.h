@@ -14,20 +14,29 @@
 #ifndef LRELU_OPS_CSRC_TILING_H_
 #define LRELU_OPS_CSRC_TILING_H_
 
+// Inside an Ascend C kernel (__CCE_AICORE__) only the structs and core_range() are compiled, as
+// __aicore__ functions; the host parts need the C library.
+#if defined(__CCE_AICORE__)
+#define LRELU_DEVICE_FN __aicore__ inline
+#else
+#define LRELU_DEVICE_FN inline
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
+#endif
 
 namespace lrelu {
 
+#if !defined(__CCE_AICORE__)
 // Upper bounds that keep every intermediate product inside int64_t (and are far above real hardware).
 constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;   // 1 TiB
 constexpr int64_t kMaxSmallParam = 64;                  // elem_size, buffers, live_tensors
 constexpr int64_t kMaxAlignBytes = int64_t(1) << 20;    // 1 MiB
 constexpr int64_t kFallbackCpuBufferBytes = int64_t(1) << 20;  // 1 MiB when the L2 size is unknown
+#endif  // !__CCE_AICORE__
 
 struct TilingParams {
   int64_t n;                // element count, >= 0
@@ -48,6 +57,7 @@ struct CoreRange {
   int64_t start, end, full_tiles, tail_len;
 };
 
+#if !defined(__CCE_AICORE__)
 // Reason the parameters are invalid (static string naming the parameter), or nullptr when valid.
 inline const char* tiling_error(const TilingParams& p) {
   if (p.n < 0) return "n must be >= 0";
@@ -88,9 +98,11 @@ inline TilingPlan plan_tiling(const TilingParams& p) {
   return plan;
 }
 
+#endif  // !__CCE_AICORE__
+
 // Element range [start, end) of one core, its full tiles and its tail length.
 // A core outside [0, used_cores) is idle: it gets the empty range {n, n, 0, 0}.
-inline CoreRange core_range(const TilingPlan& plan, int64_t core) {
+LRELU_DEVICE_FN CoreRange core_range(const TilingPlan& plan, int64_t core) {
   CoreRange r = {plan.n, plan.n, 0, 0};
   if (core < 0 || core >= plan.used_cores) return r;
   const int64_t tiles_before = core * plan.base_tiles + (core < plan.extra_tiles ? core : plan.extra_tiles);
@@ -103,6 +115,7 @@ inline CoreRange core_range(const TilingPlan& plan, int64_t core) {
   return r;
 }
 
+#if !defined(__CCE_AICORE__)
 // Parse a sysfs cache size such as "1024K" or "2M" into bytes; 0 when unreadable.
 inline int64_t parse_cache_size(const char* text) {
   int64_t value = 0;
@@ -130,6 +143,8 @@ inline int64_t cpu_default_buffer_bytes() {
   }
   return kFallbackCpuBufferBytes;
 }
+
+#endif  // !__CCE_AICORE__
 
 }  // namespace lrelu
 
