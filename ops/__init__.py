@@ -1,0 +1,13 @@
+"""The custom LeakyReLU operator for MindSpore (C++ CPU kernel via ops.Custom aot), with its reference.
+
+Import it without shadowing `mindspore.ops`, e.g. `from ops import leaky_relu, LeakyReLU` or
+`import ops as lrelu_ops`.
+"""
+import os
+
+os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its INFO/WARNING logs
+
+from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
+from .reference import FORMULATIONS  # noqa: E402
+
+__all__ = ["FLOAT_DTYPES", "FORMULATIONS", "LeakyReLU", "leaky_relu"]
