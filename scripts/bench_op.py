@@ -1,0 +1,152 @@
+"""Benchmark the project's LeakyReLU op against MindSpore's nn.LeakyReLU and a memory-copy baseline.
+
+For each size and dtype: forward and forward+backward time of every formulation of ops.leaky_relu and of
+nn.LeakyReLU, all in graph mode (ms.jit), median of repeats after a warm-up, timed round-robin;
+forward+backward is ms.grad of the op (the backward gets dy = ones). Bandwidth counts one read and one
+write of the tensor. The copy baseline is a numpy copy (np.copyto) of the same bytes, timed in the same
+round-robin.
+
+    python scripts/bench_op.py [--quick] [--sizes 65536 ...] --json PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+os.environ.setdefault("GLOG_v", "3")
+
+import mindspore as ms  # noqa: E402
+import numpy as np  # noqa: E402
+from mindspore import nn  # noqa: E402
+
+from ops import FORMULATIONS, leaky_relu  # noqa: E402
+
+SLOPE = 0.2
+FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
+QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
+DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
+RECORD_KEYS = ("n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
+               "copy_gbps")
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2) -> dict[str, float]:
+    """Median wall time in ms of each fn, after warm-up calls (which also compile).
+
+    The functions are timed round-robin, so that load from other processes on a shared machine
+    affects all of them alike and the ratios stay meaningful.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+
+def gbps(nbytes: int, ms_: float) -> float:
+    """GB/s for reading and writing nbytes once in ms_ milliseconds."""
+    return 2 * nbytes / (ms_ * 1e-3) / 1e9
+
+
+def jitted_pair(forward: Callable[[ms.Tensor], ms.Tensor], x: ms.Tensor) -> tuple[Callable, Callable]:
+    """Callables running the jitted forward and the jitted ms.grad of it (backward gets dy = ones).
+
+    asnumpy() waits for the result; on CPU it is a view of the output, not a copy.
+    """
+    fwd = ms.jit(forward)
+    fwdbwd = ms.jit(ms.grad(forward))
+    return (lambda: fwd(x).asnumpy()), (lambda: fwdbwd(x).asnumpy())
+
+
+def custom_forward(formulation: str) -> Callable[[ms.Tensor], ms.Tensor]:
+    """The project's op with one formulation, as a plain function for ms.jit."""
+    def forward(x: ms.Tensor) -> ms.Tensor:
+        return leaky_relu(x, SLOPE, formulation=formulation)
+    return forward
+
+
+def bench_case(n: int, dtype: str, repeats: int) -> list[dict]:
+    """Records for one (size, dtype): one per formulation, sharing the built-in and copy measurements."""
+    np_dtype, _ = DTYPES[dtype]
+    host = np.random.default_rng(0).standard_normal(n).astype(np_dtype)
+    copy_dst = np.empty_like(host)
+    x = ms.Tensor(host)
+    fns = {"copy": lambda: np.copyto(copy_dst, host)}
+    fns["builtin_fwd"], fns["builtin_fwdbwd"] = jitted_pair(nn.LeakyReLU(SLOPE), x)
+    for formulation in FORMULATIONS:
+        fns[f"{formulation}_fwd"], fns[f"{formulation}_fwdbwd"] = jitted_pair(custom_forward(formulation), x)
+    t = interleaved_medians(fns, repeats)
+    return [{"n": n, "dtype": dtype, "impl": formulation, "fwd_ms": t[f"{formulation}_fwd"],
+             "fwdbwd_ms": t[f"{formulation}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{formulation}_fwd"]),
+             "builtin_fwd_ms": t["builtin_fwd"], "builtin_fwdbwd_ms": t["builtin_fwdbwd"],
+             "copy_gbps": gbps(host.nbytes, t["copy"])}
+            for formulation in FORMULATIONS]
+
+
+def table(records: list[dict]) -> str:
+    """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
+    head = (f"{'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
+            f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6}")
+    rows = [head]
+    for r in records:
+        rows.append(f"{r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
+                    f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
+                    f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
+                    f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
+    return "\n".join(rows)
+
+
+def write_json_atomic(path: Path, records: list[dict]) -> None:
+    """Write the records to path through a temporary file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
+        json.dump(records, f, indent=1)
+    os.replace(f.name, path)
+
+
+def positive_size(text: str) -> int:
+    """argparse type: an element count >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be >= 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the table, write the JSON records."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
+    parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
+    parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32", "float16"])
+    parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
+    parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 10)
+    if repeats < 1:
+        parser.error(f"--repeats must be >= 1, got {repeats}")
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    records = []
+    for n in sizes:
+        for dtype in args.dtypes:
+            records += bench_case(n, dtype, repeats)
+            print(table(records[-len(FORMULATIONS):]).split("\n", 1)[1], flush=True, file=sys.stderr)
+    print(table(records))
+    write_json_atomic(args.json, records)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""scripts/bench_op.py --quick writes one well-formed record per (size, dtype, formulation)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_op.py"
+KEYS = {"n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps"}
+
+
+def run_bench(*args: str) -> subprocess.CompletedProcess:
+    """The benchmark as a user runs it, with the repository importable."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
+    from ops import FORMULATIONS
+
+    out = tmp_path / "bench.json"
+    result = run_bench("--quick", "--sizes", "65536", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    records = json.loads(out.read_text())
+    assert sorted((r["dtype"], r["impl"]) for r in records) == sorted(
+        (d, f) for d in ("float32", "float16") for f in FORMULATIONS)
+    for r in records:
+        assert set(r) == KEYS and r["n"] == 65536
+        times = [r[k] for k in KEYS - {"n", "dtype", "impl"}]
+        assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in times)
+        nbytes = 65536 * (4 if r["dtype"] == "float32" else 2)
+        assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
+    assert "fwd x" in result.stdout and "%copy" in result.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
+
+
+def test_rejects_a_zero_size(tmp_path: Path) -> None:
+    result = run_bench("--sizes", "0", "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
