@@ -1,0 +1,379 @@
+"""Dead-channel diagnostics for any MindSpore network built with the project's LeakyReLU (graph and PyNative).
+
+Collection: `attach(net, example_input, "G")` wraps every `ops.LeakyReLU` cell of `net` in a
+`ProbedActivation` that, inside `construct`, adds per-channel statistics of the pre-activation x and of
+the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with `ops.InsertGradientOf`.
+Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode ignores. The sums
+accumulate over every pass since the previous check (e.g. D's passes on real and fake batches) and
+`DeadChannelTracker.check` reads and resets them, so no activation tensor ever reaches the host. Without
+`attach` the network is untouched: zero overhead when diagnostics are off.
+
+Statistics per layer and channel c at a check (formulas in docs/diagnostics.md):
+neg_frac[c] = share of x <= 0; dormant score = mean|y|[c] / mean over channels; grad score = mean|dL/dy|[c] /
+mean over channels; dead = neg_frac >= dead_neg_frac; persistently dead = dead at `persist_checks`
+consecutive checks; still-dead share = dead now among those dead at the previous check.
+
+Wiring into a training loop (4 calls):
+
+    probes = attach(g, z_example, "G") + attach(d, x_example, "D")     # before amp and the jitted steps
+    tracker, logger = DeadChannelTracker(Criteria.from_config(cfg.diagnostics)), DiagnosticsLogger(writer, run_dir)
+    if step % cfg.diagnostics.interval == 0: logger.log(tracker.check(step, probes))
+    log_hparams(writer, {"slope": ..., ...}, {"final/G_dead_frac": ..., ...})      # once, at the end
+
+Checkpoints and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`. Keep
+`tracker.state_dict()` in the checkpoint metadata and `load_state_dict` it on resume.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn
+from mindspore import ops as msops
+
+from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
+from ops import LeakyReLU
+
+PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
+# Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
+# beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.
+HIST_SCALE = 1e-8
+HIST_U_MAX = 26.0
+HIST_BINS = 104
+HIST_EDGES = HIST_SCALE * np.sinh(np.linspace(-HIST_U_MAX, HIST_U_MAX, HIST_BINS + 1))
+
+
+def is_diagnostic_param(name: str) -> bool:
+    """True for the probe Parameters added by `attach` (to exclude from checkpoints, EMA and optimizers)."""
+    return name.rsplit(".", 1)[-1].startswith(PARAM_PREFIX)
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Thresholds of the dead-channel statistics (config keys of the same names)."""
+
+    tau: float = 0.025
+    tau_grad: float = 0.025
+    dead_neg_frac: float = 0.99
+    persist_checks: int = 3
+
+    def __post_init__(self) -> None:
+        for key in ("tau", "tau_grad", "dead_neg_frac"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
+        if isinstance(self.persist_checks, bool) or not isinstance(self.persist_checks, int) \
+                or self.persist_checks < 1:
+            raise ValueError(f"diagnostics.persist_checks={self.persist_checks!r} is not allowed: it must be an "
+                             f"integer >= 1")
+
+    @classmethod
+    def from_config(cls, cfg: object) -> "Criteria":
+        """Criteria from any config object, taking the attributes named like the fields and defaults for the rest."""
+        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls) if hasattr(cfg, f.name)})
+
+
+@dataclass
+class Histogram:
+    """A fixed-bin histogram with moments, in the arguments of tensorboardX `add_histogram_raw`."""
+
+    min: float
+    max: float
+    num: float
+    sum: float
+    sum_squares: float
+    bucket_limits: list[float]
+    bucket_counts: list[float]
+
+    @classmethod
+    def from_sums(cls, counts: np.ndarray, extremes: np.ndarray, sums: np.ndarray) -> "Histogram | None":
+        """From accumulated bin counts, [-min, max] and [sum, sum of squares]; None when nothing was counted."""
+        nonzero = np.flatnonzero(counts)
+        if nonzero.size == 0 or not np.isfinite(np.concatenate([extremes, sums])).all():
+            return None  # nothing counted, or NaN/inf values, which TensorBoard cannot draw
+        lo, hi = nonzero[0], nonzero[-1] + 1  # drop empty end bins; TensorBoard takes the left edge from min
+        return cls(float(-extremes[0]), float(extremes[1]), float(counts.sum()), float(sums[0]), float(sums[1]),
+                   [float(v) for v in HIST_EDGES[lo + 1:hi + 1]], [float(v) for v in counts[lo:hi]])
+
+
+@dataclass
+class LayerStats:
+    """Per-channel statistics of one probed layer averaged over the passes since the previous check."""
+
+    neg_frac: np.ndarray
+    out_abs: np.ndarray
+    grad_abs: np.ndarray | None
+    passes: int
+    grad_passes: int
+    preact_hist: Histogram | None
+    grad_hist: Histogram | None
+
+
+class ProbedActivation(nn.Cell):
+    """Wraps an activation cell: accumulates statistics of its input, output and output gradient in Parameters."""
+
+    def __init__(self, act: nn.Cell, layer: str, channels: int, ndim: int) -> None:
+        super().__init__()
+        self.act = act
+        self.layer = layer
+        self.channels = channels
+        self.axes = tuple(i for i in range(ndim) if i != 1)
+        # (size, reset value); extremes hold [-min, max], so both update with a maximum.
+        self._layout = {"neg_frac": (channels, 0.0), "out_abs": (channels, 0.0), "grad_abs": (channels, 0.0),
+                        "passes": (2, 0.0), "preact_hist": (HIST_BINS, 0.0), "preact_sums": (2, 0.0),
+                        "preact_extremes": (2, -np.inf), "grad_hist": (HIST_BINS, 0.0), "grad_sums": (2, 0.0),
+                        "grad_extremes": (2, -np.inf)}
+        for key, (size, fill) in self._layout.items():
+            setattr(self, PARAM_PREFIX + key, Parameter(Tensor(np.full(size, fill, np.float32)),
+                                                        name=PARAM_PREFIX + key, requires_grad=False))
+        self.forward_pass = Tensor(np.array([1, 0], np.float32))
+        self.backward_pass = Tensor(np.array([0, 1], np.float32))
+        self.tap = msops.InsertGradientOf(self._record_grad)
+
+    def _record_histogram(self, v: Tensor, hist: Parameter, extremes: Parameter, sums: Parameter) -> None:
+        """Add v's fixed-bin histogram, extremes and moments to the given Parameters."""
+        u = msops.clamp(msops.asinh(v / HIST_SCALE), -HIST_U_MAX, HIST_U_MAX)
+        msops.assign_add(hist, msops.histc(u, HIST_BINS, -HIST_U_MAX, HIST_U_MAX))
+        msops.assign(extremes, msops.maximum(extremes, msops.stack((-v.min(), v.max()))))
+        msops.assign_add(sums, msops.stack((v.sum(), (v * v).sum())))
+
+    def _record_grad(self, dout: Tensor) -> Tensor:
+        """Gradient tap: add per-channel mean |dL/dy| and the gradient histogram; pass dout through."""
+        g = dout.astype(ms.float32)
+        msops.assign_add(self.diag_grad_abs, msops.abs(g).mean(axis=self.axes))
+        self._record_histogram(g, self.diag_grad_hist, self.diag_grad_extremes, self.diag_grad_sums)
+        msops.assign_add(self.diag_passes, self.backward_pass)
+        return dout
+
+    def construct(self, x: Tensor) -> Tensor:
+        y = self.act(x)
+        xf = x.astype(ms.float32)
+        msops.assign_add(self.diag_neg_frac, (xf <= 0).astype(ms.float32).mean(axis=self.axes))
+        msops.assign_add(self.diag_out_abs, msops.abs(y.astype(ms.float32)).mean(axis=self.axes))
+        self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
+        msops.assign_add(self.diag_passes, self.forward_pass)
+        return self.tap(y)
+
+    def probe_params(self) -> list[Parameter]:
+        """The Parameters this probe writes."""
+        return [getattr(self, PARAM_PREFIX + key) for key in self._layout]
+
+    def collect(self) -> LayerStats:
+        """Read the averages since the previous collect, then reset the accumulators."""
+        v = {key: p.asnumpy().astype(np.float64) for key, p in zip(self._layout, self.probe_params())}
+        passes, grad_passes = int(v["passes"][0]), int(v["passes"][1])
+        for (size, fill), p in zip(self._layout.values(), self.probe_params()):
+            p.set_data(Tensor(np.full(size, fill, np.float32)))
+        return LayerStats(v["neg_frac"] / max(passes, 1), v["out_abs"] / max(passes, 1),
+                          v["grad_abs"] / grad_passes if grad_passes else None, passes, grad_passes,
+                          Histogram.from_sums(v["preact_hist"], v["preact_extremes"], v["preact_sums"]),
+                          Histogram.from_sums(v["grad_hist"], v["grad_extremes"], v["grad_sums"]))
+
+
+def _activation_shapes(net: nn.Cell, example_input: Tensor | tuple, paths: list[str]) -> dict[str, tuple]:
+    """Output shape of each activation cell, from one PyNative forward pass with forward hooks (BN in eval)."""
+    cells = dict(net.cells_and_names())
+    shapes: dict[str, tuple] = {}
+    handles = [cells[p].register_forward_hook(
+        lambda cell, inputs, output, p=p: shapes.__setitem__(p, tuple(output.shape))) for p in paths]
+    mode, training = ms.get_context("mode"), net.training
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    net.set_train(False)
+    try:
+        net(*(example_input if isinstance(example_input, tuple) else (example_input,)))
+    finally:
+        for handle in handles:
+            handle.remove()
+        net.set_train(training)
+        ms.set_context(mode=mode)
+    missing = [p for p in paths if p not in shapes]
+    if missing:
+        raise ValueError(f"the example input did not pass through the activation layers {missing}; attach needs "
+                         f"an input on which every LeakyReLU runs")
+    return shapes
+
+
+def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[ProbedActivation]:
+    """Wrap every project LeakyReLU of `net` in a ProbedActivation named f"{name}/{layer}"; return the probes.
+
+    Call it before the network is compiled (ms.jit) or wrapped for mixed precision. `example_input` is one
+    input batch (or a tuple of inputs); it runs once in PyNative to learn each layer's channel count.
+    """
+    if not name or any(ch in name for ch in "/. "):
+        raise ValueError(f"name={name!r} is not allowed: use a non-empty name without '/', '.' or spaces, "
+                         f"e.g. 'G' or 'D'")
+    found = [(path, cell) for path, cell in net.cells_and_names()]
+    if any(isinstance(cell, ProbedActivation) for _, cell in found):
+        raise ValueError(f"diagnostics are already attached to {type(net).__name__}; attach once per network")
+    paths = [path for path, cell in found if isinstance(cell, LeakyReLU)]
+    if not paths:
+        raise ValueError(f"{type(net).__name__} has no ops.LeakyReLU layer; diagnostics probe only the "
+                         f"project's LeakyReLU cells")
+    shapes = _activation_shapes(net, example_input, paths)
+    leaves = [p.rsplit(".", 1)[-1] for p in paths]
+    cells = dict(found)
+    probes = []
+    for path, leaf in zip(paths, leaves):
+        short = leaf if leaves.count(leaf) == 1 else path
+        shape = shapes[path]
+        if len(shape) < 2:
+            raise ValueError(f"activation {path} outputs shape {shape}; diagnostics need (N, C, ...) tensors")
+        probe = ProbedActivation(cells[path], f"{name}/{short}", shape[1], len(shape))
+        parent_path, _, attr = path.rpartition(".")
+        parent = cells[parent_path] if parent_path else net
+        if isinstance(parent, (nn.SequentialCell, nn.CellList)):
+            parent[list(parent.name_cells()).index(attr)] = probe
+        else:
+            setattr(parent, attr, probe)
+        for p in probe.probe_params():  # unique across networks until the caller renames them
+            p.name = f"{name}.{path}.{p.name.rsplit('.', 1)[-1]}"
+        probes.append(probe)
+    return probes
+
+
+def _share(mask: np.ndarray) -> float:
+    """Fraction of True entries."""
+    return float(mask.mean()) if mask.size else 0.0
+
+
+def _score(values: np.ndarray) -> np.ndarray:
+    """ReDo normalisation: each channel's value over the layer mean (all zeros for a silent layer)."""
+    mean = values.mean()
+    return values / mean if mean > 0 else np.zeros_like(values)
+
+
+def _round(values: np.ndarray) -> list[float]:
+    """Per-channel values as JSON floats with 6 significant digits (None for NaN/inf, which JSON lacks)."""
+    return [float(f"{v:.6g}") if math.isfinite(v) else None for v in values]
+
+
+class DeadChannelTracker:
+    """Turns per-check layer statistics into records, keeping the history that "persistently dead" needs."""
+
+    def __init__(self, criteria: Criteria = Criteria()) -> None:
+        self.criteria = criteria
+        self.streaks: dict[str, list[int]] = {}  # consecutive dead checks per channel
+        self.checks = 0
+
+    def check(self, step: int, probes: list[ProbedActivation]) -> dict:
+        """Read and reset the probes; return the JSON-serialisable record of this check."""
+        return self.update(step, {p.layer: p.collect() for p in probes})
+
+    def update(self, step: int, stats: dict[str, LayerStats]) -> dict:
+        """The record for `step` from layer statistics; layers without a forward pass since the last check are left out."""
+        c = self.criteria
+        layers = {}
+        for layer, s in stats.items():
+            if s.passes == 0:
+                continue
+            dead = s.neg_frac >= c.dead_neg_frac
+            previous = np.array(self.streaks.get(layer, [0] * len(dead)))
+            if previous.shape != dead.shape:
+                raise ValueError(f"layer {layer!r} has {dead.size} channels, its history has {previous.size}")
+            streak = np.where(dead, previous + 1, 0)
+            self.streaks[layer] = streak.tolist()
+            was_dead = previous > 0
+            dormant = _score(s.out_abs)
+            grad = None if s.grad_abs is None else _score(s.grad_abs)
+            layers[layer] = {
+                "channels": int(dead.size), "passes": s.passes, "grad_passes": s.grad_passes,
+                "dead_frac": _share(dead), "dormant_frac": _share(dormant <= c.tau),
+                "grad_dead_frac": None if grad is None else _share(grad <= c.tau_grad),
+                "persistent_frac": _share(streak >= c.persist_checks),
+                "still_dead_frac": _share(dead[was_dead]) if was_dead.any() else None,
+                "neg_frac": _round(s.neg_frac), "dormant_score": _round(dormant),
+                "grad_score": None if grad is None else _round(grad),
+                "dead": np.flatnonzero(dead).tolist(),
+                "persistent": np.flatnonzero(streak >= c.persist_checks).tolist(),
+                "hist": {"preact": s.preact_hist and asdict(s.preact_hist),
+                         "grad": s.grad_hist and asdict(s.grad_hist)},
+            }
+        self.checks += 1
+        return {"step": int(step), "criteria": asdict(c), "layers": layers}
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable history, for the checkpoint."""
+        return {"criteria": asdict(self.criteria), "checks": self.checks,
+                "streaks": {k: list(v) for k, v in self.streaks.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the history of `state_dict` (the criteria stay those of this tracker)."""
+        self.checks = int(state["checks"])
+        self.streaks = {k: [int(n) for n in v] for k, v in state["streaks"].items()}
+
+
+class DiagnosticsLogger:
+    """Writes check records to TensorBoard (scalars, histograms, heatmaps) and to run_dir/diagnostics.jsonl."""
+
+    SCALARS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac", "still_dead_frac")
+
+    def __init__(self, writer, run_dir: str | Path) -> None:
+        self.writer = writer
+        self.path = Path(run_dir) / DIAGNOSTICS_FILE
+        # Heatmap columns so far: a resumed run continues the picture from the records on disk.
+        self.neg_frac: dict[str, dict[int, list[float]]] = {}
+        for record in read_jsonl(self.path) if self.path.is_file() else []:
+            self._remember(record)
+        self.layout_written = False
+
+    def _remember(self, record: dict) -> None:
+        """Keep the record's per-channel neg_frac for the heatmaps."""
+        for layer, values in record["layers"].items():
+            self.neg_frac.setdefault(layer, {})[record["step"]] = values["neg_frac"]
+
+    def _write_layout(self, layers: list[str]) -> None:
+        """Custom-scalars layout: one category per network (G, D), one multiline chart per statistic."""
+        nets = sorted({layer.split("/")[0] for layer in layers})
+        layout = {f"diagnostics {net}": {f"{net} {m}": ["Multiline", [f"diag/{net}/[^/]+/{m}$"]]
+                                         for m in self.SCALARS} for net in nets}
+        self.writer.add_custom_scalars(layout)
+        self.layout_written = True
+
+    def log(self, record: dict) -> None:
+        """Append the record to diagnostics.jsonl and write its TensorBoard scalars, histograms and heatmaps."""
+        append_jsonl(self.path, record)
+        self._remember(record)
+        step, layers = record["step"], record["layers"]
+        if not self.layout_written and layers:
+            self._write_layout(list(layers))
+        for layer, values in layers.items():
+            for metric in self.SCALARS:
+                if values[metric] is not None:
+                    self.writer.add_scalar(f"diag/{layer}/{metric}", values[metric], step)
+            for kind, hist in values["hist"].items():
+                if hist is not None:
+                    self.writer.add_histogram_raw(f"diag_hist/{layer}/{kind}", global_step=step, **hist)
+            columns = self.neg_frac[layer]
+            matrix = np.array([columns[s] for s in sorted(columns)], np.float64).T
+            self.writer.add_image(f"diag_heatmap/{layer}", heatmap_image(matrix), step, dataformats="HWC")
+        for net in sorted({layer.split("/")[0] for layer in layers}):
+            for metric in self.SCALARS[:4]:
+                value = network_summary(record, net, metric)
+                if value is not None:
+                    self.writer.add_scalar(f"diag/{net}/all/{metric}", value, step)
+        self.writer.flush()
+
+
+def final_metrics(record: dict) -> dict[str, float]:
+    """Channel-weighted G and D fractions of a record, as "diag/<net>/<metric>" metrics for `log_hparams`."""
+    metrics = {}
+    for net in sorted({layer.split("/")[0] for layer in record["layers"]}):
+        for metric in DiagnosticsLogger.SCALARS[:4]:
+            value = network_summary(record, net, metric)
+            if value is not None:
+                metrics[f"final/{net}_{metric}"] = value
+    return metrics
+
+
+def log_hparams(writer, hparams: dict, metrics: dict) -> None:
+    """Write the run's hparams with its final metrics (HParams tab); every run of a sweep must use the same keys."""
+    bad = {k: v for k, v in hparams.items() if not isinstance(v, (bool, str, int, float))}
+    if bad:
+        raise TypeError(f"hparams must be bool/str/int/float for TensorBoard, got {bad}")
+    bad = {k: v for k, v in metrics.items() if not isinstance(v, (int, float)) or not math.isfinite(v)}
+    if bad:
+        raise ValueError(f"hparam metrics must be finite numbers, got {bad}")
+    writer.add_hparams(hparams, {k: float(v) for k, v in metrics.items()}, name="hparams")

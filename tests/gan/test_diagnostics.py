@@ -1,0 +1,244 @@
+"""Dead-channel diagnostics: probes in graph and PyNative mode against numpy, the tracker, TensorBoard output."""
+import json
+import struct
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor, nn
+from tensorboardX import SummaryWriter
+from tensorboardX.proto import event_pb2
+
+from gan.config import ActConfig, ModelConfig
+from gan.dashboard import read_jsonl
+from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation, attach,
+                             final_metrics, is_diagnostic_param, log_hparams)
+from gan.models import Discriminator, Generator
+from ops import LeakyReLU
+
+RNG = np.random.default_rng(0)
+W = RNG.normal(size=(4, 3)).astype(np.float32)
+# Channel 0 is forced dead (large negative bias), 1 and 3 are healthy, 2 is always positive.
+B = np.array([-20.0, 0.0, 20.0, 0.0], np.float32)
+X = RNG.normal(size=(2, 3, 5, 5)).astype(np.float32)
+# dL/dy of the loss sum(y * T); channel 3 receives a gradient 1e4 times smaller than the others.
+T = (RNG.normal(size=(2, 4, 5, 5)) * np.array([1, 1, 1, 1e-4])[None, :, None, None]).astype(np.float32)
+
+
+class Synthetic(nn.Cell):
+    """1x1 conv with a per-channel bias, then the project's LeakyReLU."""
+
+    def __init__(self, slope: float) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1, has_bias=True, weight_init=Tensor(W[:, :, None, None]),
+                              bias_init=Tensor(B))
+        self.act = LeakyReLU(slope)
+
+    def construct(self, x):
+        return self.act(self.conv(x))
+
+
+class TargetLoss(nn.Cell):
+    """sum(net(x) * T), so dL/dy = T exactly."""
+
+    def __init__(self, net: nn.Cell) -> None:
+        super().__init__()
+        self.net = net
+        self.target = Tensor(T)
+
+    def construct(self, x):
+        return (self.net(x) * self.target).sum()
+
+
+def run_step(slope: float, graph: bool, repeats: int = 1) -> dict:
+    """Attach to a fresh Synthetic net, run forward+backward `repeats` times, return the check record."""
+    net = Synthetic(slope)
+    probes = attach(net, Tensor(X), "S")
+    grad_fn = ms.value_and_grad(TargetLoss(net), None, net.trainable_params())
+    step = ms.jit(grad_fn) if graph else grad_fn
+    for _ in range(repeats):
+        step(Tensor(X))
+    return DeadChannelTracker().check(10, probes)["layers"]["S/act"]
+
+
+def numpy_stats(slope: float) -> dict:
+    """The expected per-channel statistics, computed with numpy."""
+    pre = np.einsum("ci,nihw->nchw", W, X) + B[None, :, None, None]
+    y = np.where(pre > 0, pre, slope * pre)
+    out_abs, grad_abs = np.abs(y).mean((0, 2, 3)), np.abs(T).mean((0, 2, 3))
+    return {"neg_frac": (pre <= 0).mean((0, 2, 3)), "dormant_score": out_abs / out_abs.mean(),
+            "grad_score": grad_abs / grad_abs.mean()}
+
+
+@pytest.mark.parametrize("graph", [True, False], ids=["graph", "pynative"])
+def test_forced_dead_channel_is_flagged_and_stats_match_numpy(graph):
+    layer = run_step(0.2, graph)
+    expected = numpy_stats(0.2)
+    for key, values in expected.items():
+        np.testing.assert_allclose(layer[key], values, rtol=1e-5, atol=1e-7, err_msg=key)
+    assert layer["dead"] == [0]  # the forced-dead channel, not the healthy ones
+    assert layer["dead_frac"] == 0.25
+    assert layer["grad_dead_frac"] == 0.25 and layer["grad_score"][3] < 0.025
+    assert layer["dormant_frac"] == 0.0  # slope 0.2 keeps the dead channel's output away from zero
+    assert (layer["passes"], layer["grad_passes"]) == (1, 1)
+    assert layer["hist"]["preact"]["num"] == X.shape[0] * 4 * 25
+    assert layer["hist"]["grad"]["num"] == T.size
+    assert layer["hist"]["preact"]["min"] < -15 and layer["hist"]["preact"]["max"] > 15
+
+
+def test_graph_and_pynative_give_the_same_record():
+    graph, pynative = run_step(0.0, True), run_step(0.0, False)
+    assert graph.keys() == pynative.keys()
+    for key in ("neg_frac", "dormant_score", "grad_score"):
+        np.testing.assert_allclose(graph[key], pynative[key], rtol=1e-6, err_msg=key)
+    for key in ("dead", "dead_frac", "dormant_frac", "grad_dead_frac", "passes", "grad_passes"):
+        assert graph[key] == pynative[key], key
+    assert graph["hist"]["preact"]["bucket_counts"] == pynative["hist"]["preact"]["bucket_counts"]
+    assert graph["hist"]["grad"]["bucket_counts"] == pynative["hist"]["grad"]["bucket_counts"]
+
+
+def test_relu_dead_channel_is_also_dormant_and_repeated_passes_average():
+    layer = run_step(0.0, True, repeats=3)
+    assert layer["dormant_frac"] == 0.25 and layer["dormant_score"][0] == 0.0
+    assert (layer["passes"], layer["grad_passes"]) == (3, 3)
+    np.testing.assert_allclose(layer["neg_frac"], numpy_stats(0.0)["neg_frac"], rtol=1e-5)
+
+
+def test_check_resets_the_accumulators():
+    net = Synthetic(0.2)
+    probes = attach(net, Tensor(X), "S")
+    net(Tensor(X))
+    tracker = DeadChannelTracker()
+    assert tracker.check(1, probes)["layers"]["S/act"]["passes"] == 1
+    assert tracker.check(2, probes)["layers"] == {}  # no pass since the previous check
+
+
+def test_attach_to_dcgan_names_layers_and_keeps_probe_params_out_of_training():
+    model = ModelConfig(image_size=32, nz=8, ngf=4, ndf=4, conv_impl="native")
+    g, d = Generator(model, ActConfig(), 1, "native"), Discriminator(model, ActConfig(), 1, "native")
+    params_before = {p.name for p in g.trainable_params()}
+    probes = attach(g, Tensor(np.zeros((2, 8, 1, 1), np.float32)), "G")
+    probes += attach(d, Tensor(np.zeros((2, 1, 32, 32), np.float32)), "D")
+    assert [(p.layer, p.channels) for p in probes] == [
+        ("G/act0", 16), ("G/act1", 8), ("G/act2", 4), ("D/act0", 4), ("D/act1", 8), ("D/act2", 16)]
+    names = [p.name for net in (g, d) for p in net.get_parameters() if is_diagnostic_param(p.name)]
+    assert len(names) == len(set(names)) == 6 * 10
+    assert {p.name for p in g.trainable_params()} == params_before
+    assert not any(is_diagnostic_param(p.name) for p in d.trainable_params())
+    assert isinstance(g.layers[2], ProbedActivation)  # replaced inside the SequentialCell
+    g.update_parameters_name("generator.")  # what the trainer does: the helper still recognises them
+    assert sum(is_diagnostic_param(p.name) for p in g.get_parameters()) == 30
+    assert g(Tensor(np.zeros((2, 8, 1, 1), np.float32))).shape == (2, 1, 32, 32)
+
+
+def test_attach_rejects_bad_input():
+    with pytest.raises(ValueError, match="no ops.LeakyReLU"):
+        attach(nn.SequentialCell([nn.ReLU()]), Tensor(X), "S")
+    with pytest.raises(ValueError, match="name='G/x'"):
+        attach(Synthetic(0.2), Tensor(X), "G/x")
+    net = Synthetic(0.2)
+    attach(net, Tensor(X), "S")
+    with pytest.raises(ValueError, match="already attached"):
+        attach(net, Tensor(X), "S")
+
+
+def stats(neg_frac, out_abs=None, grad_abs=None) -> LayerStats:
+    """Host-side LayerStats for tracker tests."""
+    neg_frac = np.asarray(neg_frac, np.float64)
+    out_abs = np.ones_like(neg_frac) if out_abs is None else np.asarray(out_abs, np.float64)
+    return LayerStats(neg_frac, out_abs, grad_abs, 1, 0 if grad_abs is None else 1, None, None)
+
+
+def test_persistently_dead_needs_k_consecutive_checks_and_still_dead_share():
+    tracker = DeadChannelTracker(Criteria(persist_checks=2))
+    first = tracker.update(1, {"D/a": stats([1.0, 1.0, 0.5, 0.995])})["layers"]["D/a"]
+    assert first["dead"] == [0, 1, 3] and first["persistent"] == [] and first["still_dead_frac"] is None
+    second = tracker.update(2, {"D/a": stats([1.0, 0.2, 1.0, 0.999])})["layers"]["D/a"]
+    assert second["persistent"] == [0, 3] and second["persistent_frac"] == 0.5
+    assert second["still_dead_frac"] == pytest.approx(2 / 3)  # 0 and 3 of the previously dead 0, 1, 3
+    assert second["grad_dead_frac"] is None and second["grad_score"] is None
+
+
+def test_tracker_state_round_trips_through_json():
+    straight, first = DeadChannelTracker(Criteria(persist_checks=3)), DeadChannelTracker(Criteria(persist_checks=3))
+    batches = [[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+    for step, neg in enumerate(batches[:2]):
+        straight.update(step, {"G/a": stats(neg)})
+        first.update(step, {"G/a": stats(neg)})
+    resumed = DeadChannelTracker(Criteria(persist_checks=3))
+    resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    assert resumed.update(2, {"G/a": stats(batches[2])}) == straight.update(2, {"G/a": stats(batches[2])})
+    bad = DeadChannelTracker()
+    bad.load_state_dict(first.state_dict())
+    with pytest.raises(ValueError, match="has 3 channels"):
+        bad.update(3, {"G/a": stats([1.0, 1.0, 1.0])})
+
+
+def test_dormant_and_grad_scores_are_redo_normalised():
+    record = DeadChannelTracker(Criteria(tau=0.1, tau_grad=0.1)).update(
+        0, {"G/a": stats([0.0] * 4, out_abs=[1.0, 1.0, 1.0, 0.01], grad_abs=np.array([0.0, 1.0, 1.0, 1.0]))})
+    layer = record["layers"]["G/a"]
+    assert layer["dormant_score"][3] == pytest.approx(0.01 / 0.7525, rel=1e-5)
+    assert layer["dormant_frac"] == 0.25 and layer["grad_dead_frac"] == 0.25
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tau": -0.1}, "diagnostics.tau=-0.1"), ({"dead_neg_frac": 1.5}, "diagnostics.dead_neg_frac=1.5"),
+    ({"persist_checks": 0}, "diagnostics.persist_checks=0"), ({"tau_grad": "x"}, "diagnostics.tau_grad='x'")])
+def test_criteria_reject_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Criteria(**kwargs)
+
+
+def test_criteria_from_config_takes_matching_fields():
+    class Cfg:
+        enabled, interval, tau, persist_checks = True, 100, 0.1, 5
+    assert Criteria.from_config(Cfg()) == Criteria(tau=0.1, persist_checks=5)
+
+
+def read_events(logdir) -> list:
+    """All tensorboardX events under logdir (TFRecord framing: length, crc, payload, crc)."""
+    events = []
+    for path in sorted(logdir.rglob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            event = event_pb2.Event()
+            event.ParseFromString(data[offset + 12:offset + 12 + length])
+            events.append(event)
+            offset += 16 + length
+    return events
+
+
+def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
+    net = Synthetic(0.2)
+    probes = attach(net, Tensor(X), "S")
+    grad_fn = ms.value_and_grad(TargetLoss(net), None, net.trainable_params())
+    tracker = DeadChannelTracker()
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    logger = DiagnosticsLogger(writer, tmp_path)
+    for step in (100, 200):
+        grad_fn(Tensor(X))
+        logger.log(tracker.check(step, probes))
+    log_hparams(writer, {"slope": 0.2, "precision": "fp32"}, final_metrics(read_jsonl(tmp_path / "diagnostics.jsonl")[-1]))
+    writer.close()
+    records = read_jsonl(tmp_path / "diagnostics.jsonl")
+    assert [r["step"] for r in records] == [100, 200]
+    values = [v for e in read_events(tmp_path / "tb") for v in e.summary.value]
+    tags = {v.tag for v in values}
+    assert {"diag/S/act/dead_frac", "diag/S/all/dead_frac", "diag_hist/S/act/preact", "diag_hist/S/act/grad",
+            "diag_heatmap/S/act", "custom_scalars__config__", "_hparams_/session_start_info"} <= tags
+    heatmaps = [v.image for v in values if v.tag == "diag_heatmap/S/act"]
+    assert (heatmaps[-1].width, heatmaps[-1].height) == (2 * 8, 4 * 8)  # 2 checks x 4 channels, 8 px cells
+    resumed = DiagnosticsLogger(SummaryWriter(str(tmp_path / "tb2")), tmp_path)
+    assert sorted(resumed.neg_frac["S/act"]) == [100, 200]
+
+
+def test_log_hparams_rejects_non_scalar_values(tmp_path):
+    writer = SummaryWriter(str(tmp_path))
+    with pytest.raises(TypeError, match="layers"):
+        log_hparams(writer, {"layers": [0.2, 0.1]}, {})
+    with pytest.raises(ValueError, match="nan"):
+        log_hparams(writer, {"slope": 0.2}, {"final/G_dead_frac": float("nan")})
+    writer.close()
