@@ -1,0 +1,216 @@
+"""Structured configs: one dataclass per config group, registered in Hydra's ConfigStore as the schema.
+
+Hydra rejects unknown keys and values of the wrong type while composing (the message names the full
+key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object` builds the dataclasses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+class ConfigError(ValueError):
+    """A config value is outside what the product supports; the message names the key."""
+
+
+def _choice(key: str, value: Any, allowed: tuple) -> None:
+    """Raise ConfigError unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise ConfigError(f"{key}={value!r} is not allowed; choose one of {list(allowed)}")
+
+
+def _positive(key: str, value: Any, *, allow_none: bool = False) -> None:
+    """Raise ConfigError unless `value` is > 0 (or None when allowed)."""
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise ConfigError(f"{key}={value!r} must be a positive number")
+
+
+def _in_unit_interval(key: str, value: float) -> None:
+    """Raise ConfigError unless 0 <= value < 1 (Adam betas, EMA decay)."""
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(f"{key}={value!r} must be in [0, 1)")
+
+
+IMAGE_SIZES = (32, 64, 128)
+
+
+@dataclass
+class ModelConfig:
+    """DCGAN generator/discriminator shape: image size, widths, latent size, conv implementation."""
+
+    name: str = "dcgan"
+    image_size: int = 32
+    nz: int = 64
+    ngf: int = 32
+    ndf: int = 32
+    conv_impl: str = "auto"
+
+    def __post_init__(self) -> None:
+        _choice("model.name", self.name, ("dcgan",))
+        _choice("model.image_size", self.image_size, IMAGE_SIZES)
+        for key in ("nz", "ngf", "ndf"):
+            _positive(f"model.{key}", getattr(self, key))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+
+
+@dataclass
+class DataConfig:
+    """Which images to train on (read by gan.data.build_image_data)."""
+
+    name: str = "mnist"
+    root: Optional[str] = None
+    channels: int = 1
+    num_workers: int = 2
+    num_images: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        _choice("data.name", self.name, ("mnist", "folder", "shapes"))
+        _choice("data.channels", self.channels, (1, 3))
+        _positive("data.num_workers", self.num_workers)
+        _positive("data.num_images", self.num_images, allow_none=True)
+        if self.name == "folder" and not self.root:
+            raise ConfigError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")
+
+
+@dataclass
+class ActConfig:
+    """LeakyReLU slopes: one global value, optionally one per layer for D and for G."""
+
+    negative_slope: float = 0.2
+    g_negative_slope: Optional[float] = None
+    d_layers: Optional[List[float]] = None
+    g_layers: Optional[List[float]] = None
+    clamp: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        slopes = [("act.negative_slope", self.negative_slope), ("act.g_negative_slope", self.g_negative_slope)]
+        slopes += [(f"act.d_layers[{i}]", s) for i, s in enumerate(self.d_layers or [])]
+        slopes += [(f"act.g_layers[{i}]", s) for i, s in enumerate(self.g_layers or [])]
+        for key, slope in slopes:
+            if slope is not None and not 0.0 <= slope < 1.0:
+                raise ConfigError(f"{key}={slope!r} must be in [0, 1) (0 = ReLU)")
+        _positive("act.clamp", self.clamp, allow_none=True)
+
+
+@dataclass
+class PrecisionConfig:
+    """Compute dtype; fp16 trains with dynamic loss scaling, every precision skips non-finite steps."""
+
+    name: str = "fp32"
+    loss_scale: float = 1.0
+    scale_window: int = 1000
+    max_nonfinite_steps: int = 20
+
+    def __post_init__(self) -> None:
+        _choice("precision.name", self.name, ("fp32", "fp16", "bf16"))
+        _positive("precision.loss_scale", self.loss_scale)
+        _positive("precision.scale_window", self.scale_window)
+        _positive("precision.max_nonfinite_steps", self.max_nonfinite_steps)
+
+
+@dataclass
+class FusionConfig:
+    """Operator fusion; `none` is the only value until the fusion work lands."""
+
+    name: str = "none"
+
+    def __post_init__(self) -> None:
+        _choice("fusion.name", self.name, ("none",))
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation length, Adam settings, EMA, output intervals, resume and dry run."""
+
+    steps: Optional[int] = 1000
+    epochs: Optional[float] = None
+    batch_size: int = 64
+    lr: float = 2e-4
+    beta1: float = 0.5
+    beta2: float = 0.999
+    ema_beta: Optional[float] = None
+    log_every: int = 10
+    sample_every: int = 250
+    ckpt_every: int = 500
+    keep_last: int = 3
+    num_samples: int = 64
+    resume: Optional[str] = None
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.steps is None) == (self.epochs is None):
+            raise ConfigError(f"set exactly one of train.steps={self.steps!r} and train.epochs={self.epochs!r} "
+                              "(the other must be null)")
+        _positive("train.steps", self.steps, allow_none=True)
+        _positive("train.epochs", self.epochs, allow_none=True)
+        for key in ("batch_size", "lr", "log_every", "sample_every", "ckpt_every", "keep_last", "num_samples"):
+            _positive(f"train.{key}", getattr(self, key))
+        _in_unit_interval("train.beta1", self.beta1)
+        _in_unit_interval("train.beta2", self.beta2)
+        if self.ema_beta is not None:
+            _in_unit_interval("train.ema_beta", self.ema_beta)
+
+
+@dataclass
+class DiagnosticsConfig:
+    """Dead-unit diagnostics (filled in by the diagnostics work; off by default)."""
+
+    enabled: bool = False
+    interval: int = 100
+
+    def __post_init__(self) -> None:
+        _positive("diagnostics.interval", self.interval)
+
+
+@dataclass
+class EvalConfig:
+    """Sample-quality metrics (filled in by the evaluation work; off by default)."""
+
+    enabled: bool = False
+    interval: int = 1000
+
+    def __post_init__(self) -> None:
+        _positive("eval.interval", self.interval)
+
+
+@dataclass
+class RuntimeConfig:
+    """Execution mode, device and CPU threads."""
+
+    mode: str = "graph"
+    device_target: str = "CPU"
+    device_id: int = 0
+    threads: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        _choice("runtime.mode", self.mode, ("graph", "pynative"))
+        _choice("runtime.device_target", self.device_target, ("CPU", "GPU", "Ascend"))
+        _positive("runtime.threads", self.threads, allow_none=True)
+
+
+@dataclass
+class Config:
+    """The whole run: one field per config group plus the seed."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    act: ActConfig = field(default_factory=ActConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    seed: int = 0
+
+
+def register_configs() -> None:
+    """Store the schema as `base_config`, the first entry of configs/config.yaml's defaults list."""
+    ConfigStore.instance().store(name="base_config", node=Config)
+
+
+register_configs()

@@ -1,0 +1,97 @@
+"""DCGAN generator and discriminator (Radford et al.) built from one conv -> BatchNorm -> LeakyReLU block."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from math import log2
+
+import numpy as np
+from mindspore import Tensor, nn
+
+from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
+from gan.layers import make_conv
+from ops import LeakyReLU
+
+
+def num_blocks(image_size: int) -> int:
+    """Number of 2x up/down-sampling blocks between 4x4 and `image_size` (= activations per network)."""
+    if image_size not in IMAGE_SIZES:
+        raise ConfigError(f"model.image_size={image_size!r} is not supported; choose one of {list(IMAGE_SIZES)}")
+    return int(log2(image_size)) - 2
+
+
+def layer_slopes(key: str, per_layer: list[float] | None, default: float, count: int) -> list[float]:
+    """Slopes of a network's `count` activations: the per-layer list when given, else `default` everywhere."""
+    if per_layer is None:
+        return [default] * count
+    if len(per_layer) != count:
+        raise ConfigError(f"{key} has {len(per_layer)} slopes {list(per_layer)} but this network has {count} "
+                          f"LeakyReLU layers; give exactly {count} values or null")
+    return [float(s) for s in per_layer]
+
+
+def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
+           clamp: float | None) -> None:
+    """Append conv, optional BatchNorm (when `width` is given) and the custom LeakyReLU as block `index`."""
+    layers[f"conv{index}"] = conv
+    if width is not None:
+        layers[f"bn{index}"] = nn.BatchNorm2d(width)
+    layers[f"act{index}"] = LeakyReLU(slope, clamp=clamp)
+
+
+class Generator(nn.Cell):
+    """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh."""
+
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str) -> None:
+        super().__init__()
+        n = num_blocks(model.image_size)
+        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
+        slopes = layer_slopes("act.g_layers", act.g_layers, default, n)
+        widths = [model.ngf * 2 ** (n - 1 - i) for i in range(n)]
+        layers: OrderedDict = OrderedDict()
+        in_ch = model.nz
+        for i, (width, slope) in enumerate(zip(widths, slopes)):
+            stride, pad = (1, 0) if i == 0 else (2, 1)
+            conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, impl=conv_impl)
+            _block(layers, i, conv, width, slope, act.clamp)
+            in_ch = width
+        layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, impl=conv_impl)
+        layers["tanh"] = nn.Tanh()
+        self.layers = nn.SequentialCell(layers)
+        self.nz = model.nz
+
+    def construct(self, z: Tensor) -> Tensor:
+        return self.layers(z)
+
+
+class Discriminator(nn.Cell):
+    """images (N, C, S, S) -> logits (N,): strided 4x4 convs, BatchNorm from the second block, LeakyReLU.
+
+    No Sigmoid: the loss is BCE-with-logits, which stays finite where sigmoid + log would not.
+    """
+
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str) -> None:
+        super().__init__()
+        n = num_blocks(model.image_size)
+        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
+        layers: OrderedDict = OrderedDict()
+        in_ch = channels
+        for i, slope in enumerate(slopes):
+            width = model.ndf * 2 ** i
+            conv = make_conv(in_ch, width, 4, 2, 1, impl=conv_impl)
+            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp)
+            in_ch = width
+        layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, impl=conv_impl)
+        self.layers = nn.SequentialCell(layers)
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.layers(x).reshape(-1)
+
+
+def init_dcgan_weights(net: Generator | Discriminator, rng: np.random.Generator) -> None:
+    """DCGAN init: conv weights ~ N(0, 0.02), BatchNorm gamma ~ N(1, 0.02), beta = 0 (seeded, host-side)."""
+    for name, cell in net.layers.name_cells().items():
+        if name.startswith("conv"):
+            cell.weight.set_data(Tensor(rng.normal(0.0, 0.02, cell.weight.shape).astype(np.float32)))
+        elif name.startswith("bn"):
+            cell.gamma.set_data(Tensor(rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32)))
+            cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))

@@ -1,0 +1,76 @@
+"""Run outputs a person looks at: sample grids (Pillow), TensorBoard events (tensorboardX), a progress bar."""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tensorboardX import SummaryWriter
+from tqdm import tqdm
+
+
+def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) -> np.ndarray:
+    """Tile NCHW images in [-1, 1] into one HWC uint8 image (C = 1 or 3), `nrow` images per row."""
+    if images.ndim != 4 or images.shape[1] not in (1, 3):
+        raise ValueError(f"images must be NCHW with 1 or 3 channels, got shape {images.shape}")
+    n, c, h, w = images.shape
+    nrow = nrow or math.ceil(math.sqrt(n))
+    rows = math.ceil(n / nrow)
+    grid = np.zeros((rows * (h + padding) + padding, nrow * (w + padding) + padding, c), np.uint8)
+    pixels = np.clip((images.astype(np.float32) + 1.0) * 127.5 + 0.5, 0, 255).astype(np.uint8)
+    for i in range(n):
+        top, left = padding + (i // nrow) * (h + padding), padding + (i % nrow) * (w + padding)
+        grid[top:top + h, left:left + w] = pixels[i].transpose(1, 2, 0)
+    return grid
+
+
+def save_png(grid: np.ndarray, path: str | Path) -> Path:
+    """Write an HWC uint8 image as PNG atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            image.save(f, format="PNG")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+class Reporter:
+    """TensorBoard scalars/images under `run_dir/tensorboard` plus a one-line progress bar with ETA."""
+
+    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int) -> None:
+        self.writer = SummaryWriter(logdir=str(Path(run_dir) / "tensorboard"))
+        self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True)
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        """Log each value as a TensorBoard scalar at `step`."""
+        for tag, value in values.items():
+            self.writer.add_scalar(tag, value, step)
+
+    def image(self, tag: str, grid: np.ndarray, step: int) -> None:
+        """Log an HWC uint8 grid as a TensorBoard image."""
+        self.writer.add_image(tag, grid, step, dataformats="HWC")
+
+    def progress(self, steps: int, postfix: dict[str, float]) -> None:
+        """Advance the progress bar by `steps` and show the latest numbers."""
+        self.bar.set_postfix({k: f"{v:.3g}" for k, v in postfix.items()}, refresh=False)
+        self.bar.update(steps)
+
+    def write(self, message: str) -> None:
+        """Print a line without breaking the progress bar."""
+        self.bar.write(message)
+
+    def close(self) -> None:
+        """Flush TensorBoard events and close the bar."""
+        self.writer.close()
+        self.bar.close()

@@ -1,0 +1,422 @@
+"""DCGAN training: jitted D and G steps, loss scaling, EMA, the loop, checkpoints, resume and Ctrl-C.
+
+Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
+batches, latents and updates of an uninterrupted one without saving RNG states.
+"""
+from __future__ import annotations
+
+import math
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, amp, nn, ops
+from omegaconf import DictConfig, OmegaConf
+
+from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
+                            prune_checkpoints, save_checkpoint)
+from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.data import build_image_data
+from gan.layers import make_conv, resolve_conv_impl
+from gan.models import Discriminator, Generator, init_dcgan_weights
+from gan.report import Reporter, image_grid, save_png
+
+CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
+# Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
+_Z, _FIXED_Z, _INIT_G, _INIT_D = 1, 2, 3, 4
+_DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
+
+
+class NonFiniteTrainingError(RuntimeError):
+    """Training produced non-finite gradients for too many consecutive steps."""
+
+
+def latents(seed: int, step: int, purpose: int, n: int, nz: int) -> np.ndarray:
+    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose)."""
+    return np.random.default_rng([seed, step, purpose]).standard_normal((n, nz, 1, 1), dtype=np.float32)
+
+
+def to_config(cfg: DictConfig | Config) -> Config:
+    """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
+    return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
+
+
+def config_from_yaml(text: str) -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint."""
+    return to_config(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+
+
+def setup_runtime(runtime: RuntimeConfig) -> None:
+    """Select device and CPU threads; graph mode comes from ms.jit on the two steps, not the context."""
+    ms.set_device(runtime.device_target, runtime.device_id)
+    if runtime.threads is not None:
+        ms.device_context.cpu.op_tuning.threads_num(runtime.threads)
+
+
+def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
+    """Fail at start, with a clear message, when the device cannot run a convolution in the dtype."""
+    if precision.name not in _DTYPES:
+        return
+    conv = make_conv(1, 1, 1, 1, 0).to_float(_DTYPES[precision.name])
+    try:
+        conv(Tensor(np.ones((1, 1, 1, 1), np.float32)).astype(_DTYPES[precision.name])).asnumpy()
+    except (RuntimeError, TypeError, ValueError) as err:
+        lines = [line for line in str(err).splitlines() if line.strip(" -") and not line.startswith("- ")]
+        reason = lines[0] if lines else type(err).__name__
+        raise ConfigError(f"precision={precision.name} is not supported on runtime.device_target={device_target} "
+                          f"(a {precision.name} convolution failed: {reason}); use precision=fp32 or precision=fp16"
+                          ) from err
+
+
+def _bce_with_logits(logits: Tensor, target: float) -> Tensor:
+    """Mean binary cross-entropy against a constant label, computed stably from logits in fp32."""
+    logits = logits.astype(ms.float32)
+    return ops.binary_cross_entropy_with_logits(logits, ops.full_like(logits, target))
+
+
+def _global_norm(grads: tuple) -> Tensor:
+    """L2 norm over all gradient tensors."""
+    return ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
+
+
+def _loss_scaler(precision: PrecisionConfig) -> amp.LossScaler:
+    """Dynamic loss scaling for fp16; a fixed scale (1 by default) otherwise."""
+    if precision.name == "fp16":
+        return amp.DynamicLossScaler(precision.loss_scale, 2, precision.scale_window)
+    return amp.StaticLossScaler(precision.loss_scale)
+
+
+def first_nonfinite_layer(net: Generator | Discriminator, x: Tensor) -> str | None:
+    """Run `net` layer by layer (PyNative) and name the first layer whose output is not finite."""
+    for name, layer in net.layers.name_cells().items():
+        x = layer(x)
+        if not np.isfinite(x.astype(ms.float32).asnumpy()).all():
+            return f"{type(net).__name__.lower()}.layers.{name} ({type(layer).__name__})"
+    return None
+
+
+class EMA(nn.Cell):
+    """Exponential moving average of the generator's parameters (BatchNorm statistics are copied)."""
+
+    def __init__(self, source: nn.Cell, target: nn.Cell, beta: float) -> None:
+        super().__init__()
+        self.source = ms.ParameterTuple(source.get_parameters())
+        self.target = ms.ParameterTuple(target.get_parameters())
+        self.betas = tuple(beta if p.requires_grad else 0.0 for p in self.source)
+
+    def construct(self) -> Tensor:
+        for src, dst, beta in zip(self.source, self.target, self.betas):
+            ops.assign(dst, dst * beta + src * (1.0 - beta))
+        return ops.zeros((), ms.float32)
+
+
+@dataclass
+class StepStats:
+    """Host-side numbers of one D step + G step."""
+
+    loss_d: float
+    loss_g: float
+    d_real: float
+    d_fake: float
+    grad_norm_d: float
+    grad_norm_g: float
+    loss_scale_d: float
+    loss_scale_g: float
+    finite: bool
+
+
+class GANTrainer:
+    """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
+
+    def __init__(self, cfg: Config, channels: int) -> None:
+        impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
+        self.nz = cfg.model.nz
+        self.g = Generator(cfg.model, cfg.act, channels, impl)
+        self.d = Discriminator(cfg.model, cfg.act, channels, impl)
+        init_dcgan_weights(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
+        init_dcgan_weights(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        # Unique names: the D step also runs G, so both live in one graph.
+        self.g.update_parameters_name("generator.")
+        self.d.update_parameters_name("discriminator.")
+        self.g_ema = None
+        if cfg.train.ema_beta is not None:
+            self.g_ema = Generator(cfg.model, cfg.act, channels, impl)
+            self.g_ema.update_parameters_name("ema.")
+            for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
+                dst.set_data(src.data.copy())
+        self.g_run, self.d_run = self.g, self.d
+        if cfg.precision.name in _DTYPES:
+            dtype = _DTYPES[cfg.precision.name]
+            self.g_run = amp.auto_mixed_precision(self.g, "O2", dtype)
+            self.d_run = amp.auto_mixed_precision(self.d, "O2", dtype)
+        t = cfg.train
+        self.opt_g = nn.Adam(self.g.trainable_params(), t.lr, t.beta1, t.beta2)
+        self.opt_d = nn.Adam(self.d.trainable_params(), t.lr, t.beta1, t.beta2)
+        self.scaler_g = _loss_scaler(cfg.precision)
+        self.scaler_d = _loss_scaler(cfg.precision)
+        compile_fn: Callable = ms.jit if cfg.runtime.mode == "graph" else (lambda fn: fn)
+        self._d_step = compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d))
+        self._g_step = compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g))
+        self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
+
+    def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
+        fake = ops.stop_gradient(self.g_run(z))
+        logits_real, logits_fake = self.d_run(real), self.d_run(fake)
+        loss = _bce_with_logits(logits_real, 1.0) + _bce_with_logits(logits_fake, 0.0)
+        d_real = ops.sigmoid(logits_real.astype(ms.float32)).mean()
+        d_fake = ops.sigmoid(logits_fake.astype(ms.float32)).mean()
+        return self.scaler_d.scale(loss), loss, d_real, d_fake
+
+    def _g_loss(self, real: Tensor, z: Tensor) -> tuple:
+        logits = self.d_run(self.g_run(z))
+        loss = _bce_with_logits(logits, 1.0)  # non-saturating: maximise log D(G(z))
+        return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
+
+    @staticmethod
+    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler) -> Callable:
+        """One optimisation step: scaled loss -> grads -> unscale -> skip the update if not finite."""
+        grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
+
+        def step(real: Tensor, z: Tensor) -> tuple:
+            outputs, grads = grad_fn(real, z)
+            grads = scaler.unscale(grads)
+            finite = amp.all_finite(grads)
+            scaler.adjust(finite)
+            if finite:
+                opt(grads)
+            return outputs, _global_norm(grads), finite
+
+        return step
+
+    def train_step(self, real: np.ndarray, z: np.ndarray) -> StepStats:
+        """One D step then one G step on the same latents; updates are skipped when grads are not finite."""
+        real_t, z_t = Tensor(real), Tensor(z)
+        (_, loss_d, d_real, d_fake), norm_d, finite_d = self._d_step(real_t, z_t)
+        (_, loss_g, _), norm_g, finite_g = self._g_step(real_t, z_t)
+        if self._ema_step is not None:
+            self._ema_step()
+        return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
+                         float(d_fake.asnumpy()), float(norm_d.asnumpy()), float(norm_g.asnumpy()),
+                         float(self.scaler_d.scale_value.asnumpy()), float(self.scaler_g.scale_value.asnumpy()),
+                         bool(finite_d.asnumpy()) and bool(finite_g.asnumpy()))
+
+    def generate(self, z: np.ndarray) -> np.ndarray:
+        """Images from latents with the EMA generator when enabled, BatchNorm in inference mode."""
+        net = self.g_ema or self.g
+        net.set_train(False)
+        try:
+            return net(Tensor(z)).asnumpy()
+        finally:
+            net.set_train(True)
+
+    def find_nonfinite(self, real: np.ndarray, z: np.ndarray) -> str:
+        """Name the first layer whose activations are not finite, checking G(z), D(real), D(G(z))."""
+        fake = self.g(Tensor(z))
+        for net, x in ((self.g, Tensor(z)), (self.d, Tensor(real)), (self.d, fake)):
+            where = first_nonfinite_layer(net, x)
+            if where is not None:
+                return where
+        return "none: every activation is finite, the gradients overflowed"
+
+    def _stateful(self) -> dict[str, ms.Parameter]:
+        """Every Parameter a resume needs, keyed by a stable name."""
+        params = {p.name: p for p in self.g.get_parameters()}
+        params.update({p.name: p for p in self.d.get_parameters()})
+        if self.g_ema is not None:
+            params.update({p.name: p for p in self.g_ema.get_parameters()})
+        for prefix, opt in (("opt_g.", self.opt_g), ("opt_d.", self.opt_d)):
+            own = {n: p for n, p in opt.parameters_and_names() if n.split(".")[0] not in ("generator", "discriminator")}
+            params.update({prefix + n: p for n, p in own.items()})
+        for prefix, scaler in (("scaler_g.", self.scaler_g), ("scaler_d.", self.scaler_d)):
+            params.update({prefix + n: v for n, v in vars(scaler).items() if isinstance(v, ms.Parameter)})
+        return params
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The full training state as numpy arrays (for gan.checkpoint)."""
+        return {name: p.asnumpy() for name, p in self._stateful().items()}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray], source: str | Path) -> None:
+        """Restore the state written by `state_arrays`; a missing or misshapen entry is a CheckpointError."""
+        params = self._stateful()
+        missing = sorted(set(params) - set(arrays))
+        if missing:
+            raise CheckpointError(f"{source}: not a checkpoint of this model/config; missing {missing[:5]}"
+                                  f"{' ...' if len(missing) > 5 else ''}")
+        for name, p in params.items():
+            if tuple(arrays[name].shape) != tuple(p.shape):
+                raise CheckpointError(f"{source}: '{name}' has shape {arrays[name].shape}, this model needs "
+                                      f"{tuple(p.shape)} (was it trained with other model.* settings?)")
+            p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
+
+
+@dataclass
+class RunSummary:
+    """What a run did: per-step losses, counters, where outputs went, and the sweep objective."""
+
+    run_dir: Path
+    start_step: int
+    end_step: int
+    history: list[StepStats] = field(default_factory=list)
+    skipped_steps: int = 0
+    interrupted: bool = False
+    checkpoint: Path | None = None
+
+    @property
+    def objective(self) -> float:
+        """Mean generator loss over the last 10% of this run's steps (lower: G fools D more)."""
+        tail = self.history[-max(1, len(self.history) // 10):]
+        return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
+
+
+class _InterruptFlag:
+    """First Ctrl-C asks the loop to checkpoint and stop after the current step; a second one aborts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> "_InterruptFlag":
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+
+def total_steps(cfg: Config, num_images: int) -> int:
+    """train.steps, or train.epochs converted to steps with the dataset size."""
+    if cfg.train.steps is not None:
+        return cfg.train.steps
+    return max(1, math.ceil(cfg.train.epochs * num_images / cfg.train.batch_size))
+
+
+def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
+    """The checkpoint to resume from: newest in run_dir for `auto` (None if there is none yet), else the file."""
+    if resume is None:
+        return None
+    if resume == "auto":
+        return latest_checkpoint(run_dir)
+    path = Path(resume).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"train.resume={resume!r}: no such checkpoint file (use 'auto' or a .ckpt path)")
+    return path
+
+
+def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
+    """Train (or resume) a DCGAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
+    conf = to_config(cfg)
+    run_dir = Path(run_dir)
+    setup_runtime(conf.runtime)
+    check_precision_supported(conf.precision, conf.runtime.device_target)
+    ms.set_seed(conf.seed)
+    t = conf.train
+    data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=t.batch_size, seed=conf.seed)
+    trainer = GANTrainer(conf, data.channels)
+
+    start = 0
+    resume_from = _resume_path(t.resume, run_dir)
+    if resume_from is not None:
+        arrays, meta = load_checkpoint(resume_from)
+        if meta.get("format") != CHECKPOINT_FORMAT:
+            raise CheckpointError(f"{resume_from}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+        trainer.load_state_arrays(arrays, resume_from)
+        start = int(meta["step"])
+    end = start + 2 if t.dry_run else total_steps(conf, data.num_images)
+    # A dry run exercises every output on each of its 2 steps.
+    log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
+    yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
+    print(yaml + f"run directory: {run_dir.resolve()}" + (f"\nresumed from {resume_from} at step {start}"
+                                                          if resume_from else ""), flush=True)
+
+    fixed_z = latents(conf.seed, 0, _FIXED_Z, t.num_samples, conf.model.nz)
+    summary = RunSummary(run_dir, start, start)
+    reporter = Reporter(run_dir, end, start)
+
+    def save(step: int) -> Path:
+        meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
+                "skipped_steps": summary.skipped_steps, "config": yaml}
+        path = checkpoint_path(run_dir, step)
+        save_checkpoint(path, trainer.state_arrays(), meta)
+        prune_checkpoints(run_dir, t.keep_last)
+        return path
+
+    def sample(step: int) -> None:
+        grid = image_grid(trainer.generate(fixed_z))
+        save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
+        reporter.image("samples", grid, step)
+
+    real_png = run_dir / "samples" / "real.png"
+    if not real_png.exists():
+        save_png(image_grid(data.sample(t.num_samples)), real_png)
+
+    batches = data.batches(start)
+    consecutive_bad = 0
+    last_time, last_step = time.perf_counter(), start
+    try:
+        with _InterruptFlag() as interrupt:
+            for step in range(start, end):
+                real = next(batches)
+                z = latents(conf.seed, step, _Z, t.batch_size, conf.model.nz)
+                stats = trainer.train_step(real, z)
+                summary.history.append(stats)
+                done = step + 1
+                summary.end_step = done
+                consecutive_bad = 0 if stats.finite else consecutive_bad + 1
+                summary.skipped_steps += not stats.finite
+                if consecutive_bad >= conf.precision.max_nonfinite_steps:
+                    raise NonFiniteTrainingError(
+                        f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
+                        f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
+                        f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real, z)}")
+                if done % log_every == 0 or done == end:
+                    now = time.perf_counter()
+                    step_time = (now - last_time) / (done - last_step)
+                    values = {"loss/d": stats.loss_d, "loss/g": stats.loss_g, "prob/D_x": stats.d_real,
+                              "prob/D_G_z": stats.d_fake, "grad_norm/d": stats.grad_norm_d,
+                              "grad_norm/g": stats.grad_norm_g, "loss_scale/d": stats.loss_scale_d,
+                              "loss_scale/g": stats.loss_scale_g, "skipped_steps": summary.skipped_steps,
+                              "perf/step_time_s": step_time, "perf/img_per_s": t.batch_size / step_time}
+                    reporter.scalars(done, values)
+                    reporter.progress(done - last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
+                                                         "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
+                                                         "img/s": t.batch_size / step_time})
+                    last_time, last_step = now, done
+                if done % sample_every == 0 or done == end:
+                    sample(done)
+                if done % ckpt_every == 0 or done == end:
+                    summary.checkpoint = save(done)
+                if interrupt.requested:
+                    summary.interrupted = True
+                    summary.checkpoint = save(done)
+                    reporter.write(f"interrupted: saved {summary.checkpoint}; resume with train.resume=auto")
+                    break
+    finally:
+        reporter.close()
+    return summary
+
+
+def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[Generator, Config]:
+    """Load a checkpoint's generator (its EMA copy when present and `use_ema`) in inference mode."""
+    arrays, meta = load_checkpoint(path)
+    if meta.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    conf = config_from_yaml(meta["config"])
+    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
+    net = Generator(conf.model, conf.act, int(meta["channels"]), impl)
+    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
+    net.update_parameters_name(prefix)
+    for p in net.get_parameters():
+        if p.name not in arrays:
+            raise CheckpointError(f"{path}: missing generator parameter '{p.name}'")
+        p.set_data(Tensor(arrays[p.name]))
+    net.set_train(False)
+    return net, conf

@@ -1,0 +1,22 @@
+"""Train a DCGAN: `python train.py [group=option ...] [key=value ...]` (see `python train.py --help`)."""
+import os
+
+os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+import gan.config  # noqa: E402,F401  (registers the structured-config schema)
+
+
+@hydra.main(config_path="configs", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    """Run training in Hydra's run directory and return the objective for sweepers."""
+    from gan.training import run  # imported here so `--help` and config errors do not load MindSpore
+
+    return run(cfg, HydraConfig.get().runtime.output_dir).objective
+
+
+if __name__ == "__main__":
+    main()
