@@ -15,6 +15,9 @@ import mindspore as ms
 from mindspore import Tensor, nn, ops
 
 CONV_IMPLS = ("auto", "native", "gemm")
+# The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
+# materialises transposed copies of both operands (the largest cost of a training step on CPU here).
+_MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(transpose_b=True)
 
 
 def resolve_conv_impl(impl: str, device_target: str) -> str:
@@ -53,11 +56,11 @@ class GemmConv2d(_SquareConv, nn.Conv2d):
         k, s, p, o = self._k, self._s, self._p, self.out_channels
         ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
         # Width taps: (n c h, w) @ (w, kw wo); then height taps from the left: (kh ho, h) @ (h, n c kw wo).
-        cols = ops.matmul(x.reshape(n * c * h, w), _taps(w, wo, k, s, p, x.dtype))
+        cols = _MM(x.reshape(n * c * h, w), _taps(w, wo, k, s, p, x.dtype))
         cols = cols.reshape(n, c, h, k * wo).transpose(2, 0, 1, 3).reshape(h, n * c * k * wo)
-        cols = ops.matmul(_taps(h, ho, k, s, p, x.dtype).T, cols)
+        cols = _MM_TA(_taps(h, ho, k, s, p, x.dtype), cols)
         cols = cols.reshape(k, ho, n, c, k, wo).transpose(3, 0, 4, 2, 1, 5).reshape(c * k * k, n * ho * wo)
-        y = ops.matmul(self.weight.astype(x.dtype).reshape(o, c * k * k), cols)   # (o, n ho wo)
+        y = _MM(self.weight.astype(x.dtype).reshape(o, c * k * k), cols)   # (o, n ho wo)
         y = y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
@@ -72,11 +75,11 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         k, s, p, o = self._k, self._s, self._p, self.out_channels
         ho, wo = (h - 1) * s - 2 * p + k, (w - 1) * s - 2 * p + k
         # (n h w, c) @ (c, o kh kw), then col2im along width and height with transposed tap matrices.
-        y = ops.matmul(x.transpose(0, 2, 3, 1).reshape(n * h * w, c), self.weight.astype(x.dtype).reshape(c, -1))
+        y = _MM(x.transpose(0, 2, 3, 1).reshape(n * h * w, c), self.weight.astype(x.dtype).reshape(c, -1))
         y = y.reshape(n, h, w, o, k, k).transpose(0, 3, 4, 1, 5, 2).reshape(n * o * k * h, k * w)
-        y = ops.matmul(y, _taps(wo, w, k, s, p, x.dtype).T)                        # (n o kh h, wo)
+        y = _MM_TB(y, _taps(wo, w, k, s, p, x.dtype))                        # (n o kh h, wo)
         y = y.reshape(n, o, k * h, wo).transpose(0, 1, 3, 2).reshape(n * o * wo, k * h)
-        y = ops.matmul(y, _taps(ho, h, k, s, p, x.dtype).T)                        # (n o wo, ho)
+        y = _MM_TB(y, _taps(ho, h, k, s, p, x.dtype))                        # (n o wo, ho)
         y = y.reshape(n, o, wo, ho).transpose(0, 1, 3, 2)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
