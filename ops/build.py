@@ -18,7 +18,9 @@ from pathlib import Path
 import mindspore
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "tiling.h")
+SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "cpu" / "bn_act.cc", CSRC / "cpu" / "kernel_common.h",
+           CSRC / "tiling.h")
+UNITS = tuple(src for src in SOURCES if src.suffix == ".cc")
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-trapping-math")
 
 
@@ -83,9 +85,9 @@ def library_path() -> str:
     fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
     os.close(fd)
     try:
-        done = subprocess.run([cxx, *flags, str(SOURCES[0]), "-o", tmp], capture_output=True, text=True)
+        done = subprocess.run([cxx, *flags, *map(str, UNITS), "-o", tmp], capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"compiling {SOURCES[0]} with {cxx} failed:\n{done.stderr}")
+            raise RuntimeError(f"compiling {', '.join(map(str, UNITS))} with {cxx} failed:\n{done.stderr}")
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

@@ -87,3 +87,52 @@ def max_errors(actual: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
     scale = np.abs(e[finite])
     rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
     return float(diff.max()), float(rel.max())
+
+
+def _channel_view(v: np.ndarray, ndim: int) -> np.ndarray:
+    """A per-channel vector shaped to broadcast against (N, C, ...) in float64."""
+    return np.asarray(v, np.float64).reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def bn_act_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, negative_slope: float, *,
+                   stats: tuple[np.ndarray, np.ndarray] | None = None, eps: float = 1e-5, gain: float = 1.0,
+                   clamp: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fused BatchNorm + LeakyReLU + gain + clamp in float64, y rounded once to x's dtype.
+
+    Returns (y, mean, biased variance) of the statistics used: the batch's over all axes but 1 when
+    stats is None (training), else the given ones (eval). The clamp keeps NaN, as the LeakyReLU op does.
+    """
+    x64 = np.asarray(x, np.float64)
+    axes = (0,) + tuple(range(2, x64.ndim))
+    mean, var = (x64.mean(axes), x64.var(axes)) if stats is None else (np.asarray(s, np.float64) for s in stats)
+    z = (x64 - _channel_view(mean, x64.ndim)) / np.sqrt(_channel_view(var, x64.ndim) + eps) \
+        * _channel_view(gamma, x64.ndim) + _channel_view(beta, x64.ndim)
+    with np.errstate(invalid="ignore"):
+        y = gain * np.where(z > 0, z, negative_slope * z)
+        if clamp is not None:
+            y = np.where(y > clamp, clamp, np.where(y < -clamp, -clamp, y))
+    return y.astype(x.dtype), mean, var
+
+
+def bn_act_backward(x: np.ndarray, dy: np.ndarray, gamma: np.ndarray, beta: np.ndarray, negative_slope: float, *,
+                    stats: tuple[np.ndarray, np.ndarray] | None = None, eps: float = 1e-5, gain: float = 1.0,
+                    clamp: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx in x's dtype, dgamma, dbeta in float64) of bn_act_forward; with stats=None dx includes the
+    batch statistics' dependence on x (BatchNorm's training backward), else they are constants."""
+    x64, dy64 = np.asarray(x, np.float64), np.asarray(dy, np.float64)
+    axes = (0,) + tuple(range(2, x64.ndim))
+    mean, var = (x64.mean(axes), x64.var(axes)) if stats is None else (np.asarray(s, np.float64) for s in stats)
+    rstd = 1.0 / np.sqrt(_channel_view(var, x64.ndim) + eps)
+    xhat = (x64 - _channel_view(mean, x64.ndim)) * rstd
+    z = xhat * _channel_view(gamma, x64.ndim) + _channel_view(beta, x64.ndim)
+    y = gain * np.where(z > 0, z, negative_slope * z)
+    dz = gain * dy64 * np.where(z > 0, 1.0, negative_slope)
+    if clamp is not None:
+        dz = np.where((y > clamp) | (y < -clamp), 0.0, dz)
+    dgamma, dbeta = (dz * xhat).sum(axes), dz.sum(axes)
+    dxhat = dz * _channel_view(gamma, x64.ndim)
+    if stats is None:
+        m = x64.size // x64.shape[1]
+        dxhat = dxhat - _channel_view(dbeta * np.asarray(gamma, np.float64), x64.ndim) / m \
+            - xhat * _channel_view(dgamma * np.asarray(gamma, np.float64), x64.ndim) / m
+    return (dxhat * rstd).astype(x.dtype), dgamma, dbeta

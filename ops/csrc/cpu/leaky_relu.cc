@@ -9,27 +9,15 @@
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops
 // that the compiler vectorises.
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
 #include <mutex>
-#include <thread>
-#include <vector>
 
-#include "../tiling.h"
+#include "kernel_common.h"
 
 namespace {
 
-using half = _Float16;
-#if defined(__F16C__)
-using f8 = __m256;  // 8 floats; GCC vector extensions give it +, *, comparisons and ?: like a float
-#endif
-
-constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 register)
-constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
+using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
 struct Scalars {
   float slope;
@@ -43,56 +31,9 @@ Scalars read_scalars(const void* p) {
   return {f[0], f[1], threads};
 }
 
-int64_t element_count(int ndim, const int64_t* shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; ++i) n *= shape[i];
-  return n;
-}
-
-// The element formulas are written once over V (float, or an 8-lane float vector for float16 tiles)
-// and a rounding policy R: identity for float32, round-to-nearest-even to float16 for float16.
-template <typename V> inline V splat(float s) { return s; }
-
-struct NoRound {
-  template <typename V> static V apply(V v) { return v; }
-};
-
-struct HalfRound {
-  static float apply(float v) { return static_cast<float>(static_cast<half>(v)); }
-#if defined(__F16C__)
-  static f8 apply(f8 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
-#endif
-};
-
-#if defined(__F16C__)
-template <> inline f8 splat<f8>(float s) { return _mm256_set1_ps(s); }
-inline f8 load8(const half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline void store8(half* p, f8 v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-}
-#endif
-
-// Unclamped forward, rounded once by R. kMaxMin selects max(x,0) + slope*min(x,0). Both sides are
-// computed and then selected, which keeps the tile loops branch-free.
-template <typename V, typename R, bool kMaxMin>
-inline V forward_unclamped(V x, float slope) {
-  if (kMaxMin) {
-    // -0.0f (not +0.0f) as the "max" part keeps the sign of slope*x when it is -0.0 (slope 0, underflow),
-    // so both formulations agree bit for bit on every finite input except x == -0.0.
-    const V pos = x > 0.0f ? x : splat<V>(-0.0f);
-    const V neg = x < 0.0f ? x : splat<V>(0.0f);
-    return R::apply(pos + slope * neg);
-  }
-  const V neg = R::apply(slope * x);
-  return x > 0.0f ? x : neg;
-}
-
-// Forward with the clamp to [-clamp, clamp]; comparisons are false for NaN, so NaN passes unchanged.
 template <typename V, typename R, bool kMaxMin>
 inline V forward_value(V x, float slope, float clamp) {
-  V y = forward_unclamped<V, R, kMaxMin>(x, slope);
-  y = y < -clamp ? splat<V>(-clamp) : y;
-  return R::apply(y > clamp ? splat<V>(clamp) : y);
+  return R::apply(clamp_value(forward_unclamped<V, R, kMaxMin>(x, slope), clamp));
 }
 
 // dx = dy where m > 0 else slope * dy, and 0 where the forward output was clamped.
@@ -140,30 +81,6 @@ __attribute__((noinline)) void backward_tile(const half* __restrict__ m, const h
     dx[i] = static_cast<half>(backward_value<float, HalfRound>(static_cast<float>(m[i]),
                                                                static_cast<float>(dy[i]), slope, clamp));
   }
-}
-
-lrelu::TilingPlan make_plan(int64_t n, int64_t elem_size, int64_t threads, int64_t live_tensors) {
-  static const int64_t buffer_bytes = lrelu::cpu_default_buffer_bytes();
-  const lrelu::TilingParams params = {n, elem_size, buffer_bytes, kUsableFraction, kAlignBytes,
-                                      threads, 1, live_tensors};
-  return lrelu::plan_tiling(params);
-}
-
-// Run tile_fn(start, len) over every tile of the plan: core 0 on the calling thread, the others on
-// their own threads. The tail is the last core's extra call, so the tile loops carry no tail branch.
-template <typename TileFn>
-void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
-  auto run_core = [&plan, &tile_fn](int64_t core) {
-    const lrelu::CoreRange r = lrelu::core_range(plan, core);
-    int64_t start = r.start;
-    for (int64_t t = 0; t < r.full_tiles; ++t, start += plan.tile_len) tile_fn(start, plan.tile_len);
-    if (r.tail_len > 0) tile_fn(start, r.tail_len);
-  };
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<size_t>(plan.used_cores > 1 ? plan.used_cores - 1 : 0));
-  for (int64_t core = 1; core < plan.used_cores; ++core) workers.emplace_back(run_core, core);
-  if (plan.used_cores > 0) run_core(0);
-  for (std::thread& w : workers) w.join();
 }
 
 template <typename T, bool kMaxMin>
