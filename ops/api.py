@@ -73,13 +73,26 @@ def _same(x, *_):
     return x
 
 
+def device_target() -> str:
+    """The device MindSpore runs on: "CPU", "GPU" or "Ascend"."""
+    return ms.get_context("device_target")
+
+
 @functools.lru_cache(maxsize=None)
 def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace: bool,
-           threads: int) -> tuple[msops.Custom, ms.Tensor]:
+           threads: int, device: str = "CPU") -> tuple[msops.Custom, ms.Tensor | None]:
     """The forward Custom primitive (with its bprop) and its scalar tensor, cached per configuration.
 
-    One primitive serves float32 and float16: the kernel dispatches on the dtype at run time.
+    On CPU one primitive serves float32 and float16 (the kernel dispatches on the dtype at run time) and
+    takes the scalars tensor as its second input. On Ascend it is the Ascend C op of ops/csrc/ascendc
+    (untested here: no CANN), which carries slope and clamp as attributes; the scalars are None.
     """
+    if device == "Ascend":
+        if formulation != "select" or inplace:
+            raise ValueError(f"on Ascend only formulation='select' without inplace is built, got "
+                             f"formulation={formulation!r}, inplace={inplace!r}")
+        from .ascend import ascend_leaky_relu_primitive
+        return ascend_leaky_relu_primitive(negative_slope, clamp), None
     lib = build.library_path()
     scalars = ms.Tensor(np.array([negative_slope, math.inf if clamp is None else clamp, threads], np.float32))
     grad = msops.Custom(f"{lib}:LeakyReluBackward", out_shape=_same, out_dtype=_same, func_type="aot")
@@ -98,9 +111,14 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
 
 @constexpr
 def _check_dtype(dtype: ms.Type) -> None:
-    """TypeError naming the dtype unless it is float32 or float16 (runs at compile time under ms.jit)."""
-    if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"leaky_relu supports float32 and float16 tensors, got dtype {dtype}")
+    """TypeError naming the dtype unless the device's kernel supports it (runs at compile time under ms.jit).
+
+    float32 and float16 everywhere; bfloat16 on Ascend only.
+    """
+    allowed = FLOAT_DTYPES + ((ms.bfloat16,) if device_target() == "Ascend" else ())
+    if dtype not in allowed:
+        raise TypeError(f"leaky_relu supports {', '.join(str(d) for d in allowed)} tensors on "
+                        f"{device_target()}, got dtype {dtype}")
 
 
 @constexpr
@@ -110,7 +128,7 @@ def _resolve(negative_slope: float, clamp: float | None, inplace: bool,
     slope = check_negative_slope(negative_slope)
     clamp = check_clamp(clamp)
     check_options(formulation, inplace, clamp)
-    return kernel(slope, clamp, formulation, bool(inplace), num_threads())
+    return kernel(slope, clamp, formulation, bool(inplace), num_threads(), device_target())
 
 
 def leaky_relu(x: ms.Tensor, negative_slope: float, *, clamp: float | None = None, inplace: bool = False,
@@ -124,7 +142,7 @@ def leaky_relu(x: ms.Tensor, negative_slope: float, *, clamp: float | None = Non
         raise TypeError(f"leaky_relu expects a mindspore.Tensor, got {type(x).__name__}")
     _check_dtype(x.dtype)
     forward, scalars = _resolve(negative_slope, clamp, inplace, formulation)
-    return forward(x, scalars)
+    return forward(x) if scalars is None else forward(x, scalars)
 
 
 class LeakyReLU(nn.Cell):
@@ -139,11 +157,13 @@ class LeakyReLU(nn.Cell):
         self.inplace = bool(inplace)
         self.formulation = formulation
         self.op, self.scalars = kernel(self.negative_slope, self.clamp, formulation, self.inplace,
-                                       num_threads())
+                                       num_threads(), device_target())
         logger.info("LeakyReLU: negative_slope=%s", self.negative_slope)
 
     def construct(self, x: ms.Tensor) -> ms.Tensor:
         _check_dtype(x.dtype)
+        if self.scalars is None:
+            return self.op(x)
         return self.op(x, self.scalars)
 
     def extend_repr(self) -> str:

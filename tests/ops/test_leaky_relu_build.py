@@ -59,3 +59,15 @@ def test_tile_schedule_spans_all_indices_beyond_2_31(n, threads, elem_size):
     assert total == n
     if n:
         assert (lo, hi) == (0, n) and tiles >= 1
+
+
+def test_ascend_device_selects_the_ascend_c_primitive():
+    """On Ascend the API builds the Ascend C op (slope/clamp as attributes, no scalars input)."""
+    from ops import ascend
+
+    prim, scalars = api.kernel(0.2, None, "select", False, 1, "Ascend")
+    assert scalars is None
+    assert prim is ascend.ascend_leaky_relu_primitive(0.2, None)
+    assert prim.attrs["negative_slope"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="formulation='maxmin'"):
+        api.kernel(0.2, None, "maxmin", False, 1, "Ascend")
