@@ -115,10 +115,10 @@ def _check_dtype(dtype: ms.Type) -> None:
 
     float32 and float16 everywhere; bfloat16 on Ascend only.
     """
-    allowed = FLOAT_DTYPES + ((ms.bfloat16,) if device_target() == "Ascend" else ())
-    if dtype not in allowed:
-        raise TypeError(f"leaky_relu supports {', '.join(str(d) for d in allowed)} tensors on "
-                        f"{device_target()}, got dtype {dtype}")
+    on_ascend = device_target() == "Ascend"
+    if dtype not in FLOAT_DTYPES + ((ms.bfloat16,) if on_ascend else ()):
+        names = "float32, float16 and bfloat16" if on_ascend else "float32 and float16"
+        raise TypeError(f"leaky_relu supports {names} tensors on {device_target()}, got dtype {dtype}")
 
 
 @constexpr
