@@ -1,0 +1,254 @@
+"""Fused BatchNorm/bias + LeakyReLU + clamp: numpy reference, unfused MindSpore layers, checkpoints, errors.
+
+Tolerances (outputs are O(1); sums over m values per channel):
+- vs the float64 reference: float32 forward and dx atol 2e-5 (about 100 ulp at 1.0, the float32 kernel
+  math); float16 forward and dx within 2 float16 ulp (rtol 2e-3, atol 2e-3); dgamma, dbeta rtol 1e-4
+  (float32 data) / 2e-3 (float16 data, whose inputs are already rounded), atol 1e-4 * sqrt(m).
+- vs nn.BatchNorm2d + ops.LeakyReLU: the same, widened to rtol 1e-2 for float16 dgamma/dbeta (MindSpore's
+  float16 BatchNorm rounds its own intermediates); moving statistics rtol 1e-5.
+"""
+import math
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
+
+from ops import reference as ref
+from ops.fused import (BatchNormAct, BatchNormThenAct, bias_act, check_graph_kernel_supported, fused_bn_act,
+                       make_norm_act)
+from ops import LeakyReLU
+
+SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
+DTYPES = [np.float32, np.float16]
+
+
+def tol(dtype) -> dict:
+    return {"rtol": 2e-3, "atol": 2e-3} if dtype == np.float16 else {"rtol": 0.0, "atol": 2e-5}
+
+
+def sums_tol(dtype, m: int) -> dict:
+    return {"rtol": 2e-3 if dtype == np.float16 else 1e-4, "atol": 1e-4 * math.sqrt(m)}
+
+
+def data(shape, dtype, seed=0):
+    """x with a non-zero mean per channel, gamma and beta near (1, 0), and an upstream gradient."""
+    rng = np.random.default_rng(seed)
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 2 + rng.normal(3, 1, (1, c) + (1,) * (len(shape) - 2))).astype(dtype)
+    gamma = rng.normal(1, 0.3, c).astype(np.float32)
+    beta = rng.normal(0, 0.3, c).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(dtype)
+    return x, gamma, beta, dy
+
+
+def run_fused(x, gamma, beta, dy, slope, stats=None, **kw):
+    """(y, dx, dgamma, dbeta) of fused_bn_act, as the vjp with dy."""
+    def f(t, g, b):
+        return fused_bn_act(t, g, b, slope, stats=stats, **kw)[0]
+    y, vjp = ms.vjp(f, ms.Tensor(x), ms.Tensor(gamma), ms.Tensor(beta))
+    return (y.asnumpy(), *(g.asnumpy() for g in vjp(ms.Tensor(dy))))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("training", [True, False])
+def test_matches_reference_forward_and_backward(shape, dtype, training):
+    x, gamma, beta, dy = data(shape, dtype)
+    m = x.size // shape[1]
+    stats = None if training else (np.linspace(2.0, 4.0, shape[1]).astype(np.float32),
+                                   np.linspace(0.5, 5.0, shape[1]).astype(np.float32))
+    ms_stats = None if stats is None else tuple(ms.Tensor(s) for s in stats)
+    y, dx, dgamma, dbeta = run_fused(x, gamma, beta, dy, 0.2, stats=ms_stats)
+    y_ref, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2, stats=stats)
+    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2, stats=stats)
+    assert y.dtype == dtype and dx.dtype == dtype
+    np.testing.assert_allclose(y.astype(np.float64), y_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dx.astype(np.float64), dx_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dgamma, dgamma_ref, **sums_tol(dtype, m))
+    np.testing.assert_allclose(dbeta, dbeta_ref, **sums_tol(dtype, m))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gain_and_clamp_match_reference(dtype):
+    x, gamma, beta, dy = data((3, 4, 5, 5), dtype, seed=1)
+    y, dx, dgamma, dbeta = run_fused(x, gamma, beta, dy, 0.1, gain=math.sqrt(2), clamp=1.0)
+    y_ref, _, _ = ref.bn_act_forward(x, gamma, beta, 0.1, gain=math.sqrt(2), clamp=1.0)
+    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.1, gain=math.sqrt(2), clamp=1.0)
+    assert (np.abs(y_ref) == 1.0).mean() > 0.1  # the clamp is active on a good share of the elements
+    np.testing.assert_allclose(y.astype(np.float64), y_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dx.astype(np.float64), dx_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dgamma, dgamma_ref, **sums_tol(dtype, 75))
+    np.testing.assert_allclose(dbeta, dbeta_ref, **sums_tol(dtype, 75))
+
+
+def test_large_mean_does_not_lose_the_variance():
+    # Shifted sums in the statistics kernel: mean 1e4, std 1e-1 would lose all digits in E[x^2] - E[x]^2.
+    x, gamma, beta, dy = data((4, 3, 8, 8), np.float32, seed=2)
+    x = (1e4 + x / 20).astype(np.float32)
+    _, mean, var = fused_bn_act(ms.Tensor(x), ms.Tensor(gamma), ms.Tensor(beta), 0.2)
+    _, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
+    np.testing.assert_allclose(mean.asnumpy(), mean_ref, rtol=1e-7)
+    np.testing.assert_allclose(var.asnumpy(), var_ref, rtol=1e-4)
+
+
+def test_many_tiles_and_threads_give_identical_results(monkeypatch):
+    # 2 * 16 * 80 * 80 elements span several tiles of the plan; the per-channel sums are added in tile
+    # order, so the result does not depend on the thread count, bit for bit.
+    x, gamma, beta, dy = data((2, 16, 80, 80), np.float32, seed=3)
+    results = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("LRELU_NUM_THREADS", threads)
+        results.append(run_fused(x, gamma, beta, dy, 0.2))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    dx_ref, dgamma_ref, _ = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
+    np.testing.assert_allclose(results[0][1], dx_ref, atol=2e-5)
+    np.testing.assert_allclose(results[0][2], dgamma_ref, **sums_tol(np.float32, 2 * 80 * 80))
+
+
+def test_nan_propagates_through_the_clamp_in_eval():
+    x = np.array([[[[np.nan, 100.0, -100.0, 0.5]]]], np.float32)
+    one = ms.Tensor(np.ones(1, np.float32))
+    zero = ms.Tensor(np.zeros(1, np.float32))
+    y = fused_bn_act(ms.Tensor(x), one, zero, 0.2, stats=(zero, one - 1e-5), clamp=4.0)[0].asnumpy()
+    assert np.isnan(y[0, 0, 0, 0])
+    np.testing.assert_allclose(y[0, 0, 0, 1:], [4.0, -4.0, 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bias_act_matches_reference(dtype):
+    x, _, bias, dy = data((2, 5, 3, 7), dtype, seed=4)
+    y, vjp = ms.vjp(lambda t, b: bias_act(t, b, 0.2, clamp=2.0), ms.Tensor(x), ms.Tensor(bias))
+    dx, dbias = (g.asnumpy() for g in vjp(ms.Tensor(dy)))
+    ones, zeros = np.ones(5, np.float32), np.zeros(5, np.float32)
+    stats = (zeros, ones - 1e-5)  # (x - 0) / sqrt(1 - eps + eps) = x
+    y_ref, _, _ = ref.bn_act_forward(x, ones, bias, 0.2, stats=stats, clamp=2.0)
+    dx_ref, _, dbias_ref = ref.bn_act_backward(x, dy, ones, bias, 0.2, stats=stats, clamp=2.0)
+    np.testing.assert_allclose(y.asnumpy().astype(np.float64), y_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dx.astype(np.float64), dx_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dbias, dbias_ref, **sums_tol(dtype, 42))
+
+
+def pair(channels, slope=0.2, clamp=None, seed=0):
+    """A fused and an unfused block with the same gamma and beta."""
+    rng = np.random.default_rng(seed)
+    fused, unfused = BatchNormAct(channels, slope, clamp=clamp), BatchNormThenAct(channels, slope, clamp=clamp)
+    gamma, beta = rng.normal(1, 0.3, channels).astype(np.float32), rng.normal(0, 0.3, channels).astype(np.float32)
+    for cell in (fused, unfused):
+        cell.gamma.set_data(ms.Tensor(gamma))
+        cell.beta.set_data(ms.Tensor(beta))
+    return fused, unfused
+
+
+def train_steps(cell: nn.Cell, xs, dy):
+    """Two training steps' outputs and (dx, dgamma, dbeta) with upstream dy, then the eval output."""
+    cell.set_train(True)
+    grad = ms.grad(lambda t: (cell(t).astype(ms.float32) * ms.Tensor(dy).astype(ms.float32)).sum(),
+                   grad_position=0, weights=cell.trainable_params())
+    outs = []
+    for x in xs:
+        y = cell(ms.Tensor(x)).asnumpy()
+        dx, (dgamma, dbeta) = grad(ms.Tensor(x))
+        outs.append((y, dx.asnumpy(), dgamma.asnumpy(), dbeta.asnumpy()))
+    cell.set_train(False)
+    return outs, cell(ms.Tensor(xs[0])).asnumpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 5, 7, 3), (2, 6, 4, 4)])
+def test_matches_unfused_batchnorm_and_leaky_relu(shape, dtype):
+    fused, unfused = pair(shape[1], clamp=2.5)
+    xs = [data(shape, dtype, seed=s)[0] for s in (5, 6)]
+    dy = data(shape, dtype, seed=7)[3]
+    m = xs[0].size // shape[1]
+    got, got_eval = train_steps(fused, xs, dy)
+    want, want_eval = train_steps(unfused, xs, dy)
+    for g, w in zip(got, want):
+        for a, b in zip(g[:2], w[:2]):  # y, dx
+            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), **tol(dtype))
+        for a, b in zip(g[2:], w[2:]):  # dgamma, dbeta
+            np.testing.assert_allclose(a, b, rtol=1e-2 if dtype == np.float16 else 1e-4, atol=1e-4 * math.sqrt(m))
+    np.testing.assert_allclose(got_eval.astype(np.float64), want_eval.astype(np.float64), **tol(dtype))
+    for name in ("moving_mean", "moving_variance"):
+        np.testing.assert_allclose(getattr(fused, name).asnumpy(), getattr(unfused, name).asnumpy(), rtol=1e-5)
+    # Six batch updates (two forward calls and two grad calls each, see train_steps) moved the statistics.
+    assert not np.allclose(fused.moving_variance.asnumpy(), 1.0)
+
+
+@pytest.mark.parametrize("source, target", [(BatchNormThenAct, BatchNormAct), (BatchNormAct, BatchNormThenAct)])
+def test_checkpoint_moves_between_fused_and_unfused(tmp_path, source, target):
+    class Block(nn.Cell):
+        def __init__(self, norm_act):
+            super().__init__()
+            self.bn1 = norm_act
+
+        def construct(self, x):
+            return self.bn1(x)
+
+    x = data((4, 3, 5, 5), np.float32, seed=8)[0]
+    src = Block(source(3, 0.2))
+    src.set_train(True)
+    src(ms.Tensor(x))  # moves the moving statistics away from their initial values
+    src.bn1.gamma.set_data(ms.Tensor(np.float32([0.5, 1.5, 2.0])))
+    path = str(tmp_path / "block.ckpt")
+    ms.save_checkpoint(src, path)
+    dst = Block(target(3, 0.2))
+    not_loaded, unexpected = ms.load_param_into_net(dst, ms.load_checkpoint(path), strict_load=True)
+    assert not not_loaded and not unexpected
+    assert sorted(p.name for p in dst.get_parameters()) == sorted(p.name for p in src.get_parameters()) == [
+        "bn1.beta", "bn1.gamma", "bn1.moving_mean", "bn1.moving_variance"]
+    src.set_train(False)
+    dst.set_train(False)
+    np.testing.assert_allclose(dst(ms.Tensor(x)).asnumpy(), src(ms.Tensor(x)).asnumpy(), atol=2e-5)
+
+
+def test_graph_mode_training_step_updates_parameters_and_statistics():
+    fused, unfused = pair(4, seed=9)
+    x = data((3, 4, 6, 6), np.float32, seed=10)[0]
+    results = []
+    for cell in (fused, unfused):
+        cell.set_train(True)
+        opt = nn.SGD(cell.trainable_params(), learning_rate=0.1)
+        step = nn.TrainOneStepCell(nn.WithLossCell(cell, nn.MSELoss()), opt)
+        step.set_train(True)
+        ms.jit(step.construct)(ms.Tensor(x), ms.Tensor(np.zeros_like(x)))
+        results.append([p.asnumpy() for p in (cell.gamma, cell.beta, cell.moving_mean, cell.moving_variance)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(results[0][0], np.random.default_rng(9).normal(1, 0.3, 4))  # gamma moved
+
+
+def test_make_norm_act_selects_the_implementation():
+    assert type(make_norm_act("bn_act", 8, 0.2)) is BatchNormAct
+    assert type(make_norm_act("none", 8, 0.2, clamp=256.0)) is BatchNormThenAct
+    for kind in ("none", "bn_act"):
+        act = make_norm_act(kind, 8, 0.1, use_bn=False)
+        assert type(act) is LeakyReLU and act.negative_slope == 0.1
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: make_norm_act("graph_kernel", 4, 0.2), ValueError, "fusion='graph_kernel' is not one of"),
+    (lambda: BatchNormAct(4, 1.5), ValueError, "negative_slope=1.5 is not allowed"),
+    (lambda: BatchNormAct(4, 0.2, gain=0.0), ValueError, "gain=0.0 is not allowed"),
+    (lambda: BatchNormAct(4, 0.2, clamp=-1.0), ValueError, "clamp=-1.0 is not allowed"),
+    (lambda: check_graph_kernel_supported("CPU"), RuntimeError, "not supported on device_target='CPU'.*GPU and Ascend"),
+])
+def test_bad_arguments_name_the_value(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_bad_inputs_name_the_problem():
+    g = ms.Tensor(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="float32 and float16 inputs, got dtype Float64"):
+        fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2))), g, g, 0.2)
+    with pytest.raises(ValueError, match=r"shape \(N, 3, ...\).*got shape \(2, 4, 2, 2\)"):
+        fused_bn_act(ms.Tensor(np.ones((2, 4, 2, 2), np.float32)), g, g, 0.2)
+    with pytest.raises(ValueError, match=r"more than one value per channel, got input shape \(1, 3, 1, 1\)"):
+        fused_bn_act(ms.Tensor(np.ones((1, 3, 1, 1), np.float32)), g, g, 0.2)
+
+
+def test_graph_kernel_is_accepted_on_gpu_and_ascend():
+    for device in ("GPU", "Ascend"):
+        check_graph_kernel_supported(device)
