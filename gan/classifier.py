@@ -6,7 +6,7 @@ digits is measured once and stored with the weights. An MLP rather than a CNN be
 convolutions are very slow on CPU: the default recipe trains in about 2 minutes on 2 cores.
 
 Trained weights are cached in `$LRELU_CACHE_DIR/classifier/` (default `~/.cache/lrelu-gan/classifier/`),
-one file per (CLASSIFIER_VERSION, config), written atomically under a file lock so that parallel sweep
+one gan.checkpoint file per (CLASSIFIER_VERSION, config), written atomically under a file lock so that parallel sweep
 jobs train it once. Inputs are 28x28 digits in [-1, 1] (white digit on black), as float32 (N, 28, 28).
 """
 from __future__ import annotations
@@ -17,9 +17,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
+from gan.checkpoint import load_checkpoint, save_checkpoint
 from gan.data import load_mnist_5k
 
 logger = logging.getLogger("gan.classifier")
@@ -197,50 +196,32 @@ def cache_dir() -> Path:
 
 def cache_path(config: ClassifierConfig = ClassifierConfig(), directory: str | Path | None = None) -> Path:
     """The cache file of `config` (version and config hash in the name)."""
-    return Path(directory or cache_dir()) / f"{CLASSIFIER_VERSION}-{config.key()}.npz"
+    return Path(directory or cache_dir()) / f"{CLASSIFIER_VERSION}-{config.key()}.ckpt"
 
 
 def save_classifier(classifier: Classifier, path: str | Path) -> None:
-    """Write weights, class prior and metadata to one .npz atomically (temp file, fsync, os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {p.name: p.asnumpy() for p in classifier.net.get_parameters()}
+    """Write weights, class prior and metadata atomically (gan.checkpoint's format)."""
+    arrays = {f"param/{p.name}": p.asnumpy() for p in classifier.net.get_parameters()}
     meta = {"version": CLASSIFIER_VERSION, "config": dataclasses.asdict(classifier.config),
             "test_accuracy": classifier.test_accuracy}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, class_prior=classifier.class_prior, meta=np.array(json.dumps(meta)),
-                     **{f"param/{k}": v for k, v in arrays.items()})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    save_checkpoint(path, {"class_prior": classifier.class_prior, **arrays}, meta)
 
 
 def read_classifier(path: str | Path, config: ClassifierConfig) -> Classifier:
     """Load a saved classifier; a corrupt file or one of another version/config raises RuntimeError naming it."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            prior = data["class_prior"]
-            params = {k.removeprefix("param/"): data[k] for k in data.files if k.startswith("param/")}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as error:
-        raise RuntimeError(f"classifier file {path} is unreadable ({type(error).__name__}: {error}); "
-                           f"delete it to retrain") from error
+    arrays, meta = load_checkpoint(path)
     expected = {"version": CLASSIFIER_VERSION, "config": json.loads(json.dumps(dataclasses.asdict(config)))}
     found = {"version": meta.get("version"), "config": meta.get("config")}
     if found != expected:
         raise RuntimeError(f"classifier file {path} holds {found}, expected {expected}")
+    params = {k.removeprefix("param/"): v for k, v in arrays.items() if k.startswith("param/")}
     net = DigitNet(config.hidden, config.dropout, config.seed)
     names = {p.name for p in net.get_parameters()}
-    if set(params) != names:
-        raise RuntimeError(f"classifier file {path} has parameters {sorted(params)}, expected {sorted(names)}")
+    if set(params) != names or "class_prior" not in arrays:
+        raise RuntimeError(f"classifier file {path} has arrays {sorted(arrays)}, expected class_prior and "
+                           f"{sorted(names)}")
     ms.load_param_into_net(net, {k: ms.Parameter(ms.Tensor(v), name=k) for k, v in params.items()})
-    return Classifier(net, prior, float(meta["test_accuracy"]), config)
+    return Classifier(net, arrays["class_prior"], float(meta["test_accuracy"]), config)
 
 
 def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = ClassifierConfig(),

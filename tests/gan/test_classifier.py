@@ -43,18 +43,18 @@ def test_cache_key_follows_the_config(cache) -> None:
 
 def test_foreign_and_corrupt_files_are_named(cache, tmp_path) -> None:
     other = ClassifierConfig(hidden=(32,), epochs=3, dropout=0.0)
-    foreign = tmp_path / "foreign.npz"
+    foreign = tmp_path / "foreign.ckpt"
     foreign.write_bytes(cache_path(TINY, cache).read_bytes())
-    with pytest.raises(RuntimeError, match="foreign.npz holds .*'epochs': 2.*expected .*'epochs': 3"):
+    with pytest.raises(RuntimeError, match="foreign.ckpt holds .*'epochs': 2.*expected .*'epochs': 3"):
         read_classifier(foreign, other)
-    truncated = tmp_path / "truncated.npz"
+    truncated = tmp_path / "truncated.ckpt"
     truncated.write_bytes(cache_path(TINY, cache).read_bytes()[:1000])
-    with pytest.raises(RuntimeError, match="truncated.npz is unreadable"):
+    with pytest.raises(RuntimeError, match="truncated.ckpt.*truncated"):
         read_classifier(truncated, TINY)
 
 
 def test_no_temporary_files_are_left(cache) -> None:
-    assert sorted(p.suffix for p in cache.iterdir()) == [".lock", ".npz"]
+    assert sorted(p.suffix for p in cache.iterdir()) == [".ckpt", ".lock"]
 
 
 def test_random_shift_moves_whole_digits() -> None:
