@@ -1,0 +1,192 @@
+"""Images/s of one full training step (D step + G step) for DCGAN-32/64 per conv implementation.
+
+Measures what `python train.py` runs: the config is composed from configs/ exactly like train.py
+(model=dcgan32|dcgan64, data=shapes for 3 channels, batch 64) and the step is GANTrainer.train_step,
+the jitted D and G steps plus the host read-back of the logged numbers. With --vs-torch (and PyTorch
+installed, an optional comparison only) the identical architecture, loss and optimiser run in PyTorch
+in the same process, so both see the same machine load.
+
+    python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+os.environ.setdefault("GLOG_v", "3")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
+
+import gan.config  # noqa: E402,F401  (registers the structured-config schema)
+from gan.config import Config  # noqa: E402
+
+MODELS = ("dcgan32", "dcgan64")
+IMPLS = ("native", "auto", "gemm")
+
+
+def compose_config(model: str, impl: str, batch_size: int) -> Config:
+    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`."""
+    from gan.training import to_config
+
+    overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return to_config(compose(config_name="config", overrides=overrides))
+
+
+def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
+                     max_seconds: float) -> dict[str, list[float]]:
+    """Seconds per timed call of each step(i), round-robin so every contender sees the same machine load.
+
+    Each contender first runs `warmup` untimed calls (graph compilation); a contender leaves the rotation
+    after `steps` timed calls or once its timed calls add up to `max_seconds` (it always gets one).
+    """
+    for step in steps_by_name.values():
+        for i in range(warmup):
+            step(i)
+    times: dict[str, list[float]] = {name: [] for name in steps_by_name}
+    while True:
+        active = [n for n, ts in times.items() if len(ts) < steps and (not ts or sum(ts) < max_seconds)]
+        if not active:
+            return times
+        for name in active:
+            t0 = time.perf_counter()
+            steps_by_name[name](warmup + len(times[name]))
+            times[name].append(time.perf_counter() - t0)
+
+
+def mindspore_step(cfg: Config) -> Callable[[int], None]:
+    """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
+    from gan.training import GANTrainer, latents, setup_runtime
+
+    setup_runtime(cfg.runtime)
+    trainer = GANTrainer(cfg, cfg.data.channels)
+    size, batch = cfg.model.image_size, cfg.train.batch_size
+    real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
+
+    def step(i: int) -> None:
+        trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
+
+    return step
+
+
+def torch_models(cfg: Config) -> tuple:
+    """gan.models' DCGAN G and D rebuilt in PyTorch: same widths, slopes, BatchNorm placement, no conv bias."""
+    from torch import nn
+
+    from gan.models import layer_slopes, num_blocks
+
+    m, act, channels = cfg.model, cfg.act, cfg.data.channels
+    n = num_blocks(m.image_size)
+    g_default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
+    g_layers: list[nn.Module] = []
+    in_ch = m.nz
+    for i, slope in enumerate(layer_slopes("act.g_layers", act.g_layers, g_default, n)):
+        width = m.ngf * 2 ** (n - 1 - i)
+        stride, pad = (1, 0) if i == 0 else (2, 1)
+        g_layers += [nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False), nn.BatchNorm2d(width),
+                     nn.LeakyReLU(slope)]
+        in_ch = width
+    g = nn.Sequential(*g_layers, nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh())
+    d_layers: list[nn.Module] = []
+    in_ch = channels
+    for i, slope in enumerate(layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)):
+        width = m.ndf * 2 ** i
+        d_layers += [nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)] + ([nn.BatchNorm2d(width)] if i else [])
+        d_layers += [nn.LeakyReLU(slope)]
+        in_ch = width
+    d = nn.Sequential(*d_layers, nn.Conv2d(in_ch, 1, 4, 1, 0, bias=False), nn.Flatten(0))
+    return g, d
+
+
+def torch_step(cfg: Config) -> Callable[[int], None]:
+    """One D step and one G step in PyTorch: BCE-with-logits, Adam, as GANTrainer.train_step."""
+    import torch
+    from torch import nn
+
+    m, t, channels = cfg.model, cfg.train, cfg.data.channels
+    g, d = torch_models(cfg)
+    opt_g = torch.optim.Adam(g.parameters(), t.lr, betas=(t.beta1, t.beta2))
+    opt_d = torch.optim.Adam(d.parameters(), t.lr, betas=(t.beta1, t.beta2))
+    bce = nn.functional.binary_cross_entropy_with_logits
+    real = torch.empty(t.batch_size, channels, m.image_size, m.image_size).uniform_(-1, 1)
+
+    def step(i: int) -> None:
+        z = torch.randn(t.batch_size, m.nz, 1, 1)
+        fake = g(z)
+        logits_real, logits_fake = d(real), d(fake.detach())
+        loss_d = bce(logits_real, torch.ones_like(logits_real)) + bce(logits_fake, torch.zeros_like(logits_fake))
+        opt_d.zero_grad()
+        loss_d.backward()
+        opt_d.step()
+        logits = d(fake)
+        loss_g = bce(logits, torch.ones_like(logits))
+        opt_g.zero_grad()
+        loss_g.backward()
+        opt_g.step()
+        loss_d.item(), loss_g.item()  # host read-back, as train_step does for its StepStats
+
+    return step
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Run the benchmark, print a table, write the records to --json."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", required=True, type=Path, help="write the result records here")
+    parser.add_argument("--vs-torch", action="store_true", help="also time the same model in PyTorch")
+    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {MODELS}")
+    parser.add_argument("--impls", default="native,auto", help=f"comma-separated subset of {IMPLS}")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps (median is reported)")
+    parser.add_argument("--max-seconds", type=float, default=60.0,
+                        help="stop timing a configuration after this long (at least one step is timed)")
+    args = parser.parse_args(argv)
+    models, impls = args.models.split(","), args.impls.split(",")
+    for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS)):
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            parser.error(f"{name}: {bad} not in {list(allowed)}")
+    for name in ("batch_size", "steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
+    if args.vs_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            parser.error("--vs-torch needs PyTorch (pip install torch); it is not a dependency of the product")
+
+    records = []
+    for model in models:
+        contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size)) for impl in impls}
+        if args.vs_torch:
+            contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size))
+        medians = {name: statistics.median(ts) for name, ts in
+                   time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
+        torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None
+        for impl in impls:
+            ips = args.batch_size / medians[impl]
+            records.append({"model": model, "impl": impl, "img_per_s": round(ips, 2),
+                            "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
+                            "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
+                            "step_s": round(medians[impl], 4), "batch_size": args.batch_size})
+            print(f"{model:8s} {impl:7s} {ips:9.1f} img/s  step {medians[impl]:7.3f} s"
+                  + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
+                  flush=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.json.with_name(args.json.name + ".tmp")
+    tmp.write_text(json.dumps(records, indent=2) + "\n")
+    os.replace(tmp, args.json)
+    return records
+
+
+if __name__ == "__main__":
+    main()
