@@ -88,7 +88,8 @@ def image_metrics(images: np.ndarray, classifier: Classifier | None = None) -> d
     digits = to_digits(images)
     if len(digits) < 2:
         raise ValueError(f"image metrics need at least 2 images, got {len(digits)}")
-    classifier = classifier or load_classifier()
+    if classifier is None:
+        classifier = load_classifier()
     logits, features = classifier.predict(digits)
     shifted = logits - logits.max(axis=1, keepdims=True)
     probs = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
