@@ -54,14 +54,14 @@ def check_graph_kernel_supported(device_target: str) -> None:
                            f"{' and '.join(GRAPH_KERNEL_DEVICES)}; on CPU use fusion=bn_act")
 
 
-def _stats_shape(x, _scalars):
-    """BnActStats output shape: (2, C)."""
-    return [2, x[1]]
+def _stats_shapes(_x, moving_mean, *_):
+    """BnActStats outputs: mean, var, new moving_mean, new moving_var, each shaped like moving_mean."""
+    return moving_mean, moving_mean, moving_mean, moving_mean
 
 
-def _float32(*_):
-    """Custom out_dtype: float32 statistics."""
-    return ms.float32
+def _stats_dtypes(*_):
+    """BnActStats outputs are float32."""
+    return ms.float32, ms.float32, ms.float32, ms.float32
 
 
 def _same(x, *_):
@@ -69,30 +69,30 @@ def _same(x, *_):
     return x
 
 
-def _grad_shapes(x, _dy, chan, _scalars):
-    """BnActBackward outputs: dx like x, dchan like chan."""
-    return x, chan
+def _grad_outputs(x, _dy, gamma, *_):
+    """BnActBackward outputs: dx like x, dgamma and dbeta like gamma."""
+    return x, gamma, gamma
 
 
 @functools.lru_cache(maxsize=None)
-def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool,
-           threads: int) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
+           momentum: float, threads: int) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
-    Scalars travel as a float32[5] tensor input (not attributes: MindSpore keeps the attribute values of
+    Scalars travel as a float32[7] tensor input (not attributes: MindSpore keeps the attribute values of
     the first registration of a Custom op name). One primitive serves float32 and float16.
     """
     lib = build.library_path()
     scalars = ms.Tensor(np.array([negative_slope, math.inf if clamp is None else clamp, gain, threads,
-                                  float(batch_stats)], np.float32))
-    grad = msops.Custom(f"{lib}:BnActBackward", out_shape=_grad_shapes, out_dtype=_grad_shapes, func_type="aot")
+                                  float(batch_stats), eps, momentum], np.float32))
+    grad = msops.Custom(f"{lib}:BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs, func_type="aot")
 
-    def bprop(x, chan, params, out, dout):
-        dx, dchan = grad(x, dout, chan, params)
-        return dx, dchan, msops.zeros_like(params)
+    def bprop(x, gamma, beta, mean, var, params, out, dout):
+        dx, dgamma, dbeta = grad(x, dout, gamma, beta, mean, var, params)
+        return dx, dgamma, dbeta, msops.zeros_like(mean), msops.zeros_like(var), msops.zeros_like(params)
 
     forward = msops.Custom(f"{lib}:BnActForward", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop)
-    stats = msops.Custom(f"{lib}:BnActStats", out_shape=_stats_shape, out_dtype=_float32, func_type="aot")
+    stats = msops.Custom(f"{lib}:BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes, func_type="aot")
     return forward, stats, scalars
 
 
@@ -110,42 +110,43 @@ def _check_input(dtype: ms.Type, shape: tuple, channels: int, batch_stats: bool)
 
 
 @constexpr
-def _resolve(negative_slope: float, clamp: float | None, gain: float,
-             batch_stats: bool) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+def _resolve(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
+             momentum: float) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """Checked arguments -> cached kernels; constexpr so it also runs inside ms.jit."""
+    if not (0.0 <= momentum <= 1.0 and eps > 0.0):
+        raise ValueError(f"momentum={momentum!r} must be in [0, 1] and eps={eps!r} must be > 0")
     return kernel(check_negative_slope(negative_slope), check_clamp(clamp), check_gain(gain), batch_stats,
-                  num_threads())
+                  float(eps), float(momentum), num_threads())
 
 
-def fused_bn_act(x: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor, negative_slope: float, *,
-                 stats: tuple[ms.Tensor, ms.Tensor] | None = None, eps: float = 1e-5, gain: float = 1.0,
-                 clamp: float | None = None) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
-    """clamp(gain * leaky_relu(BatchNorm(x))) -> (y, mean, biased variance) of the statistics used.
+def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor,
+                 beta: ms.Tensor, negative_slope: float, *, training: bool, momentum: float = 0.9,
+                 eps: float = 1e-5, gain: float = 1.0, clamp: float | None = None) -> ms.Tensor:
+    """clamp(gain * leaky_relu(batch_norm(x))), like `mindspore.ops.batch_norm` followed by the activation.
 
-    stats=None normalises with the batch statistics of x (training; the backward includes their
-    dependence on x); stats=(mean, variance) uses those as constants (eval, the moving statistics).
-    x is (N, C, ...) float32 or float16; gamma, beta and the statistics are float32 of length C.
+    training=True normalises with the batch mean and biased variance of x (the backward includes their
+    dependence on x) and updates the moving statistics (Parameters) in place:
+    moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch variance.
+    training=False normalises with the moving statistics. x is (N, C, ...) float32 or float16; the
+    per-channel tensors are float32 of length C.
     """
-    batch_stats = stats is None
-    _check_input(x.dtype, x.shape, gamma.shape[0], batch_stats)
-    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, batch_stats)
-    if batch_stats:
-        mean, var = msops.unstack(msops.stop_gradient(stats_op(x, scalars)))
-    else:
-        mean, var = msops.stop_gradient(stats[0]), msops.stop_gradient(stats[1])
-    rstd = msops.rsqrt(var + eps)
-    chan = msops.concat([gamma.astype(ms.float32), beta.astype(ms.float32), mean, rstd]).reshape(4, -1)
-    return forward(x, chan, scalars), mean, var
+    _check_input(x.dtype, x.shape, gamma.shape[0], training)
+    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum)
+    if training:
+        mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
+        msops.assign(moving_mean, new_mean)
+        msops.assign(moving_variance, new_var)
+        return forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), scalars)
+    return forward(x, gamma, beta, msops.stop_gradient(moving_mean), msops.stop_gradient(moving_variance), scalars)
 
 
 def bias_act(x: ms.Tensor, bias: ms.Tensor, negative_slope: float, *, gain: float = 1.0,
              clamp: float | None = None) -> ms.Tensor:
     """clamp(gain * leaky_relu(x + bias[channel])) in one pass; x is (N, C, ...), bias float32 (C,)."""
     _check_input(x.dtype, x.shape, bias.shape[0], False)
-    forward, _, scalars = _resolve(negative_slope, clamp, gain, False)
-    ones = msops.ones_like(bias).astype(ms.float32)
-    chan = msops.concat([ones, bias.astype(ms.float32), msops.zeros_like(ones), ones]).reshape(4, -1)
-    return forward(x, chan, scalars)
+    forward, _, scalars = _resolve(negative_slope, clamp, gain, False, 1e-5, 0.9)
+    ones = msops.ones_like(bias)
+    return forward(x, ones, bias, msops.zeros_like(bias), ones - 1e-5, scalars)
 
 
 class BatchNormAct(nn.BatchNorm2d):
@@ -165,18 +166,9 @@ class BatchNormAct(nn.BatchNorm2d):
         self.keep = float(momentum)  # nn.BatchNorm2d stores 1 - momentum as self.momentum
 
     def construct(self, x: ms.Tensor) -> ms.Tensor:
-        if self.training:
-            y, mean, var = fused_bn_act(x, self.gamma, self.beta, self.negative_slope, eps=self.eps,
-                                        gain=self.gain, clamp=self.clamp)
-            m = x.size // x.shape[1]
-            msops.assign(self.moving_mean, self.keep * self.moving_mean + (1.0 - self.keep) * mean)
-            msops.assign(self.moving_variance,
-                         self.keep * self.moving_variance + (1.0 - self.keep) * var * (m / (m - 1)))
-            return y
-        y, _, _ = fused_bn_act(x, self.gamma, self.beta, self.negative_slope,
-                               stats=(self.moving_mean, self.moving_variance), eps=self.eps, gain=self.gain,
-                               clamp=self.clamp)
-        return y
+        return fused_bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta, self.negative_slope,
+                            training=self.training, momentum=self.keep, eps=self.eps, gain=self.gain,
+                            clamp=self.clamp)
 
     def extend_repr(self) -> str:
         return (f"{super().extend_repr()}, negative_slope={self.negative_slope}, clamp={self.clamp}, "

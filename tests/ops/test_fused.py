@@ -42,10 +42,18 @@ def data(shape, dtype, seed=0):
     return x, gamma, beta, dy
 
 
+def moving(c: int, stats=None) -> tuple[ms.Parameter, ms.Parameter]:
+    """Moving mean and variance Parameters: the given stats, else BatchNorm's initial zeros and ones."""
+    mean, var = stats if stats is not None else (np.zeros(c, np.float32), np.ones(c, np.float32))
+    return ms.Parameter(ms.Tensor(mean), name="mm"), ms.Parameter(ms.Tensor(var), name="mv")
+
+
 def run_fused(x, gamma, beta, dy, slope, stats=None, **kw):
-    """(y, dx, dgamma, dbeta) of fused_bn_act, as the vjp with dy."""
+    """(y, dx, dgamma, dbeta) of fused_bn_act as the vjp with dy; training (batch statistics) unless stats."""
+    mm, mv = moving(x.shape[1], stats)
+
     def f(t, g, b):
-        return fused_bn_act(t, g, b, slope, stats=stats, **kw)[0]
+        return fused_bn_act(t, mm, mv, g, b, slope, training=stats is None, **kw)
     y, vjp = ms.vjp(f, ms.Tensor(x), ms.Tensor(gamma), ms.Tensor(beta))
     return (y.asnumpy(), *(g.asnumpy() for g in vjp(ms.Tensor(dy))))
 
@@ -58,8 +66,7 @@ def test_matches_reference_forward_and_backward(shape, dtype, training):
     m = x.size // shape[1]
     stats = None if training else (np.linspace(2.0, 4.0, shape[1]).astype(np.float32),
                                    np.linspace(0.5, 5.0, shape[1]).astype(np.float32))
-    ms_stats = None if stats is None else tuple(ms.Tensor(s) for s in stats)
-    y, dx, dgamma, dbeta = run_fused(x, gamma, beta, dy, 0.2, stats=ms_stats)
+    y, dx, dgamma, dbeta = run_fused(x, gamma, beta, dy, 0.2, stats=stats)
     y_ref, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2, stats=stats)
     dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2, stats=stats)
     assert y.dtype == dtype and dx.dtype == dtype
@@ -84,12 +91,14 @@ def test_gain_and_clamp_match_reference(dtype):
 
 def test_large_mean_does_not_lose_the_variance():
     # Shifted sums in the statistics kernel: mean 1e4, std 1e-1 would lose all digits in E[x^2] - E[x]^2.
-    x, gamma, beta, dy = data((4, 3, 8, 8), np.float32, seed=2)
+    # momentum 0 makes the moving statistics the batch mean and the unbiased batch variance.
+    x, gamma, beta, _ = data((4, 3, 8, 8), np.float32, seed=2)
     x = (1e4 + x / 20).astype(np.float32)
-    _, mean, var = fused_bn_act(ms.Tensor(x), ms.Tensor(gamma), ms.Tensor(beta), 0.2)
+    mm, mv = moving(3)
+    fused_bn_act(ms.Tensor(x), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2, training=True, momentum=0.0)
     _, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
-    np.testing.assert_allclose(mean.asnumpy(), mean_ref, rtol=1e-7)
-    np.testing.assert_allclose(var.asnumpy(), var_ref, rtol=1e-4)
+    np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-7)
+    np.testing.assert_allclose(mv.asnumpy(), var_ref * 256 / 255, rtol=1e-4)
 
 
 def test_many_tiles_and_threads_give_identical_results(monkeypatch):
@@ -111,7 +120,7 @@ def test_nan_propagates_through_the_clamp_in_eval():
     x = np.array([[[[np.nan, 100.0, -100.0, 0.5]]]], np.float32)
     one = ms.Tensor(np.ones(1, np.float32))
     zero = ms.Tensor(np.zeros(1, np.float32))
-    y = fused_bn_act(ms.Tensor(x), one, zero, 0.2, stats=(zero, one - 1e-5), clamp=4.0)[0].asnumpy()
+    y = fused_bn_act(ms.Tensor(x), zero, one - 1e-5, one, zero, 0.2, training=False, clamp=4.0).asnumpy()
     assert np.isnan(y[0, 0, 0, 0])
     np.testing.assert_allclose(y[0, 0, 0, 1:], [4.0, -4.0, 0.5], rtol=1e-6)
 
@@ -241,12 +250,15 @@ def test_bad_arguments_name_the_value(call, error, message):
 
 def test_bad_inputs_name_the_problem():
     g = ms.Tensor(np.ones(3, np.float32))
+    mm, mv = moving(3)
     with pytest.raises(TypeError, match="float32 and float16 inputs, got dtype Float64"):
-        fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2))), g, g, 0.2)
+        fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2))), mm, mv, g, g, 0.2, training=True)
     with pytest.raises(ValueError, match=r"shape \(N, 3, ...\).*got shape \(2, 4, 2, 2\)"):
-        fused_bn_act(ms.Tensor(np.ones((2, 4, 2, 2), np.float32)), g, g, 0.2)
+        fused_bn_act(ms.Tensor(np.ones((2, 4, 2, 2), np.float32)), mm, mv, g, g, 0.2, training=False)
     with pytest.raises(ValueError, match=r"more than one value per channel, got input shape \(1, 3, 1, 1\)"):
-        fused_bn_act(ms.Tensor(np.ones((1, 3, 1, 1), np.float32)), g, g, 0.2)
+        fused_bn_act(ms.Tensor(np.ones((1, 3, 1, 1), np.float32)), mm, mv, g, g, 0.2, training=True)
+    with pytest.raises(ValueError, match="momentum=1.5 must be in"):
+        fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2), np.float32)), mm, mv, g, g, 0.2, training=True, momentum=1.5)
 
 
 def test_graph_kernel_is_accepted_on_gpu_and_ascend():

@@ -1,17 +1,19 @@
 // Fused per-channel affine (batch normalisation or bias) + LeakyReLU + gain + clamp, CPU aot kernels.
 //
-// x has shape (N, C, *inner) (channel axis 1, NCHW). Per channel c the kernels read a float32 (4, C)
-// tensor `chan` = {gamma, beta, mean, rstd} and compute
-//     z = (x - mean[c]) * (gamma[c] * rstd[c]) + beta[c]
+// x has shape (N, C, *inner) (channel axis 1, NCHW). With float32 per-channel gamma, beta, mean, var:
+//     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
-// in float32 and round once to x's dtype. A plain bias is gamma = 1, mean = 0, rstd = 1, beta = bias.
-// Scalars travel as a float32[5] tensor {slope, clamp (+inf = none), gain, threads, batch_stats}.
+// in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
+// Scalars travel as a float32[7] tensor {slope, clamp (+inf = none), gain, threads, batch_stats, eps,
+// momentum}. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
+// concat/split ops, whose launch costs more than the kernels at DCGAN sizes.
 //
-// BnActStats  (x, scalars)              -> stats (2, C) float32: batch mean and biased variance
-// BnActForward(x, chan, scalars)        -> y
-// BnActBackward(x, dy, chan, scalars)   -> dx, dchan (4, C) = {dgamma, dbeta, 0, 0}
-// With batch_stats = 1, mean and rstd are the batch statistics of x, and dx includes their
-// dependence on x (the BatchNorm training backward); with 0 they are constants (eval mode, bias).
+// BnActStats   (x, moving_mean, moving_var, scalars)  -> mean, var (biased), new moving_mean, moving_var
+//              (moving = momentum * moving + (1 - momentum) * batch, unbiased batch variance)
+// BnActForward (x, gamma, beta, mean, var, scalars)     -> y
+// BnActBackward(x, dy, gamma, beta, mean, var, scalars) -> dx, dgamma, dbeta
+// With batch_stats = 1, mean and var are the batch statistics of x, and dx includes their dependence
+// on x (the BatchNorm training backward); with 0 they are constants (eval mode, bias).
 //
 // Every kernel walks the shared tiling plan (kernel_common.h). Inside a tile the elements form runs
 // of one channel, so the inner loops see per-channel constants. Per-channel reductions go into one
@@ -33,12 +35,14 @@ struct Scalars {
   float gain;
   int64_t threads;
   bool batch_stats;
+  float eps;
+  float momentum;
 };
 
 Scalars read_scalars(const void* p) {
   const float* f = static_cast<const float*>(p);
   const int64_t threads = f[3] >= 1.0f ? static_cast<int64_t>(f[3]) : 1;
-  return {f[0], f[1], f[2], threads, f[4] != 0.0f};
+  return {f[0], f[1], f[2], threads, f[4] != 0.0f, f[5], f[6]};
 }
 
 struct Layout {
@@ -83,11 +87,21 @@ std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout&
 
 // Per-channel constants of the element formulas.
 struct Affine {
-  float a, beta, mean;  // z = (x - mean) * a + beta, a = gamma * rstd
+  float a, beta, mean, rstd;  // z = (x - mean) * a + beta, a = gamma * rstd, rstd = 1 / sqrt(var + eps)
 };
 
-Affine channel_affine(const float* chan, int64_t channels, int64_t c) {
-  return {chan[c] * chan[3 * channels + c], chan[channels + c], chan[2 * channels + c]};
+// Per-channel inputs: gamma, beta, mean, var.
+struct Channels {
+  const float *gamma, *beta, *mean, *var;
+};
+
+std::vector<Affine> channel_affines(const Channels& ch, int64_t channels, float eps) {
+  std::vector<Affine> f(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    const float rstd = 1.0f / std::sqrt(ch.var[c] + eps);
+    f[c] = {ch.gamma[c] * rstd, ch.beta[c], ch.mean[c], rstd};
+  }
+  return f;
 }
 
 template <typename V>
@@ -190,8 +204,10 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
 
 // ---- whole-tensor kernels ----
 
+// out: mean, var, moving_mean, moving_var (C each); moving_* are read from `moving` and updated.
 template <typename T>
-int stats(const void* xv, const Layout& l, const Scalars& s, float* out) {
+int stats(const void* xv, const float* moving_mean, const float* moving_var, const Layout& l, const Scalars& s,
+          float* const out[4]) {
   const T* x = static_cast<const T*>(xv);
   const int64_t m = l.channels > 0 ? l.n / l.channels : 0;  // elements per channel
   if (m == 0) return l.channels > 0 ? 3 : 0;
@@ -206,20 +222,22 @@ int stats(const void* xv, const Layout& l, const Scalars& s, float* out) {
   for (int64_t c = 0; c < l.channels; ++c) {
     const double d = sums[2 * c] / m;
     const double var = sums[2 * c + 1] / m - d * d;
-    out[c] = static_cast<float>(pivot[c] + d);
-    out[l.channels + c] = static_cast<float>(var > 0.0 ? var : 0.0);
+    const double biased = var > 0.0 ? var : 0.0;
+    out[0][c] = static_cast<float>(pivot[c] + d);
+    out[1][c] = static_cast<float>(biased);
+    out[2][c] = static_cast<float>(s.momentum * moving_mean[c] + (1.0 - s.momentum) * (pivot[c] + d));
+    out[3][c] = static_cast<float>(s.momentum * moving_var[c] + (1.0 - s.momentum) * biased * m / (m - 1));
   }
   return 0;
 }
 
 template <typename T>
-int forward(const void* xv, const float* chan, const Layout& l, const Scalars& s, void* yv) {
+int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& s, void* yv) {
   const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 2);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
-  std::vector<Affine> f(static_cast<size_t>(l.channels));
-  for (int64_t c = 0; c < l.channels; ++c) f[c] = channel_affine(chan, l.channels, c);
+  const std::vector<Affine> f = channel_affines(ch, l.channels, s.eps);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
     for_each_run(l, start, len, [&](int64_t c, int64_t rs, int64_t rn) { forward_run(x + rs, y + rs, rn, f[c], s); });
   });
@@ -227,27 +245,24 @@ int forward(const void* xv, const float* chan, const Layout& l, const Scalars& s
 }
 
 template <typename T>
-int backward(const void* xv, const void* dyv, const float* chan, const Layout& l, const Scalars& s, void* dxv,
-             float* dchan) {
+int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& l, const Scalars& s, void* dxv,
+             float* dgamma, float* dbeta) {
   const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 3);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   const T* dy = static_cast<const T*>(dyv);
   T* dx = static_cast<T*>(dxv);
   const int64_t C = l.channels;
-  std::vector<Affine> f(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) f[c] = channel_affine(chan, C, c);
+  const std::vector<Affine> f = channel_affines(ch, C, s.eps);
   const std::vector<double> sums = reduce_channels(plan, l, 2, [&](int64_t c, int64_t start, int64_t len, double* acc) {
     grad_sums_run(x + start, dy + start, len, f[c], s, acc);
   });
   const double m = C > 0 ? static_cast<double>(l.n / C) : 0.0;
   std::vector<float> k1(static_cast<size_t>(C), 0.0f), k2(static_cast<size_t>(C), 0.0f);
   for (int64_t c = 0; c < C; ++c) {
-    const double rstd = chan[3 * C + c];
-    dchan[c] = static_cast<float>(rstd * sums[2 * c + 1]);  // dgamma
-    dchan[C + c] = static_cast<float>(sums[2 * c]);         // dbeta
-    dchan[2 * C + c] = 0.0f;
-    dchan[3 * C + c] = 0.0f;
+    const double rstd = f[c].rstd;
+    dgamma[c] = static_cast<float>(rstd * sums[2 * c + 1]);
+    dbeta[c] = static_cast<float>(sums[2 * c]);
     if (s.batch_stats && m > 0) {
       k1[c] = static_cast<float>(sums[2 * c] / m);
       k2[c] = static_cast<float>(rstd * rstd * sums[2 * c + 1] / m);
@@ -263,48 +278,65 @@ int backward(const void* xv, const void* dyv, const float* chan, const Layout& l
 
 bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
 
+bool channels_ok(const char** dtypes, int first) {
+  for (int k = first; k < first + 4; ++k) {
+    if (!is(dtypes[k], "float32")) return false;
+  }
+  return true;
+}
+
+Channels read_channels(void** params, int first) {
+  return {static_cast<const float*>(params[first]), static_cast<const float*>(params[first + 1]),
+          static_cast<const float*>(params[first + 2]), static_cast<const float*>(params[first + 3])};
+}
+
 }  // namespace
 
 extern "C" {
 
-// Inputs: x (float32|float16, ndim >= 2), scalars (float32[5]); output: stats (float32 (2, C)).
+// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32 (C,)), scalars (float32[7]);
+// outputs: mean, var, new moving_mean, new moving_var (float32 (C,)).
 // Returns 3 when a channel has no elements (a batch statistic is undefined).
 int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                void* /*stream*/, void* /*extra*/) {
-  if (nparam != 3 || ndims[0] < 2 || !is(dtypes[1], "float32") || !is(dtypes[2], "float32")) return 1;
+  if (nparam != 8 || ndims[0] < 2 || !channels_ok(dtypes, 1) || !channels_ok(dtypes, 4)) return 1;
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[1]);
-  float* out = static_cast<float*>(params[2]);
-  if (is(dtypes[0], "float32")) return stats<float>(params[0], l, s, out);
-  if (is(dtypes[0], "float16")) return stats<half>(params[0], l, s, out);
+  const Scalars s = read_scalars(params[3]);
+  const float* mm = static_cast<const float*>(params[1]);
+  const float* mv = static_cast<const float*>(params[2]);
+  float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
+                         static_cast<float*>(params[6]), static_cast<float*>(params[7])};
+  if (is(dtypes[0], "float32")) return stats<float>(params[0], mm, mv, l, s, out);
+  if (is(dtypes[0], "float16")) return stats<half>(params[0], mm, mv, l, s, out);
   return 1;
 }
 
-// Inputs: x (float32|float16, ndim >= 2), chan (float32 (4, C)), scalars (float32[5]); output: y.
+// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32 (C,)), scalars; output: y.
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
-  if (nparam != 4 || ndims[0] < 2 || !is(dtypes[1], "float32") || !is(dtypes[2], "float32")) return 1;
+  if (nparam != 7 || ndims[0] < 2 || !channels_ok(dtypes, 1) || !is(dtypes[5], "float32")) return 1;
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[2]);
-  const float* chan = static_cast<const float*>(params[1]);
-  if (is(dtypes[0], "float32")) return forward<float>(params[0], chan, l, s, params[3]);
-  if (is(dtypes[0], "float16")) return forward<half>(params[0], chan, l, s, params[3]);
+  const Scalars s = read_scalars(params[5]);
+  const Channels ch = read_channels(params, 1);
+  if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[6]);
+  if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[6]);
   return 1;
 }
 
-// Inputs: x, dy (same dtype), chan (float32 (4, C)), scalars (float32[5]); outputs: dx, dchan (4, C).
+// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32 (C,)), scalars; outputs: dx, dgamma, dbeta.
 int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                   void* /*stream*/, void* /*extra*/) {
-  if (nparam != 6 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !is(dtypes[2], "float32") ||
-      !is(dtypes[3], "float32")) {
+  if (nparam != 10 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !channels_ok(dtypes, 2) ||
+      !is(dtypes[6], "float32")) {
     return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[3]);
-  const float* chan = static_cast<const float*>(params[2]);
-  float* dchan = static_cast<float*>(params[5]);
-  if (is(dtypes[0], "float32")) return backward<float>(params[0], params[1], chan, l, s, params[4], dchan);
-  if (is(dtypes[0], "float16")) return backward<half>(params[0], params[1], chan, l, s, params[4], dchan);
+  const Scalars s = read_scalars(params[6]);
+  const Channels ch = read_channels(params, 2);
+  float* dgamma = static_cast<float*>(params[8]);
+  float* dbeta = static_cast<float*>(params[9]);
+  if (is(dtypes[0], "float32")) return backward<float>(params[0], params[1], ch, l, s, params[7], dgamma, dbeta);
+  if (is(dtypes[0], "float16")) return backward<half>(params[0], params[1], ch, l, s, params[7], dgamma, dbeta);
   return 1;
 }
 

@@ -1,0 +1,49 @@
+"""scripts/bench_fusion.py: DCGAN block shapes, and --quick writes well-formed records for every impl."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_fusion.py"
+BLOCK_KEYS = {"image_size", "shape", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "peak_mb"}
+
+
+def run_bench(*args: str) -> subprocess.CompletedProcess:
+    """The benchmark as a user runs it, with the repository importable."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_block_shapes_are_the_dcgan_batchnorm_inputs():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_fusion import block_shapes
+
+    # 32 px, ngf = ndf = 32: G 128x4x4, 64x8x8, 32x16x16; D (BatchNorm from block 1) 64x8x8, 128x4x4.
+    assert block_shapes(32) == [(64, 32, 16, 16), (64, 64, 8, 8), (64, 128, 4, 4)]
+    # 64 px, ngf = ndf = 64: G 512x4x4 .. 64x32x32; D 128x16x16, 256x8x8, 512x4x4.
+    assert block_shapes(64) == [(64, 64, 32, 32), (64, 128, 16, 16), (64, 256, 8, 8), (64, 512, 4, 4)]
+
+
+def test_quick_json_schema(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = run_bench("--quick", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(out.read_text())
+    assert sorted(r["impl"] for r in payload["blocks"]) == ["bn_act", "builtin", "none"]
+    for r in payload["blocks"]:
+        assert set(r) == BLOCK_KEYS and r["shape"] == [8, 128, 4, 4] and r["dtype"] == "float32"
+        for key in ("fwd_ms", "fwdbwd_ms", "peak_mb"):
+            assert isinstance(r[key], float) and math.isfinite(r[key]) and r[key] > 0, (key, r)
+    (stats,) = payload["stats"]
+    assert stats["kernel_ms"] > 0 and stats["reductions_ms"] > 0
+    assert "fb x" in result.stdout and "in-kernel vs MindSpore" in result.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
+
+
+def test_rejects_zero_repeats(tmp_path: Path) -> None:
+    result = run_bench("--repeats", "0", "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and "--repeats must be >= 1, got 0" in result.stderr
