@@ -6,9 +6,14 @@ key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, List, Optional
 
+from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
 class ConfigError(ValueError):
@@ -206,6 +211,12 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     seed: int = 0
+
+
+def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """The config `python train.py OVERRIDES...` would run, composed outside @hydra.main (tests, scripts)."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
 
 
 def register_configs() -> None:

@@ -1,0 +1,92 @@
+"""Config composition and validation: bad keys, types and values fail at start, naming the key."""
+import pytest
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from gan.config import Config, ConfigError, compose_config
+
+
+def _error_text(err: BaseException) -> str:
+    """The message of an exception and of everything it was raised from."""
+    parts = []
+    while err is not None:
+        parts.append(str(err))
+        err = err.__cause__ or err.__context__
+    return "\n".join(parts)
+
+
+def test_default_config_composes_to_validated_dataclasses():
+    conf = OmegaConf.to_object(compose_config())
+    assert isinstance(conf, Config)
+    assert (conf.model.image_size, conf.data.name, conf.precision.name, conf.runtime.mode) == (32, "mnist", "fp32",
+                                                                                              "graph")
+    assert conf.train.lr == 2e-4 and (conf.train.beta1, conf.train.beta2) == (0.5, 0.999)
+    assert conf.train.ema_beta is None and conf.fusion.name == "none"
+
+
+@pytest.mark.parametrize("preset, slope", [("preset_lowres", 0.2), ("preset_highres", 0.01),
+                                           ("preset_video", 0.1), ("preset_pointcloud", 0.3)])
+def test_act_presets_set_the_article_slopes(preset, slope):
+    assert compose_config([f"act={preset}"]).act.negative_slope == slope
+
+
+def test_per_layer_slopes_override():
+    conf = OmegaConf.to_object(compose_config(["act.d_layers=[0.2,0.1,0.05]"]))
+    assert conf.act.d_layers == [0.2, 0.1, 0.05]
+
+
+@pytest.mark.parametrize("override, key", [("train.stepz=3", "train.stepz"), ("model.ngff=8", "model.ngff")])
+def test_unknown_key_is_rejected_naming_it(override, key):
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_config([override])
+    assert key in _error_text(info.value)
+
+
+@pytest.mark.parametrize("override, key", [("train.steps=many", "train.steps"),
+                                           ("train.lr=fast", "train.lr"),
+                                           ("train.dry_run=maybe", "train.dry_run")])
+def test_wrong_type_is_rejected_naming_the_key(override, key):
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_config([override])
+    assert key in _error_text(info.value)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("runtime.mode=fast", "runtime.mode='fast'"),
+    ("runtime.device_target=TPU", "runtime.device_target='TPU'"),
+    ("model.image_size=48", "model.image_size=48"),
+    ("model.conv_impl=winograd", "model.conv_impl='winograd'"),
+    ("fusion.name=conv_bn_act", "fusion.name='conv_bn_act'"),
+    ("train.batch_size=0", "train.batch_size=0"),
+    ("train.beta1=1.5", "train.beta1=1.5"),
+    ("act.negative_slope=-0.2", "act.negative_slope=-0.2"),
+    ("act.d_layers=[0.2,1.5,0.1]", "act.d_layers[1]=1.5"),
+    ("data.name=imagenet", "data.name='imagenet'"),
+])
+def test_bad_value_is_rejected_naming_key_and_value(override, message):
+    with pytest.raises(ConfigError, match="^" + message.replace("[", r"\[").replace("]", r"\]")):
+        OmegaConf.to_object(compose_config([override]))
+
+
+def test_bad_enum_lists_the_allowed_values():
+    with pytest.raises(ConfigError, match=r"\['graph', 'pynative'\]"):
+        OmegaConf.to_object(compose_config(["runtime.mode=fast"]))
+
+
+def test_unknown_group_option_is_rejected():
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_config(["precision=fp8"])
+    assert "fp8" in _error_text(info.value) and "fp16" in _error_text(info.value)
+
+
+def test_steps_and_epochs_are_exclusive():
+    with pytest.raises(ConfigError, match="exactly one of train.steps"):
+        OmegaConf.to_object(compose_config(["train.epochs=2"]))
+    conf = OmegaConf.to_object(compose_config(["train.epochs=2", "train.steps=null"]))
+    assert conf.train.epochs == 2 and conf.train.steps is None
+
+
+def test_folder_data_needs_a_root():
+    with pytest.raises(Exception) as info:
+        OmegaConf.to_object(compose_config(["data=folder"]))
+    assert "data.root" in _error_text(info.value)
