@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the child-process memory measurement")
     parser.add_argument("--json", type=Path, required=True, help="output file")
     args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 10)
+    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 10)
     if repeats < 1:
         parser.error(f"--repeats must be >= 1, got {repeats}")
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
