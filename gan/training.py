@@ -40,6 +40,11 @@ def latents(seed: int, step: int, purpose: int, n: int, nz: int) -> np.ndarray:
     return np.random.default_rng([seed, step, purpose]).standard_normal((n, nz, 1, 1), dtype=np.float32)
 
 
+def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
+    """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
+    return latents(seed, 0, _FIXED_Z, n, nz)
+
+
 def to_config(cfg: DictConfig | Config) -> Config:
     """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
     return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
@@ -148,6 +153,9 @@ class GANTrainer:
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
+        # MindSpore cells start in inference mode: BatchNorm must use (and update) batch statistics.
+        self.g.set_train(True)
+        self.d.set_train(True)
         self.g_run, self.d_run = self.g, self.d
         if cfg.precision.name in _DTYPES:
             dtype = _DTYPES[cfg.precision.name]
@@ -273,18 +281,25 @@ class RunSummary:
 
 
 class _InterruptFlag:
-    """First Ctrl-C asks the loop to checkpoint and stop after the current step; a second one aborts."""
+    """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step; a second aborts.
+
+    SIGTERM is handled too because MindSpore's runtime installs its own SIGINT handler on every jit call,
+    and that handler turns Ctrl-C into a SIGTERM to this process.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self._previous: dict = {}
 
     def __enter__(self) -> "_InterruptFlag":
-        self._previous = signal.signal(signal.SIGINT, self._handle)
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
         return self
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
@@ -322,14 +337,14 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=t.batch_size, seed=conf.seed)
     trainer = GANTrainer(conf, data.channels)
 
-    start = 0
+    start, skipped = 0, 0
     resume_from = _resume_path(t.resume, run_dir)
     if resume_from is not None:
         arrays, meta = load_checkpoint(resume_from)
         if meta.get("format") != CHECKPOINT_FORMAT:
             raise CheckpointError(f"{resume_from}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
         trainer.load_state_arrays(arrays, resume_from)
-        start = int(meta["step"])
+        start, skipped = int(meta["step"]), int(meta["skipped_steps"])
     end = start + 2 if t.dry_run else total_steps(conf, data.num_images)
     # A dry run exercises every output on each of its 2 steps.
     log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
@@ -337,8 +352,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     print(yaml + f"run directory: {run_dir.resolve()}" + (f"\nresumed from {resume_from} at step {start}"
                                                           if resume_from else ""), flush=True)
 
-    fixed_z = latents(conf.seed, 0, _FIXED_Z, t.num_samples, conf.model.nz)
-    summary = RunSummary(run_dir, start, start)
+    fixed_z = fixed_latents(conf.seed, t.num_samples, conf.model.nz)
+    summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
     reporter = Reporter(run_dir, end, start)
 
     def save(step: int) -> Path:

@@ -17,25 +17,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
     parser.add_argument("--n", type=int, default=64, help="number of images (default 64)")
     parser.add_argument("--out", default="grid.png", help="output PNG path (default grid.png)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the latent batch (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the latent batch (default 0; the run's seed reproduces its sample grids)")
     parser.add_argument("--no-ema", action="store_true", help="use the raw generator even if an EMA copy exists")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n={args.n} must be at least 1")
 
-    import numpy as np
     from mindspore import Tensor
 
     from gan.checkpoint import CheckpointError
     from gan.report import image_grid, save_png
-    from gan.training import generator_from_checkpoint
+    from gan.training import fixed_latents, generator_from_checkpoint
 
     try:
         net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    z = np.random.default_rng(args.seed).standard_normal((args.n, conf.model.nz, 1, 1), dtype=np.float32)
+    z = fixed_latents(args.seed, args.n, conf.model.nz)
     path = save_png(image_grid(net(Tensor(z)).asnumpy()), args.out)
     print(f"wrote {args.n} samples to {path}")
     return 0

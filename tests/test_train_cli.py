@@ -1,0 +1,68 @@
+"""`python train.py` as a user runs it: --help, config errors at start, a dry run, Ctrl-C."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8", "data=shapes",
+        "data.num_images=64", "train.num_samples=16"]
+
+
+def train_cmd(*args: str) -> list[str]:
+    return [sys.executable, str(REPO / "train.py"), *args]
+
+
+def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    return subprocess.run(train_cmd(*args), cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_groups_and_options():
+    out = run_train("--help").stdout
+    for line in ("model: dcgan128, dcgan32, dcgan64", "data: folder, mnist, shapes", "precision: bf16, fp16, fp32",
+                 "act: default, preset_highres, preset_lowres, preset_pointcloud, preset_video", "fusion: none",
+                 "runtime: default", "train: default", "diagnostics: default", "eval: default"):
+        assert line in out
+
+
+@pytest.mark.parametrize("override, key", [("train.stepz=3", "train.stepz"), ("train.steps=abc", "train.steps"),
+                                           ("runtime.mode=fast", "runtime.mode='fast'")])
+def test_config_error_fails_at_start_naming_the_key(override, key, tmp_path):
+    result = run_train(override, f"hydra.run.dir={tmp_path}")
+    assert result.returncode != 0
+    assert key in result.stderr
+    assert not (tmp_path / "samples").exists()
+
+
+@pytest.mark.slow
+def test_dry_run_from_the_command_line(tmp_path):
+    result = run_train(*TINY, "train.dry_run=true", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"run directory: {tmp_path}" in result.stdout and "negative_slope: 0.2" in result.stdout
+    assert "loss_d=" in result.stderr and "img/s=" in result.stderr  # the progress bar
+    assert (tmp_path / "samples" / "step_000002.png").is_file()
+    assert (tmp_path / "checkpoints" / "step_00000002.ckpt").is_file()
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    args = train_cmd(*TINY, "train.steps=100000", "train.sample_every=1", f"hydra.run.dir={tmp_path}")
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (tmp_path / "samples" / "step_000001.png").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "training did not reach step 1"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode in (0, 130), out[-3000:]
+    assert "interrupted: saved" in out
+    assert list((tmp_path / "checkpoints").glob("step_*.ckpt"))
