@@ -6,6 +6,7 @@ key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -117,14 +118,19 @@ class PrecisionConfig:
         _positive("precision.max_nonfinite_steps", self.max_nonfinite_steps)
 
 
+class Fusion(StrEnum):
+    """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); mirrors ops.FUSION_KINDS."""
+
+    none = "none"  # separate BatchNorm2d and LeakyReLU layers
+    bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
+    graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+
+
 @dataclass
 class FusionConfig:
-    """Operator fusion; `none` is the only value until the fusion work lands."""
+    """Operator fusion; an enum, so Hydra rejects other values while composing, naming the allowed ones."""
 
-    name: str = "none"
-
-    def __post_init__(self) -> None:
-        _choice("fusion.name", self.name, ("none",))
+    name: Fusion = Fusion.none
 
 
 @dataclass

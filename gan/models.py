@@ -9,7 +9,7 @@ from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
 from gan.layers import make_conv
-from ops import LeakyReLU
+from ops import norm_act_layers
 
 
 def num_blocks(image_size: int) -> int:
@@ -30,18 +30,18 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
 
 
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
-           clamp: float | None) -> None:
-    """Append conv, optional BatchNorm (when `width` is given) and the custom LeakyReLU as block `index`."""
+           clamp: float | None, fusion: str) -> None:
+    """Append conv, then BatchNorm (when `width` is given) and LeakyReLU as `fusion` builds them, as block `index`."""
     layers[f"conv{index}"] = conv
-    if width is not None:
-        layers[f"bn{index}"] = nn.BatchNorm2d(width)
-    layers[f"act{index}"] = LeakyReLU(slope, clamp=clamp)
+    for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp).items():
+        layers[f"{role}{index}"] = cell
 
 
 class Generator(nn.Cell):
     """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh."""
 
-    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str) -> None:
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
+                 fusion: str = "none") -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
@@ -52,7 +52,7 @@ class Generator(nn.Cell):
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
             conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, impl=conv_impl)
-            _block(layers, i, conv, width, slope, act.clamp)
+            _block(layers, i, conv, width, slope, act.clamp, fusion)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, impl=conv_impl)
         layers["tanh"] = nn.Tanh()
@@ -69,7 +69,8 @@ class Discriminator(nn.Cell):
     No Sigmoid: the loss is BCE-with-logits, which stays finite where sigmoid + log would not.
     """
 
-    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str) -> None:
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
+                 fusion: str = "none") -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
@@ -78,7 +79,7 @@ class Discriminator(nn.Cell):
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
             conv = make_conv(in_ch, width, 4, 2, 1, impl=conv_impl)
-            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp)
+            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp, fusion)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, impl=conv_impl)
         self.layers = nn.SequentialCell(layers)

@@ -24,6 +24,7 @@ from gan.data import build_image_data
 from gan.layers import make_conv, resolve_conv_impl
 from gan.models import Discriminator, Generator, init_dcgan_weights
 from gan.report import Reporter, image_grid, save_png
+from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
@@ -140,8 +141,9 @@ class GANTrainer:
     def __init__(self, cfg: Config, channels: int) -> None:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
         self.nz = cfg.model.nz
-        self.g = Generator(cfg.model, cfg.act, channels, impl)
-        self.d = Discriminator(cfg.model, cfg.act, channels, impl)
+        level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
+        self.g = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        self.d = Discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
         init_dcgan_weights(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         init_dcgan_weights(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
@@ -149,7 +151,7 @@ class GANTrainer:
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = Generator(cfg.model, cfg.act, channels, impl)
+            self.g_ema = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -166,7 +168,8 @@ class GANTrainer:
         self.opt_d = nn.Adam(self.d.trainable_params(), t.lr, t.beta1, t.beta2)
         self.scaler_g = _loss_scaler(cfg.precision)
         self.scaler_d = _loss_scaler(cfg.precision)
-        compile_fn: Callable = ms.jit if cfg.runtime.mode == "graph" else (lambda fn: fn)
+        graph = cfg.runtime.mode == "graph"
+        compile_fn: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
         self._d_step = compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d))
         self._g_step = compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g))
         self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
@@ -426,7 +429,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[G
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     conf = config_from_yaml(meta["config"])
     impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = Generator(conf.model, conf.act, int(meta["channels"]), impl)
+    net = Generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
     prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
     net.update_parameters_name(prefix)
     for p in net.get_parameters():

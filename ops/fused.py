@@ -4,8 +4,8 @@
 `ops.Custom(func_type="aot")` route, build and tiling plan as the LeakyReLU op. `BatchNormAct` is a drop-in
 for `nn.BatchNorm2d` followed by `ops.LeakyReLU`: it subclasses `nn.BatchNorm2d`, so its parameters
 (gamma, beta, moving_mean, moving_variance), their initialisation and checkpoint names are identical
-by construction. `make_norm_act` is the block factory behind the `fusion=` switch; the exact semantics
-are specified by `ops.reference.bn_act_forward` / `bn_act_backward`.
+by construction. `norm_act_layers` is the block factory behind the `fusion=` switch and `jit_level` its
+compiler setting; the exact semantics are specified by `ops.reference.bn_act_forward` / `bn_act_backward`.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from mindspore.ops import constexpr
 from . import build
 from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads
 
-FUSION_KINDS = ("none", "bn_act")
+FUSION_KINDS = ("none", "bn_act", "graph_kernel")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
 
 
@@ -36,8 +36,7 @@ def check_gain(gain: float) -> float:
 def check_fusion_kind(kind: str) -> str:
     """The kind unchanged; ValueError naming it unless it is one of FUSION_KINDS."""
     if kind not in FUSION_KINDS:
-        raise ValueError(f"fusion={kind!r} is not one of {FUSION_KINDS} (graph_kernel is a compiler setting, "
-                         f"see check_graph_kernel_supported)")
+        raise ValueError(f"fusion={kind!r} is not allowed; choose one of {list(FUSION_KINDS)}")
     return kind
 
 
@@ -175,28 +174,31 @@ class BatchNormAct(nn.BatchNorm2d):
                 f"gain={self.gain}")
 
 
-class BatchNormThenAct(nn.BatchNorm2d):
-    """The unfused reference block: nn.BatchNorm2d, then ops.LeakyReLU; same parameters as BatchNormAct."""
+def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
+                    clamp: float | None = None) -> dict[str, nn.Cell]:
+    """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
-    def __init__(self, num_features: int, negative_slope: float, *, clamp: float | None = None,
-                 eps: float = 1e-5, momentum: float = 0.9) -> None:
-        super().__init__(num_features, eps=eps, momentum=momentum)
-        self.act = LeakyReLU(negative_slope, clamp=clamp)
-
-    def construct(self, x: ms.Tensor) -> ms.Tensor:
-        return self.act(nn.BatchNorm2d.construct(self, x))
-
-
-def make_norm_act(kind: str, channels: int, negative_slope: float, *, clamp: float | None = None,
-                  use_bn: bool = True) -> nn.Cell:
-    """The normalisation + activation of one block, selected by `fusion=` ("none" or "bn_act").
-
-    Both kinds have the same parameter names, so checkpoints move between them. Without BatchNorm the
-    block is the LeakyReLU alone for both kinds (the DCGAN's convs have no bias, nothing to fuse).
+    "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
+    leaves the fusing to MindSpore's compiler); "bn_act": one BatchNormAct under the "bn" key, with the same
+    parameter names, so checkpoints move between the kinds. channels=None (no BatchNorm): every kind is the
+    LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse).
     """
     check_fusion_kind(kind)
-    if not use_bn:
-        return LeakyReLU(negative_slope, clamp=clamp)
+    act = {"act": LeakyReLU(negative_slope, clamp=clamp)}
+    if channels is None:
+        return act
     if kind == "bn_act":
-        return BatchNormAct(channels, negative_slope, clamp=clamp)
-    return BatchNormThenAct(channels, negative_slope, clamp=clamp)
+        return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp)}
+    return {"bn": nn.BatchNorm2d(channels), **act}
+
+
+def jit_level(kind: str, device_target: str) -> str:
+    """The ms.jit level of a `fusion=` kind: "O1" (graph-kernel fusion) for graph_kernel, else "O0".
+
+    graph_kernel raises RuntimeError on devices without BatchNorm fusion (check_graph_kernel_supported).
+    """
+    check_fusion_kind(kind)
+    if kind != "graph_kernel":
+        return "O0"
+    check_graph_kernel_supported(device_target)
+    return "O1"

@@ -6,14 +6,18 @@ time (graph mode, training mode, median of round-robin repeats; the backward is 
 to the input, gamma and beta) of
 
 - builtin: nn.BatchNorm2d + nn.LeakyReLU (MindSpore only),
-- none:    nn.BatchNorm2d + ops.LeakyReLU (the project's fusion=none),
-- bn_act:  ops.BatchNormAct (fusion=bn_act),
+- none:    the fusion=none layers, nn.BatchNorm2d + ops.LeakyReLU,
+- bn_act:  the fusion=bn_act layer, ops.BatchNormAct.
 
-and the peak resident memory added by 3 forward+backward calls (compilation included), each impl measured in
-a fresh child process. Also times the batch-statistics pass: the in-kernel reduction (BnActStats) vs
-MindSpore's mean + var. Whole-step img/s is not measured here: it needs the DCGAN to read `fusion=`.
+Also times the batch-statistics pass (the in-kernel reduction BnActStats vs MindSpore's mean + var) and
+the whole training step: img/s of GANTrainer.train_step (D step + G step, as train.py runs it: model=dcgan32
+or dcgan64, conv_impl=auto, 3 channels, batch 64, diagnostics off) for fusion=none and fusion=bn_act,
+timed round-robin in this process, plus each variant's peak resident memory (ru_maxrss) in a fresh child
+process that builds the trainer and runs STEP_MEMORY_STEPS steps. Per-block memory is not reported: on
+CPU MindSpore's memory pool and compilation dominate the resident set (it measured the same for all three
+blocks) and ms.runtime.max_memory_allocated() returns 0.
 
-    python scripts/bench_fusion.py [--quick] [--image-sizes 32 64] --json PATH
+    python scripts/bench_fusion.py [--quick] [--image-sizes 32 64] [--no-memory] --json PATH
 """
 
 from __future__ import annotations
@@ -27,16 +31,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("GLOG_v", "3")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from ops import BatchNormAct, BatchNormThenAct  # noqa: E402
+from bench_train import time_interleaved  # noqa: E402
+from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
+from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
+from ops import norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
 
@@ -45,7 +55,8 @@ BATCH = 64
 WIDTHS = {32: 32, 64: 64}  # image size -> ngf = ndf (configs/model/dcgan32.yaml, dcgan64.yaml)
 IMPLS = ("builtin", "none", "bn_act")
 DTYPES = {"float32": np.float32, "float16": np.float16}
-MEMORY_CALLS = 3
+STEP_FUSIONS = ("none", "bn_act")
+STEP_MEMORY_STEPS = 2
 
 
 def block_shapes(image_size: int, batch: int = BATCH) -> list[tuple[int, int, int, int]]:
@@ -60,10 +71,8 @@ def make_block(impl: str, channels: int) -> nn.Cell:
     """The block under test, in training mode."""
     if impl == "builtin":
         block = nn.SequentialCell([nn.BatchNorm2d(channels), nn.LeakyReLU(SLOPE)])
-    elif impl == "none":
-        block = BatchNormThenAct(channels, SLOPE)
     else:
-        block = BatchNormAct(channels, SLOPE)
+        block = nn.SequentialCell(OrderedDict(norm_act_layers(impl, channels, SLOPE)))
     block.set_train(True)
     return block
 
@@ -96,36 +105,50 @@ def input_tensor(shape: tuple[int, ...], dtype: str) -> ms.Tensor:
     return ms.Tensor(np.random.default_rng(0).standard_normal(shape).astype(DTYPES[dtype]))
 
 
-def rss_mb() -> float:
-    """Current resident set size of this process in MiB."""
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def step_config(image_size: int, fusion: str, batch: int) -> Config:
+    """The validated config of `train.py model=dcgan<size> fusion=<fusion> data=shapes`, diagnostics off."""
+    return to_config(compose_config([f"model=dcgan{image_size}", f"fusion={fusion}", "data=shapes",
+                                     f"train.batch_size={batch}", "diagnostics.enabled=false"]))
 
 
-def measure_peak_mb(impl: str, shape: tuple[int, ...], dtype: str) -> float:
-    """Peak RSS (MiB) added by MEMORY_CALLS forward+backward calls of a fresh block (compile included)."""
-    x = input_tensor(shape, dtype)
-    make_block("builtin", 1)  # load MindSpore's runtime before the baseline
-    base = rss_mb()
-    _, fwdbwd = block_fns(impl, x)
-    for _ in range(MEMORY_CALLS):
-        fwdbwd()
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - base
+def trainer_step(cfg: Config) -> Callable[[int], None]:
+    """GANTrainer.train_step(i) on fixed images in [-1, 1] and the loop's latents of step i (device already set)."""
+    trainer = GANTrainer(cfg, cfg.data.channels)
+    size, batch = cfg.model.image_size, cfg.train.batch_size
+    real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
+    return lambda i: trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
 
 
-def peak_mb_in_child(impl: str, shape: tuple[int, ...], dtype: str) -> float:
-    """measure_peak_mb in a fresh interpreter, so that earlier blocks' memory pools do not count."""
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
-            f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import mindspore as ms; "
-            f"ms.set_context(mode=ms.GRAPH_MODE, device_target='CPU'); import bench_fusion as b; "
-            f"print(b.measure_peak_mb({impl!r}, {tuple(shape)!r}, {dtype!r}))")
+def measure_step_peak_mb(image_size: int, fusion: str, batch: int) -> float:
+    """Peak resident memory (MiB) of this process after building the trainer and STEP_MEMORY_STEPS steps."""
+    setup_runtime(RuntimeConfig())
+    step = trainer_step(step_config(image_size, fusion, batch))
+    for i in range(STEP_MEMORY_STEPS):
+        step(i)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def step_peak_mb_in_child(image_size: int, fusion: str, batch: int) -> float:
+    """measure_step_peak_mb in a fresh interpreter, so that each variant's high-water mark is its own."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import bench_fusion as b; "
+            f"print(b.measure_step_peak_mb({image_size!r}, {fusion!r}, {batch!r}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"memory measurement of {impl} {shape} {dtype} failed:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"memory measurement of fusion={fusion} at {image_size} px failed:\n{done.stderr[-2000:]}")
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: int, memory: bool) -> list[dict]:
+def bench_steps(image_size: int, batch: int, warmup: int, steps: int, memory: bool) -> list[dict]:
+    """Whole-step img/s of GANTrainer for each fusion value, timed round-robin in this process."""
+    contenders = {fusion: trainer_step(step_config(image_size, fusion, batch)) for fusion in STEP_FUSIONS}
+    times = time_interleaved(contenders, warmup, steps, max_seconds=float("inf"))
+    return [{"image_size": image_size, "fusion": fusion, "batch": batch, "step_s": statistics.median(times[fusion]),
+             "img_per_s": batch / statistics.median(times[fusion]), "steps": len(times[fusion]),
+             "peak_mb": step_peak_mb_in_child(image_size, fusion, batch) if memory else None}
+            for fusion in STEP_FUSIONS]
+
+
+def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: int) -> list[dict]:
     """One record per impl for one block shape, timed side by side."""
     x = input_tensor(shape, dtype)
     fns = {}
@@ -133,9 +156,7 @@ def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: in
         fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = block_fns(impl, x)
     t = interleaved_medians(fns, repeats)
     return [{"image_size": image_size, "shape": list(shape), "dtype": dtype, "impl": impl,
-             "fwd_ms": t[f"{impl}_fwd"], "fwdbwd_ms": t[f"{impl}_fwdbwd"],
-             "peak_mb": peak_mb_in_child(impl, shape, dtype) if memory else None}
-            for impl in IMPLS]
+             "fwd_ms": t[f"{impl}_fwd"], "fwdbwd_ms": t[f"{impl}_fwdbwd"]} for impl in IMPLS]
 
 
 def bench_stats(shape: tuple[int, ...], dtype: str, repeats: int) -> dict:
@@ -163,14 +184,24 @@ def bench_stats(shape: tuple[int, ...], dtype: str, repeats: int) -> dict:
 def table(records: list[dict]) -> str:
     """Aligned text table; speed-ups are relative to the builtin block of the same shape and dtype."""
     builtin = {(tuple(r["shape"]), r["dtype"]): r for r in records if r["impl"] == "builtin"}
-    rows = [f"{'px':>3} {'shape':>18} {'dtype':>8} {'impl':>8} {'fwd ms':>8} {'fwdbwd ms':>10} {'peak MiB':>9} "
-            f"{'fwd x':>6} {'fb x':>6}"]
+    rows = [f"{'px':>3} {'shape':>18} {'dtype':>8} {'impl':>8} {'fwd ms':>8} {'fwdbwd ms':>10} {'fwd x':>6} "
+            f"{'fb x':>6}"]
     for r in records:
         b = builtin[(tuple(r["shape"]), r["dtype"])]
-        peak = "-" if r["peak_mb"] is None else f"{r['peak_mb']:.1f}"
         rows.append(f"{r['image_size']:>3} {'x'.join(map(str, r['shape'])):>18} {r['dtype']:>8} {r['impl']:>8} "
-                    f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} {peak:>9} {b['fwd_ms'] / r['fwd_ms']:>6.2f} "
+                    f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} {b['fwd_ms'] / r['fwd_ms']:>6.2f} "
                     f"{b['fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f}")
+    return "\n".join(rows)
+
+
+def step_table(records: list[dict]) -> str:
+    """Aligned text table of whole-step records; the speed-up is relative to fusion=none at the same size."""
+    none = {r["image_size"]: r for r in records if r["fusion"] == "none"}
+    rows = [f"{'px':>3} {'batch':>5} {'fusion':>8} {'step s':>8} {'img/s':>8} {'x':>6} {'peak MiB':>9}"]
+    for r in records:
+        peak = "-" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
+        rows.append(f"{r['image_size']:>3} {r['batch']:>5} {r['fusion']:>8} {r['step_s']:>8.3f} {r['img_per_s']:>8.2f} "
+                    f"{r['img_per_s'] / none[r['image_size']]['img_per_s']:>6.2f} {peak:>9}")
     return "\n".join(rows)
 
 
@@ -183,19 +214,27 @@ def write_json_atomic(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark, print the table, write {"blocks": [...], "stats": [...]} as JSON."""
+    """Run the benchmark, print the tables, write {"blocks": [...], "stats": [...], "steps": [...]} as JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the smallest block at 32 px, 3 repeats, batch 8")
+    parser.add_argument("--quick", action="store_true",
+                        help="the smallest block and the whole step at 32 px, batch 8, 3 repeats, 2 steps")
     parser.add_argument("--image-sizes", type=int, nargs="+", choices=sorted(WIDTHS), default=sorted(WIDTHS))
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32"])
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
-    parser.add_argument("--no-memory", action="store_true", help="skip the child-process memory measurement")
+    parser.add_argument("--steps", type=int, help="timed whole steps per fusion value (default 2 quick, 6 full)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the whole-step memory measurement")
     parser.add_argument("--json", type=Path, required=True, help="output file")
     args = parser.parse_args(argv)
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 10)
-    if repeats < 1:
-        parser.error(f"--repeats must be >= 1, got {repeats}")
-    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    steps = args.steps if args.steps is not None else (2 if args.quick else 6)
+    for flag, value in (("--repeats", repeats), ("--steps", steps)):
+        if value < 1:
+            parser.error(f"{flag} must be >= 1, got {value}")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    setup_runtime(RuntimeConfig())  # device CPU, before any kernel runs
+    batch = 8 if args.quick else BATCH
+    step_records = [r for size in (args.image_sizes[:1] if args.quick else args.image_sizes)
+                    for r in bench_steps(size, batch, 1 if args.quick else 2, steps, not args.no_memory)]
     cases = [(size, shape) for size in args.image_sizes
              for shape in block_shapes(size, 8 if args.quick else BATCH)]
     if args.quick:
@@ -203,14 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     blocks, stats = [], []
     for size, shape in cases:
         for dtype in args.dtypes:
-            blocks += bench_block(size, shape, dtype, repeats, not args.no_memory)
+            blocks += bench_block(size, shape, dtype, repeats)
             stats.append(bench_stats(shape, dtype, repeats))
             print(table(blocks[-len(IMPLS):]).split("\n", 1)[1], flush=True, file=sys.stderr)
     print(table(blocks))
     print("\nbatch statistics: in-kernel vs MindSpore mean+var (ms)")
     for s in stats:
         print(f"{'x'.join(map(str, s['shape'])):>18} {s['dtype']:>8} {s['kernel_ms']:>8.3f} {s['reductions_ms']:>8.3f}")
-    write_json_atomic(args.json, {"blocks": blocks, "stats": stats})
+    print("\nwhole training step (GANTrainer D + G step, conv_impl=auto, float32)")
+    print(step_table(step_records))
+    write_json_atomic(args.json, {"blocks": blocks, "stats": stats, "steps": step_records})
     return 0
 
 

@@ -65,9 +65,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
-    from gan.training import GANTrainer, latents, setup_runtime
+    from gan.training import GANTrainer, latents
 
-    setup_runtime(cfg.runtime)
     trainer = GANTrainer(cfg, cfg.data.channels)
     size, batch = cfg.model.image_size, cfg.train.batch_size
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
@@ -164,6 +163,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         except ImportError:
             parser.error("--vs-torch needs PyTorch (pip install torch); it is not a dependency of the product")
 
+    from gan.training import setup_runtime
+
+    setup_runtime(compose_config(models[0], impls[0], args.batch_size).runtime)  # once, before any kernel runs
     records = []
     for model in models:
         contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size)) for impl in impls}

@@ -4,10 +4,11 @@ Tolerances (outputs are O(1); sums over m values per channel):
 - vs the float64 reference: float32 forward and dx atol 2e-5 (about 100 ulp at 1.0, the float32 kernel
   math); float16 forward and dx within 2 float16 ulp (rtol 2e-3, atol 2e-3); dgamma, dbeta rtol 1e-4
   (float32 data) / 2e-3 (float16 data, whose inputs are already rounded), atol 1e-4 * sqrt(m).
-- vs nn.BatchNorm2d + ops.LeakyReLU: the same, widened to rtol 1e-2 for float16 dgamma/dbeta (MindSpore's
-  float16 BatchNorm rounds its own intermediates); moving statistics rtol 1e-5.
+- vs nn.BatchNorm2d + ops.LeakyReLU (the fusion=none layers): the same, widened to rtol 1e-2 for float16
+  dgamma/dbeta (MindSpore's float16 BatchNorm rounds its own intermediates); moving statistics rtol 1e-5.
 """
 import math
+from collections import OrderedDict
 
 import mindspore as ms
 import numpy as np
@@ -15,8 +16,8 @@ import pytest
 from mindspore import nn
 
 from ops import reference as ref
-from ops.fused import (BatchNormAct, BatchNormThenAct, bias_act, check_graph_kernel_supported, fused_bn_act,
-                       make_norm_act)
+from ops.fused import (FUSION_KINDS, BatchNormAct, bias_act, check_graph_kernel_supported, fused_bn_act, jit_level,
+                       norm_act_layers)
 from ops import LeakyReLU
 
 SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
@@ -139,14 +140,29 @@ def test_bias_act_matches_reference(dtype):
     np.testing.assert_allclose(dbias, dbias_ref, **sums_tol(dtype, 42))
 
 
+class Block(nn.Cell):
+    """The norm + act layers of one DCGAN block for a fusion kind, named as gan.models names them."""
+
+    def __init__(self, kind: str, channels: int, slope: float = 0.2, clamp: float | None = None) -> None:
+        super().__init__()
+        self.layers = nn.SequentialCell(OrderedDict(norm_act_layers(kind, channels, slope, clamp=clamp)))
+
+    @property
+    def bn(self) -> nn.BatchNorm2d:
+        return self.layers.name_cells()["bn"]
+
+    def construct(self, x):
+        return self.layers(x)
+
+
 def pair(channels, slope=0.2, clamp=None, seed=0):
-    """A fused and an unfused block with the same gamma and beta."""
+    """A fused (fusion=bn_act) and an unfused (fusion=none) block with the same gamma and beta."""
     rng = np.random.default_rng(seed)
-    fused, unfused = BatchNormAct(channels, slope, clamp=clamp), BatchNormThenAct(channels, slope, clamp=clamp)
+    fused, unfused = Block("bn_act", channels, slope, clamp), Block("none", channels, slope, clamp)
     gamma, beta = rng.normal(1, 0.3, channels).astype(np.float32), rng.normal(0, 0.3, channels).astype(np.float32)
     for cell in (fused, unfused):
-        cell.gamma.set_data(ms.Tensor(gamma))
-        cell.beta.set_data(ms.Tensor(beta))
+        cell.bn.gamma.set_data(ms.Tensor(gamma))
+        cell.bn.beta.set_data(ms.Tensor(beta))
     return fused, unfused
 
 
@@ -180,33 +196,25 @@ def test_matches_unfused_batchnorm_and_leaky_relu(shape, dtype):
             np.testing.assert_allclose(a, b, rtol=1e-2 if dtype == np.float16 else 1e-4, atol=1e-4 * math.sqrt(m))
     np.testing.assert_allclose(got_eval.astype(np.float64), want_eval.astype(np.float64), **tol(dtype))
     for name in ("moving_mean", "moving_variance"):
-        np.testing.assert_allclose(getattr(fused, name).asnumpy(), getattr(unfused, name).asnumpy(), rtol=1e-5)
+        np.testing.assert_allclose(getattr(fused.bn, name).asnumpy(), getattr(unfused.bn, name).asnumpy(), rtol=1e-5)
     # Six batch updates (two forward calls and two grad calls each, see train_steps) moved the statistics.
-    assert not np.allclose(fused.moving_variance.asnumpy(), 1.0)
+    assert not np.allclose(fused.bn.moving_variance.asnumpy(), 1.0)
 
 
-@pytest.mark.parametrize("source, target", [(BatchNormThenAct, BatchNormAct), (BatchNormAct, BatchNormThenAct)])
+@pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
 def test_checkpoint_moves_between_fused_and_unfused(tmp_path, source, target):
-    class Block(nn.Cell):
-        def __init__(self, norm_act):
-            super().__init__()
-            self.bn1 = norm_act
-
-        def construct(self, x):
-            return self.bn1(x)
-
     x = data((4, 3, 5, 5), np.float32, seed=8)[0]
-    src = Block(source(3, 0.2))
+    src = Block(source, 3)
     src.set_train(True)
     src(ms.Tensor(x))  # moves the moving statistics away from their initial values
-    src.bn1.gamma.set_data(ms.Tensor(np.float32([0.5, 1.5, 2.0])))
+    src.bn.gamma.set_data(ms.Tensor(np.float32([0.5, 1.5, 2.0])))
     path = str(tmp_path / "block.ckpt")
     ms.save_checkpoint(src, path)
-    dst = Block(target(3, 0.2))
+    dst = Block(target, 3)
     not_loaded, unexpected = ms.load_param_into_net(dst, ms.load_checkpoint(path), strict_load=True)
     assert not not_loaded and not unexpected
     assert sorted(p.name for p in dst.get_parameters()) == sorted(p.name for p in src.get_parameters()) == [
-        "bn1.beta", "bn1.gamma", "bn1.moving_mean", "bn1.moving_variance"]
+        "layers.bn.beta", "layers.bn.gamma", "layers.bn.moving_mean", "layers.bn.moving_variance"]
     src.set_train(False)
     dst.set_train(False)
     np.testing.assert_allclose(dst(ms.Tensor(x)).asnumpy(), src(ms.Tensor(x)).asnumpy(), atol=2e-5)
@@ -222,22 +230,33 @@ def test_graph_mode_training_step_updates_parameters_and_statistics():
         step = nn.TrainOneStepCell(nn.WithLossCell(cell, nn.MSELoss()), opt)
         step.set_train(True)
         ms.jit(step.construct)(ms.Tensor(x), ms.Tensor(np.zeros_like(x)))
-        results.append([p.asnumpy() for p in (cell.gamma, cell.beta, cell.moving_mean, cell.moving_variance)])
+        bn = cell.bn
+        results.append([p.asnumpy() for p in (bn.gamma, bn.beta, bn.moving_mean, bn.moving_variance)])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert not np.allclose(results[0][0], np.random.default_rng(9).normal(1, 0.3, 4))  # gamma moved
 
 
-def test_make_norm_act_selects_the_implementation():
-    assert type(make_norm_act("bn_act", 8, 0.2)) is BatchNormAct
-    assert type(make_norm_act("none", 8, 0.2, clamp=256.0)) is BatchNormThenAct
-    for kind in ("none", "bn_act"):
-        act = make_norm_act(kind, 8, 0.1, use_bn=False)
+def test_norm_act_layers_select_the_implementation():
+    (fused,) = norm_act_layers("bn_act", 8, 0.2, clamp=256.0).values()
+    assert type(fused) is BatchNormAct and fused.clamp == 256.0
+    for kind in ("none", "graph_kernel"):  # graph_kernel: separate layers, fused by the compiler
+        layers = norm_act_layers(kind, 8, 0.2, clamp=256.0)
+        assert list(layers) == ["bn", "act"] and type(layers["bn"]) is nn.BatchNorm2d
+        assert type(layers["act"]) is LeakyReLU and layers["act"].clamp == 256.0
+    for kind in FUSION_KINDS:
+        (act,) = norm_act_layers(kind, None, 0.1).values()
         assert type(act) is LeakyReLU and act.negative_slope == 0.1
 
 
+def test_jit_level_enables_graph_kernel_fusion_only_where_supported():
+    assert [jit_level(kind, "CPU") for kind in ("none", "bn_act")] == ["O0", "O0"]
+    assert jit_level("graph_kernel", "GPU") == jit_level("graph_kernel", "Ascend") == "O1"
+
+
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: make_norm_act("graph_kernel", 4, 0.2), ValueError, "fusion='graph_kernel' is not one of"),
+    (lambda: norm_act_layers("fused", 4, 0.2), ValueError, r"fusion='fused' is not allowed; choose one of \['none'"),
+    (lambda: jit_level("graph_kernel", "CPU"), RuntimeError, "not supported on device_target='CPU'.*GPU and Ascend"),
     (lambda: BatchNormAct(4, 1.5), ValueError, "negative_slope=1.5 is not allowed"),
     (lambda: BatchNormAct(4, 0.2, gain=0.0), ValueError, "gain=0.0 is not allowed"),
     (lambda: BatchNormAct(4, 0.2, clamp=-1.0), ValueError, "clamp=-1.0 is not allowed"),

@@ -1,4 +1,4 @@
-"""scripts/bench_fusion.py: DCGAN block shapes, and --quick writes well-formed records for every impl."""
+"""scripts/bench_fusion.py: DCGAN block shapes, and --quick writes well-formed block and whole-step records."""
 import json
 import math
 import os
@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_fusion.py"
-BLOCK_KEYS = {"image_size", "shape", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "peak_mb"}
+BLOCK_KEYS = {"image_size", "shape", "dtype", "impl", "fwd_ms", "fwdbwd_ms"}
+STEP_KEYS = {"image_size", "fusion", "batch", "step_s", "img_per_s", "steps", "peak_mb"}
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -36,14 +39,20 @@ def test_quick_json_schema(tmp_path: Path) -> None:
     assert sorted(r["impl"] for r in payload["blocks"]) == ["bn_act", "builtin", "none"]
     for r in payload["blocks"]:
         assert set(r) == BLOCK_KEYS and r["shape"] == [8, 128, 4, 4] and r["dtype"] == "float32"
-        for key in ("fwd_ms", "fwdbwd_ms", "peak_mb"):
+        for key in ("fwd_ms", "fwdbwd_ms"):
             assert isinstance(r[key], float) and math.isfinite(r[key]) and r[key] > 0, (key, r)
     (stats,) = payload["stats"]
     assert stats["kernel_ms"] > 0 and stats["reductions_ms"] > 0
-    assert "fb x" in result.stdout and "in-kernel vs MindSpore" in result.stdout
+    assert [r["fusion"] for r in payload["steps"]] == ["none", "bn_act"]
+    for r in payload["steps"]:
+        assert set(r) == STEP_KEYS and (r["image_size"], r["batch"], r["steps"]) == (32, 8, 2)
+        assert math.isclose(r["img_per_s"] * r["step_s"], 8) and r["step_s"] > 0
+        assert 100 < r["peak_mb"] < 64 * 1024  # a whole MindSpore process: hundreds of MiB, not bytes or TiB
+    assert "fb x" in result.stdout and "in-kernel vs MindSpore" in result.stdout and "img/s" in result.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
 
 
-def test_rejects_zero_repeats(tmp_path: Path) -> None:
-    result = run_bench("--repeats", "0", "--json", str(tmp_path / "b.json"))
-    assert result.returncode == 2 and "--repeats must be >= 1, got 0" in result.stderr
+@pytest.mark.parametrize("flag", ["--repeats", "--steps"])
+def test_rejects_zero_repeats_or_steps(tmp_path: Path, flag: str) -> None:
+    result = run_bench(flag, "0", "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and f"{flag} must be >= 1, got 0" in result.stderr

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_train.py"
+sys.path.insert(0, str(SCRIPT.parent))
 import bench_train  # noqa: E402
 
 
@@ -52,12 +55,16 @@ def test_torch_twin_has_the_same_parameters(model: str) -> None:
 
 @pytest.mark.slow
 def test_tiny_run_writes_records(tmp_path: Path) -> None:
+    """The CLI as a user runs it (own process: MindSpore's device is chosen before any kernel runs)."""
     out = tmp_path / "bench.json"
     argv = ["--json", str(out), "--models", "dcgan32", "--impls", "native,gemm", "--batch-size", "2",
             "--warmup", "1", "--steps", "2"]
-    records = bench_train.main(argv)
-    assert json.loads(out.read_text()) == records
+    done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "GLOG_v": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = json.loads(out.read_text())
     assert [(r["model"], r["impl"]) for r in records] == [("dcgan32", "native"), ("dcgan32", "gemm")]
     for r in records:
         assert r["img_per_s"] > 0 and r["torch_img_per_s"] is None and r["ratio_to_torch"] is None
         assert set(r) >= {"model", "impl", "img_per_s", "torch_img_per_s", "ratio_to_torch"}
+        assert f"{r['impl']:7s}" in done.stdout
