@@ -8,11 +8,16 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 import gan.config  # noqa: E402,F401  (registers the structured-config schema)
+from gan.sweep import job_threads, limit_threads_env  # noqa: E402
 
 
 @hydra.main(config_path="configs", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     """Run training in Hydra's run directory and return the objective for sweepers."""
+    threads = job_threads(HydraConfig.get().launcher)  # parallel launchers (joblib): share the cores
+    if threads is not None and cfg.runtime.threads is None:
+        limit_threads_env(threads)
+        cfg.runtime.threads = threads
     from gan.training import run  # imported here so `--help` and config errors do not load MindSpore
 
     return run(cfg, HydraConfig.get().runtime.output_dir).objective

@@ -1,7 +1,8 @@
-"""DCGAN generator and discriminator (Radford et al.) built from one conv -> BatchNorm -> LeakyReLU block."""
+"""DCGAN and 2D MLP generators and discriminators, all built from one conv -> BatchNorm -> LeakyReLU block."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Callable, NamedTuple
 from math import log2
 
 import numpy as np
@@ -96,3 +97,83 @@ def init_dcgan_weights(net: Generator | Discriminator, rng: np.random.Generator)
         elif name.startswith("bn"):
             cell.gamma.set_data(Tensor(rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32)))
             cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
+
+
+MLP_G_DEPTH, MLP_D_DEPTH = 4, 3  # hidden layers of PacGAN's 2D generator and discriminator
+
+
+class PointwiseDense(nn.Dense):
+    """A dense layer on (N, C, 1, 1) maps: what a 1x1 convolution computes there, ~8x faster on CPU."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        return super().construct(x.reshape(x.shape[0], -1)).reshape(x.shape[0], -1, 1, 1)
+
+
+class MLPGenerator(nn.Cell):
+    """z (N, nz, 1, 1) -> points (N, C, 1, 1): MLP_G_DEPTH hidden layers of width ngf, BatchNorm + LeakyReLU.
+
+    Activations stay (N, C, 1, 1) maps (PointwiseDense layers), so the 2D nets share the DCGAN's block
+    factory, fusion kinds, diagnostics and training loop unchanged; 2D points travel as (N, 2, 1, 1).
+    """
+
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
+                 fusion: str = "none") -> None:
+        super().__init__()
+        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
+        slopes = layer_slopes("act.g_layers", act.g_layers, default, MLP_G_DEPTH)
+        layers: OrderedDict = OrderedDict()
+        in_ch = model.nz
+        for i, slope in enumerate(slopes):
+            _block(layers, i, PointwiseDense(in_ch, model.ngf, has_bias=False), model.ngf, slope, act.clamp, fusion)
+            in_ch = model.ngf
+        layers[f"conv{MLP_G_DEPTH}"] = PointwiseDense(in_ch, channels)
+        self.layers = nn.SequentialCell(layers)
+        self.nz = model.nz
+
+    def construct(self, z: Tensor) -> Tensor:
+        return self.layers(z)
+
+
+class MLPDiscriminator(nn.Cell):
+    """points (N, C, 1, 1) -> logits (N,): MLP_D_DEPTH hidden layers of width ndf with bias and LeakyReLU."""
+
+    def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
+                 fusion: str = "none") -> None:
+        super().__init__()
+        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, MLP_D_DEPTH)
+        layers: OrderedDict = OrderedDict()
+        in_ch = channels
+        for i, slope in enumerate(slopes):
+            _block(layers, i, PointwiseDense(in_ch, model.ndf), None, slope, act.clamp, fusion)
+            in_ch = model.ndf
+        layers[f"conv{MLP_D_DEPTH}"] = PointwiseDense(in_ch, 1)
+        self.layers = nn.SequentialCell(layers)
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.layers(x).reshape(-1)
+
+
+def init_mlp_weights(net: MLPGenerator | MLPDiscriminator, rng: np.random.Generator) -> None:
+    """Glorot-uniform weights and zero biases (TensorFlow's dense defaults, as in PacGAN), BatchNorm 1 / 0."""
+    for name, cell in net.layers.name_cells().items():
+        if name.startswith("conv"):
+            fan_out, fan_in = cell.weight.shape[:2]
+            bound = np.sqrt(6.0 / (fan_in + fan_out))
+            cell.weight.set_data(Tensor(rng.uniform(-bound, bound, cell.weight.shape).astype(np.float32)))
+            if cell.bias is not None:
+                cell.bias.set_data(Tensor(np.zeros(cell.bias.shape, np.float32)))
+        elif name.startswith("bn"):
+            cell.gamma.set_data(Tensor(np.ones(cell.gamma.shape, np.float32)))
+            cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
+
+
+class Networks(NamedTuple):
+    """The generator and discriminator classes of one `model.name` and their seeded weight init."""
+
+    generator: type[nn.Cell]
+    discriminator: type[nn.Cell]
+    init: Callable[[nn.Cell, np.random.Generator], None]
+
+
+NETWORKS = {"dcgan": Networks(Generator, Discriminator, init_dcgan_weights),
+            "mlp": Networks(MLPGenerator, MLPDiscriminator, init_mlp_weights)}

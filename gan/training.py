@@ -20,15 +20,16 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
-from gan.data import build_image_data
 from gan.layers import make_conv, resolve_conv_impl
-from gan.models import Discriminator, Generator, init_dcgan_weights
-from gan.report import Reporter, image_grid, save_png
+from gan.evaluation import Evaluator
+from gan.models import NETWORKS, Discriminator, Generator
+from gan.report import Reporter, save_png
+from gan.tasks import build_task
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D = 1, 2, 3, 4
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
 
 
@@ -142,16 +143,17 @@ class GANTrainer:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
-        self.g = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        self.d = Discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        init_dcgan_weights(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
-        init_dcgan_weights(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        nets = NETWORKS[cfg.model.name]
+        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
+        nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
         self.g.update_parameters_name("generator.")
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -275,10 +277,15 @@ class RunSummary:
     skipped_steps: int = 0
     interrupted: bool = False
     checkpoint: Path | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
+    objective_name: str = "loss_g"
 
     @property
     def objective(self) -> float:
-        """Mean generator loss over the last 10% of this run's steps (lower: G fools D more)."""
+        """The final value of metric `objective_name` (NaN if never evaluated), or for "loss_g" the mean
+        generator loss over the last 10% of this run's steps (lower: G fools D more)."""
+        if self.objective_name != "loss_g":
+            return float(self.metrics.get(self.objective_name, float("nan")))
         tail = self.history[-max(1, len(self.history) // 10):]
         return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
 
@@ -337,7 +344,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     check_precision_supported(conf.precision, conf.runtime.device_target)
     ms.set_seed(conf.seed)
     t = conf.train
-    data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=t.batch_size, seed=conf.seed)
+    task = build_task(conf)  # data stream, sample pictures and metrics of this data kind (gan.tasks)
+    data = task.data
     trainer = GANTrainer(conf, data.channels)
 
     start, skipped = 0, 0
@@ -358,6 +366,9 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     fixed_z = fixed_latents(conf.seed, t.num_samples, conf.model.nz)
     summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
     reporter = Reporter(run_dir, end, start)
+    evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
+                                                                 conf.model.nz))
+    summary.objective_name = evaluator.objective
 
     def save(step: int) -> Path:
         meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
@@ -368,13 +379,13 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         return path
 
     def sample(step: int) -> None:
-        grid = image_grid(trainer.generate(fixed_z))
+        grid = task.picture(trainer.generate(fixed_z))
         save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
         reporter.image("samples", grid, step)
 
     real_png = run_dir / "samples" / "real.png"
     if not real_png.exists():
-        save_png(image_grid(data.sample(t.num_samples)), real_png)
+        save_png(task.picture(data.sample(t.num_samples)), real_png)
 
     batches = data.batches(start)
     consecutive_bad = 0
@@ -410,6 +421,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                     last_time, last_step = now, done
                 if done % sample_every == 0 or done == end:
                     sample(done)
+                if evaluator.due(done, end):
+                    summary.metrics = evaluator.evaluate(done, trainer.generate)
                 if done % ckpt_every == 0 or done == end:
                     summary.checkpoint = save(done)
                 if interrupt.requested:
@@ -429,7 +442,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[G
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     conf = config_from_yaml(meta["config"])
     impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = Generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
+    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
     prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
     net.update_parameters_name(prefix)
     for p in net.get_parameters():

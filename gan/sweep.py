@@ -1,0 +1,118 @@
+"""Hydra sweeps: per-job CPU threads under parallel launchers, and the one-table summary of a sweep directory.
+
+No MindSpore here: train.py calls `job_threads` before MindSpore is imported, and the summary reads only
+files that jobs wrote (`.hydra/overrides.yaml`, `metrics.json`, `losses.jsonl`, `diagnostics.jsonl`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+import yaml
+
+from gan.dashboard import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, SUMMARY_METRICS, network_summary,
+                           read_jsonl, write_text_atomic)
+
+OVERRIDES_FILE = ".hydra/overrides.yaml"
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def job_threads(launcher: dict, cpu_count: int | None = None) -> int | None:
+    """CPU threads one job may use when the launcher runs `n_jobs` jobs at once (joblib); None for serial launchers.
+
+    n_jobs = -1 (joblib's "all cores") means one job per core.
+    """
+    n_jobs = launcher.get("n_jobs")
+    if n_jobs is None:
+        return None
+    cpus = cpu_count or os.cpu_count() or 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"hydra.launcher.n_jobs={n_jobs!r} is not allowed: use a positive integer or -1 (all cores)")
+    parallel = cpus if n_jobs == -1 else n_jobs
+    return max(1, cpus // parallel)
+
+
+def limit_threads_env(threads: int) -> None:
+    """Cap OpenMP/BLAS pools of this process (effective before MindSpore/numpy start their pools)."""
+    for name in THREAD_ENV:
+        os.environ[name] = str(threads)
+
+
+def find_jobs(sweep_dir: str | Path) -> list[Path]:
+    """Job directories of a Hydra multirun (folders holding .hydra/overrides.yaml), in job-number order."""
+    root = Path(sweep_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory; pass a Hydra multirun directory")
+    jobs = [p.parent.parent for p in root.rglob(OVERRIDES_FILE)]
+    return sorted(jobs, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+
+
+def job_row(job_dir: Path, root: Path) -> dict:
+    """One summary row: job name, its overrides, final metrics, last losses and dead-channel fractions."""
+    row: dict = {"job": str(job_dir.relative_to(root))}
+    for item in yaml.safe_load((job_dir / OVERRIDES_FILE).read_text(encoding="utf-8")) or []:
+        key, _, value = str(item).partition("=")
+        row[key.lstrip("+~")] = value
+    metrics_path = job_dir / METRICS_FILE
+    if metrics_path.is_file():
+        row.update(json.loads(metrics_path.read_text(encoding="utf-8")))
+    losses = read_jsonl(job_dir / LOSSES_FILE) if (job_dir / LOSSES_FILE).is_file() else []
+    if losses:
+        row.update({"step": losses[-1]["step"], "loss_d": losses[-1]["loss_d"], "loss_g": losses[-1]["loss_g"]})
+    records = read_jsonl(job_dir / DIAGNOSTICS_FILE) if (job_dir / DIAGNOSTICS_FILE).is_file() else []
+    if records:
+        row.update({f"{net} {m}": network_summary(records[-1], net, m) for net in ("G", "D") for m in SUMMARY_METRICS})
+    return row
+
+
+def summarize(sweep_dir: str | Path) -> list[dict]:
+    """Rows of every job of the sweep; FileNotFoundError when it holds no Hydra job."""
+    root = Path(sweep_dir)
+    jobs = find_jobs(root)
+    if not jobs:
+        raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
+    return [job_row(job, root) for job in jobs]
+
+
+def columns(rows: list[dict]) -> list[str]:
+    """Every key of the rows, in first-seen order (job, overrides, metrics, losses, diagnostics)."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    return list(seen)
+
+
+def _cell(value) -> str:
+    """Markdown cell: floats to 4 significant digits, missing values empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def to_markdown(rows: list[dict]) -> str:
+    """A GitHub-flavoured markdown table of the rows."""
+    cols = columns(rows)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cell(row.get(c)) for c in cols) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(rows: list[dict]) -> str:
+    """The rows as CSV text (full precision, missing values empty)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns(rows), restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_summary(sweep_dir: str | Path, out_dir: str | Path | None = None) -> tuple[list[dict], list[Path]]:
+    """Write summary.csv and summary.md (atomically) for a sweep; returns the rows and the files written."""
+    rows = summarize(sweep_dir)
+    out = Path(out_dir or sweep_dir)
+    paths = [write_text_atomic(out / "summary.csv", to_csv(rows)), write_text_atomic(out / "summary.md", to_markdown(rows))]
+    return rows, paths

@@ -1,0 +1,140 @@
+"""PacGAN's 2D mode-collapse benchmark per LeakyReLU slope: modes, % high-quality samples, reverse KL.
+
+    python scripts/bench_modes.py --trials 10 --slopes 0,0.01,0.2 --json bench_modes.json
+
+Runs `train.py data=DATASET act.negative_slope=SLOPE seed=TRIAL` in this process (gan.training.run on the
+composed config, diagnostics off) for every dataset, slope and trial, and prints a markdown table of
+mean +- standard error per (dataset, slope) beside PacGAN's published GAN row (Lin et al. 2018, Table 1).
+The slope is the discriminator's; the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from gan.config import POINT_DATASETS  # noqa: E402
+
+# PacGAN Table 1, "GAN" row (10 trials): modes captured, % high-quality samples, reverse KL.
+PACGAN_GAN = {"ring8": (6.3, 98.2, 0.45), "grid25": (17.3, 94.8, 0.70)}
+METRICS = ("modes", "hq_fraction", "reverse_kl")
+
+
+def parse_slopes(text: str) -> list[float]:
+    """'0,0.01,0.2' -> [0.0, 0.01, 0.2]; each slope in [0, 1)."""
+    try:
+        slopes = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: {err}; give comma-separated numbers") from err
+    if not slopes or any(not 0 <= s < 1 for s in slopes):
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: give one or more slopes in [0, 1), e.g. 0,0.01,0.2")
+    return slopes
+
+
+def parse_datasets(text: str) -> list[str]:
+    """'ring8,grid25' -> ['ring8', 'grid25'], each one of POINT_DATASETS."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [n for n in names if n not in POINT_DATASETS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"--datasets {text!r}: allowed names are {list(POINT_DATASETS)}")
+    return names
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (NaN with fewer than 2 values)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, float("nan")
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+def summarize(records: list[dict]) -> list[dict]:
+    """One row per (dataset, slope): mean and standard error of each metric (hq_fraction in %)."""
+    rows = []
+    for key in dict.fromkeys((r["dataset"], r["slope"]) for r in records):
+        group = [r for r in records if (r["dataset"], r["slope"]) == key]
+        row = {"dataset": key[0], "slope": key[1], "trials": len(group),
+               "seconds_per_trial": sum(r["seconds"] for r in group) / len(group)}
+        for name in METRICS:
+            scale = 100.0 if name == "hq_fraction" else 1.0
+            row[name], row[f"{name}_se"] = (scale * v for v in mean_se([r[name] for r in group]))
+        rows.append(row)
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The summary rows with PacGAN's GAN row after each dataset's slopes."""
+
+    def cell(mean: float, se: float, digits: int) -> str:
+        return f"{mean:.{digits}f}" + ("" if math.isnan(se) else f" ± {se:.{digits}f}")
+
+    lines = ["| data | D slope | trials | modes | high-quality % | reverse KL |", "|---|---|---|---|---|---|"]
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        for r in (r for r in rows if r["dataset"] == dataset):
+            lines.append(f"| {dataset} | {r['slope']:g} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
+                         f"{cell(r['hq_fraction'], r['hq_fraction_se'], 1)} | "
+                         f"{cell(r['reverse_kl'], r['reverse_kl_se'], 2)} |")
+        modes, hq, kl = PACGAN_GAN[dataset]
+        lines.append(f"| {dataset} | PacGAN GAN (paper) | 10 | {modes} | {hq} | {kl} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every (dataset, slope, trial), print the table, optionally write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=positive_int, default=10, help="seeds 0..TRIALS-1 per slope (default 10)")
+    parser.add_argument("--slopes", type=parse_slopes, default=[0.0, 0.01, 0.2], help="D slopes (default 0,0.01,0.2)")
+    parser.add_argument("--datasets", type=parse_datasets, default=list(POINT_DATASETS), help="default ring8,grid25")
+    parser.add_argument("--steps", type=positive_int, help="training steps per run (default: configs/train/toy2d.yaml)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra train.py override for every run (repeatable), e.g. runtime.threads=1")
+    parser.add_argument("--out-dir", type=Path, help="keep the run directories here (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, help="write per-trial records and the summary as JSON here")
+    args = parser.parse_args(argv)
+
+    from gan.config import compose_config  # heavy imports after argument errors
+    from gan.dashboard import write_text_atomic
+    from gan.training import run
+
+    records = []
+    with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
+        out_dir = args.out_dir or Path(tmp)
+        for dataset in args.datasets:
+            for slope in args.slopes:
+                for trial in range(args.trials):
+                    overrides = [f"data={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
+                                 "diagnostics.enabled=false", *args.override]
+                    if args.steps is not None:
+                        overrides.append(f"train.steps={args.steps}")
+                    start = time.perf_counter()
+                    summary = run(compose_config(overrides), out_dir / dataset / f"slope_{slope:g}" / f"seed_{trial}")
+                    records.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
+                                    "seconds": time.perf_counter() - start, **summary.metrics})
+                    print(json.dumps(records[-1]), flush=True)
+    rows = summarize(records)
+    table = markdown_table(rows)
+    print(table)
+    if args.json:
+        write_text_atomic(args.json, json.dumps({"argv": sys.argv[1:] if argv is None else argv, "records": records,
+                                                 "summary": rows, "pacgan_gan": PACGAN_GAN, "table": table},
+                                                indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Summarise a Hydra sweep: one table (CSV + markdown) of every job's overrides and final numbers, and its dashboard.
+
+    python scripts/summarize_sweep.py multirun/2025-01-01/12-00-00
+
+Writes SWEEP_DIR/summary.csv, SWEEP_DIR/summary.md and SWEEP_DIR/dashboard.html (gan.dashboard) and
+prints the markdown table. Columns: job, overrides, final metrics (metrics.json), last logged step and
+losses, and the channel-weighted dead-channel fractions of the last diagnostics check (when recorded).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from gan.dashboard import build_dashboard, write_text_atomic  # noqa: E402
+from gan.sweep import to_markdown, write_summary  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the summary files and the dashboard; exit status 2 with a message when there is no job."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweep_dir", type=Path, help="a Hydra multirun directory (multirun/DATE/TIME)")
+    args = parser.parse_args(argv)
+    try:
+        rows, paths = write_summary(args.sweep_dir)
+        paths.append(write_text_atomic(args.sweep_dir / "dashboard.html",
+                                       build_dashboard(args.sweep_dir, f"Sweep {args.sweep_dir.resolve().name}")))
+    except (FileNotFoundError, ValueError) as err:
+        parser.error(str(err))
+    print(to_markdown(rows))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""scripts/bench_modes.py: statistics, the table beside PacGAN's row, argument errors, one real tiny run."""
+import json
+import os
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import bench_modes  # noqa: E402
+
+
+def test_mean_and_standard_error():
+    mean, se = bench_modes.mean_se([1.0, 2.0, 3.0, 6.0])
+    assert mean == 3.0 and se == pytest.approx(math.sqrt(14 / 3 / 4))
+    assert math.isnan(bench_modes.mean_se([2.0])[1])
+
+
+def test_table_groups_trials_and_shows_the_paper_row():
+    records = [{"dataset": "ring8", "slope": s, "seed": i, "seconds": 1.0, "modes": m, "hq_fraction": hq,
+                "reverse_kl": kl} for s, i, m, hq, kl in [(0.0, 0, 8, 0.9, 0.1), (0.0, 1, 6, 0.7, 0.3),
+                                                          (0.2, 0, 7, 1.0, 0.2)]]
+    rows = bench_modes.summarize(records)
+    assert [(r["slope"], r["trials"]) for r in rows] == [(0.0, 2), (0.2, 1)]
+    assert rows[0]["modes"] == 7 and rows[0]["modes_se"] == pytest.approx(1.0)
+    assert rows[0]["hq_fraction"] == pytest.approx(80.0) and rows[0]["hq_fraction_se"] == pytest.approx(10.0)
+    table = bench_modes.markdown_table(rows)
+    assert "| ring8 | 0 | 2 | 7.0 ± 1.0 | 80.0 ± 10.0 | 0.20 ± 0.10 |" in table
+    assert "| ring8 | 0.2 | 1 | 7.0 | 100.0 | 0.20 |" in table
+    assert "| ring8 | PacGAN GAN (paper) | 10 | 6.3 | 98.2 | 0.45 |" in table
+
+
+@pytest.mark.parametrize("args, message", [(["--slopes", "0,1.5"], "--slopes"), (["--datasets", "ring9"], "ring8"),
+                                           (["--trials", "0"], "integer >= 1")])
+def test_bad_arguments_exit_with_a_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_modes.main(args)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_one_tiny_trial_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_modes.py"), "--trials", "1", "--slopes", "0.2", "--datasets",
+         "ring8", "--steps", "2", "--override", "model.ngf=16", "--override", "model.ndf=16", "--override",
+         "eval.num_samples=100", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [(r["dataset"], r["slope"], r["steps"]) for r in data["records"]] == [("ring8", 0.2, 2)]
+    assert set(data["records"][0]) >= {"modes", "hq_fraction", "reverse_kl", "seconds"}
+    assert "PacGAN GAN (paper)" in result.stdout

@@ -1,0 +1,102 @@
+"""Sweeps: per-job threads, the summary table, and a real 2-job ring8 sweep summarised end to end."""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gan.dashboard import append_jsonl
+from gan.sweep import find_jobs, job_threads, summarize, to_csv, to_markdown
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("launcher, cpus, expected", [({"_target_": "basic"}, 16, None), ({"n_jobs": 2}, 16, 8),
+                                                      ({"n_jobs": -1}, 16, 1), ({"n_jobs": 4}, 2, 1)])
+def test_job_threads_split_the_cores(launcher, cpus, expected):
+    assert job_threads(launcher, cpus) == expected
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, "2"])
+def test_job_threads_rejects_bad_n_jobs(n_jobs):
+    with pytest.raises(ValueError, match=f"n_jobs={n_jobs!r}"):
+        job_threads({"n_jobs": n_jobs}, 4)
+
+
+def fake_job(root: Path, number: int, slope: float, diagnostics: bool) -> None:
+    """A job directory as a Hydra multirun leaves it."""
+    job = root / str(number)
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(f"- act.negative_slope={slope}\n- seed=0\n")
+    (job / "metrics.json").write_text(json.dumps({"modes": 8 - number, "reverse_kl": 0.1 * number}))
+    append_jsonl(job / "losses.jsonl", {"step": 10, "loss_d": 1.2, "loss_g": 0.7, "d_x": 0.5, "d_g_z": 0.4})
+    if diagnostics:
+        append_jsonl(job / "diagnostics.jsonl", {"step": 10, "layers": {
+            "D/act0": {"channels": 4, "dead_frac": 0.25, "dormant_frac": 0.0, "grad_dead_frac": 0.5,
+                       "persistent_frac": 0.0}}})
+
+
+def test_summary_rows_in_job_order_with_metrics_and_diagnostics(tmp_path):
+    for number in (10, 2, 0):  # numeric order, not text order
+        fake_job(tmp_path, number, slope=number / 100, diagnostics=number == 2)
+    assert [p.name for p in find_jobs(tmp_path)] == ["0", "2", "10"]
+    rows = summarize(tmp_path)
+    assert [r["act.negative_slope"] for r in rows] == ["0.0", "0.02", "0.1"]
+    assert rows[1]["modes"] == 6 and rows[1]["D dead_frac"] == 0.25 and rows[1]["G dead_frac"] is None
+    assert "D dead_frac" not in rows[0] and rows[0]["loss_g"] == 0.7
+    table = to_markdown(rows)
+    assert table.splitlines()[0].startswith("| job | act.negative_slope | seed | modes | reverse_kl |")
+    assert len(table.splitlines()) == 2 + 3
+    parsed = list(csv.DictReader(to_csv(rows).splitlines()))
+    assert [r["job"] for r in parsed] == ["0", "2", "10"] and parsed[0]["D dead_frac"] == ""
+
+
+def test_summary_of_a_folder_without_jobs_fails_clearly(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no Hydra job"):
+        summarize(tmp_path)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(tmp_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "no Hydra job" in result.stderr
+
+
+@pytest.mark.slow
+def test_two_job_ring8_sweep_end_to_end(tmp_path):
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    sweep = tmp_path / "sweep"
+    train = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "-m", "data=ring8", "act.negative_slope=0,0.2", "train.steps=3",
+         "model.ngf=32", "model.ndf=32", "train.batch_size=32", "eval.num_samples=200", "diagnostics.enabled=false",
+         f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert train.returncode == 0, train.stderr[-3000:]
+    summary = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(sweep)], cwd=REPO,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    rows = list(csv.DictReader((sweep / "summary.csv").read_text().splitlines()))
+    assert [(r["job"], r["act.negative_slope"]) for r in rows] == [("0", "0"), ("1", "0.2")]
+    for row in rows:
+        assert 0 <= int(row["modes"]) <= 8 and 0 <= float(row["hq_fraction"]) <= 1 and row["step"] == "3"
+        assert float(row["reverse_kl"]) >= 0
+    assert rows[0]["loss_g"] != rows[1]["loss_g"]  # the slope reached the networks
+    assert "| job | act.negative_slope |" in (sweep / "summary.md").read_text()
+    page = (sweep / "dashboard.html").read_text()
+    assert "slope 0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
+
+
+def hydra_config(*overrides: str) -> str:
+    """`train.py OVERRIDES --cfg hydra` output (composition only, MindSpore is not loaded)."""
+    result = subprocess.run([sys.executable, str(REPO / "train.py"), *overrides, "--cfg", "hydra"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_sweep_plugins_compose():
+    optuna = hydra_config("hparams_search=slope_optuna", "data=ring8")
+    assert "OptunaSweeper" in optuna and "act.negative_slope: interval(0.0, 0.4)" in optuna
+    assert "train.lr: tag(log, interval(3e-5, 1e-3))" in optuna and "mode: MULTIRUN" in optuna
+    assert "JoblibLauncher" in hydra_config("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    slurm = hydra_config("hydra/launcher=slurm")
+    assert "SlurmLauncher" in slurm and "cpus_per_task: 8" in slurm
