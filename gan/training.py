@@ -20,17 +20,18 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.data import build_image_data
+from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.layers import make_conv, resolve_conv_impl
-from gan.evaluation import Evaluator
-from gan.models import NETWORKS, Discriminator, Generator
-from gan.report import Reporter, save_png
-from gan.tasks import build_task
+from gan.models import Discriminator, Generator, init_dcgan_weights
+from gan.report import Reporter, image_grid, save_png
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
+_Z, _FIXED_Z, _INIT_G, _INIT_D = 1, 2, 3, 4
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
+_AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
 
 class NonFiniteTrainingError(RuntimeError):
@@ -139,21 +140,20 @@ class StepStats:
 class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
-    def __init__(self, cfg: Config, channels: int) -> None:
+    def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
-        nets = NETWORKS[cfg.model.name]
-        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
-        nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        self.g = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        self.d = Discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        init_dcgan_weights(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
+        init_dcgan_weights(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
         self.g.update_parameters_name("generator.")
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+            self.g_ema = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -172,8 +172,8 @@ class GANTrainer:
         self.scaler_d = _loss_scaler(cfg.precision)
         graph = cfg.runtime.mode == "graph"
         compile_fn: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
-        self._d_step = compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d))
-        self._g_step = compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g))
+        self._d_step = compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d, world))
+        self._g_step = compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g, world))
         self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
 
     def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
@@ -190,13 +190,14 @@ class GANTrainer:
         return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
 
     @staticmethod
-    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler) -> Callable:
-        """One optimisation step: scaled loss -> grads -> unscale -> skip the update if not finite."""
+    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World) -> Callable:
+        """One optimisation step: scaled loss -> grads -> mean over ranks -> unscale -> skip the update if not finite."""
         grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
+        reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
 
         def step(real: Tensor, z: Tensor) -> tuple:
             outputs, grads = grad_fn(real, z)
-            grads = scaler.unscale(grads)
+            grads = scaler.unscale(reduce(grads))
             finite = amp.all_finite(grads)
             scaler.adjust(finite)
             if finite:
@@ -252,6 +253,12 @@ class GANTrainer:
         """The full training state as numpy arrays (for gan.checkpoint)."""
         return {name: p.asnumpy() for name, p in self._stateful().items()}
 
+    def replicated_arrays(self) -> dict[str, np.ndarray]:
+        """The state data parallelism keeps identical on every rank: all but BatchNorm moving statistics."""
+        per_rank = {p.name for net in (self.g, self.d, self.g_ema) if net is not None
+                    for p in net.get_parameters() if not p.requires_grad}
+        return {name: a for name, a in self.state_arrays().items() if name not in per_rank}
+
     def load_state_arrays(self, arrays: dict[str, np.ndarray], source: str | Path) -> None:
         """Restore the state written by `state_arrays`; a missing or misshapen entry is a CheckpointError."""
         params = self._stateful()
@@ -277,15 +284,10 @@ class RunSummary:
     skipped_steps: int = 0
     interrupted: bool = False
     checkpoint: Path | None = None
-    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
-    objective_name: str = "loss_g"
 
     @property
     def objective(self) -> float:
-        """The final value of metric `objective_name` (NaN if never evaluated), or for "loss_g" the mean
-        generator loss over the last 10% of this run's steps (lower: G fools D more)."""
-        if self.objective_name != "loss_g":
-            return float(self.metrics.get(self.objective_name, float("nan")))
+        """Mean generator loss over the last 10% of this run's steps (lower: G fools D more)."""
         tail = self.history[-max(1, len(self.history) // 10):]
         return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
 
@@ -341,12 +343,13 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     conf = to_config(cfg)
     run_dir = Path(run_dir)
     setup_runtime(conf.runtime)
+    world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
     check_precision_supported(conf.precision, conf.runtime.device_target)
     ms.set_seed(conf.seed)
     t = conf.train
-    task = build_task(conf)  # data stream, sample pictures and metrics of this data kind (gan.tasks)
-    data = task.data
-    trainer = GANTrainer(conf, data.channels)
+    data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=t.batch_size, seed=conf.seed,
+                            shard_id=world.rank, num_shards=world.size)
+    trainer = GANTrainer(conf, data.channels, world)
 
     start, skipped = 0, 0
     resume_from = _resume_path(t.resume, run_dir)
@@ -360,15 +363,15 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     # A dry run exercises every output on each of its 2 steps.
     log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
     yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
+    if world.size > 1:
+        print(f"rank {world.rank} of {world.size} (data parallel)", flush=True)
     print(yaml + f"run directory: {run_dir.resolve()}" + (f"\nresumed from {resume_from} at step {start}"
                                                           if resume_from else ""), flush=True)
 
     fixed_z = fixed_latents(conf.seed, t.num_samples, conf.model.nz)
     summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
-    reporter = Reporter(run_dir, end, start)
-    evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
-                                                                 conf.model.nz))
-    summary.objective_name = evaluator.objective
+    outputs = world.is_main  # rank 0 writes every output; the other ranks train and join the collectives
+    reporter = Reporter(run_dir, end, start) if outputs else None
 
     def save(step: int) -> Path:
         meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
@@ -379,13 +382,13 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         return path
 
     def sample(step: int) -> None:
-        grid = task.picture(trainer.generate(fixed_z))
+        grid = image_grid(trainer.generate(fixed_z))
         save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
         reporter.image("samples", grid, step)
 
     real_png = run_dir / "samples" / "real.png"
-    if not real_png.exists():
-        save_png(task.picture(data.sample(t.num_samples)), real_png)
+    if outputs and not real_png.exists():
+        save_png(image_grid(data.sample(t.num_samples)), real_png)
 
     batches = data.batches(start)
     consecutive_bad = 0
@@ -394,8 +397,13 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         with _InterruptFlag() as interrupt:
             for step in range(start, end):
                 real = next(batches)
-                z = latents(conf.seed, step, _Z, t.batch_size, conf.model.nz)
-                stats = trainer.train_step(real, z)
+                z = world.local(latents(conf.seed, step, _Z, t.batch_size * world.size, conf.model.nz))
+                with world.guard(f"training step {step + 1}"):
+                    stats = world.mean_fields(trainer.train_step(real, z), _AVERAGED)
+                    interrupt.requested = world.any(interrupt.requested)  # every rank stops at the same step
+                if conf.runtime.rank_checksums:
+                    append_checksum(run_dir, world, step + 1, trainer.replicated_arrays(),
+                                    {"loss_d": stats.loss_d, "loss_g": stats.loss_g})
                 summary.history.append(stats)
                 done = step + 1
                 summary.end_step = done
@@ -406,7 +414,7 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                         f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
                         f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
                         f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real, z)}")
-                if done % log_every == 0 or done == end:
+                if outputs and (done % log_every == 0 or done == end):
                     now = time.perf_counter()
                     step_time = (now - last_time) / (done - last_step)
                     values = {"loss/d": stats.loss_d, "loss/g": stats.loss_g, "prob/D_x": stats.d_real,
@@ -419,19 +427,20 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                                                          "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
                                                          "img/s": t.batch_size / step_time})
                     last_time, last_step = now, done
-                if done % sample_every == 0 or done == end:
+                if outputs and (done % sample_every == 0 or done == end):
                     sample(done)
-                if evaluator.due(done, end):
-                    summary.metrics = evaluator.evaluate(done, trainer.generate)
-                if done % ckpt_every == 0 or done == end:
+                if outputs and (done % ckpt_every == 0 or done == end):
                     summary.checkpoint = save(done)
                 if interrupt.requested:
                     summary.interrupted = True
+                    if not outputs:
+                        break
                     summary.checkpoint = save(done)
                     reporter.write(f"interrupted: saved {summary.checkpoint}; resume with train.resume=auto")
                     break
     finally:
-        reporter.close()
+        if reporter is not None:
+            reporter.close()
     return summary
 
 
@@ -442,7 +451,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[G
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     conf = config_from_yaml(meta["config"])
     impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
+    net = Generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
     prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
     net.update_parameters_name(prefix)
     for p in net.get_parameters():
