@@ -42,11 +42,12 @@ def _in_unit_interval(key: str, value: float) -> None:
 
 
 IMAGE_SIZES = (32, 64, 128)
+POINT_DATASETS = ("ring8", "grid25")  # 2D data, trained with model=mlp
 
 
 @dataclass
 class ModelConfig:
-    """DCGAN generator/discriminator shape: image size, widths, latent size, conv implementation."""
+    """Generator/discriminator shape: dcgan (images) or mlp (2D points; image_size unused), widths, latent size."""
 
     name: str = "dcgan"
     image_size: int = 32
@@ -56,8 +57,9 @@ class ModelConfig:
     conv_impl: str = "auto"
 
     def __post_init__(self) -> None:
-        _choice("model.name", self.name, ("dcgan",))
-        _choice("model.image_size", self.image_size, IMAGE_SIZES)
+        _choice("model.name", self.name, ("dcgan", "mlp"))
+        if self.name == "dcgan":
+            _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
         _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
@@ -65,7 +67,7 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Which images to train on (read by gan.data.build_image_data)."""
+    """Which images (gan.data.build_image_data) or 2D mixture (gan.tasks, PacGAN's ring8/grid25) to train on."""
 
     name: str = "mnist"
     root: Optional[str] = None
@@ -74,7 +76,7 @@ class DataConfig:
     num_images: Optional[int] = None
 
     def __post_init__(self) -> None:
-        _choice("data.name", self.name, ("mnist", "folder", "shapes"))
+        _choice("data.name", self.name, ("mnist", "folder", "shapes") + POINT_DATASETS)
         _choice("data.channels", self.channels, (1, 3))
         _positive("data.num_workers", self.num_workers)
         _positive("data.num_images", self.num_images, allow_none=True)
@@ -179,13 +181,21 @@ class DiagnosticsConfig:
 
 @dataclass
 class EvalConfig:
-    """Sample-quality metrics (filled in by the evaluation work; off by default)."""
+    """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.evaluation).
+
+    `objective` is the number train.py returns to sweepers: a metric name, "loss_g", or "auto"
+    (frechet_distance for mnist, reverse_kl for 2D data, loss_g for data without metrics).
+    """
 
     enabled: bool = False
     interval: int = 1000
+    num_samples: int = 1000
+    objective: str = "auto"
 
     def __post_init__(self) -> None:
         _positive("eval.interval", self.interval)
+        if isinstance(self.num_samples, bool) or self.num_samples < 2:
+            raise ConfigError(f"eval.num_samples={self.num_samples!r} must be an integer >= 2")
 
 
 @dataclass
@@ -221,6 +231,15 @@ class Config:
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     seed: int = 0
     distributed: bool = False  # data parallel under msrun (gan.distributed)
+
+    def __post_init__(self) -> None:
+        points = self.data.name in POINT_DATASETS
+        if points != (self.model.name == "mlp"):
+            raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
+                              f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data")
+        if points and self.train.epochs is not None:
+            raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
+                              "points; set train.steps instead")
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

@@ -20,16 +20,17 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
-from gan.data import build_image_data
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.layers import make_conv, resolve_conv_impl
-from gan.models import Discriminator, Generator, init_dcgan_weights
-from gan.report import Reporter, image_grid, save_png
+from gan.evaluation import Evaluator
+from gan.models import NETWORKS, Discriminator, Generator
+from gan.report import Reporter, save_png
+from gan.tasks import build_task
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D = 1, 2, 3, 4
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
@@ -144,16 +145,17 @@ class GANTrainer:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
-        self.g = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        self.d = Discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        init_dcgan_weights(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
-        init_dcgan_weights(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        nets = NETWORKS[cfg.model.name]
+        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
+        nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
         self.g.update_parameters_name("generator.")
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = Generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -284,10 +286,15 @@ class RunSummary:
     skipped_steps: int = 0
     interrupted: bool = False
     checkpoint: Path | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
+    objective_name: str = "loss_g"
 
     @property
     def objective(self) -> float:
-        """Mean generator loss over the last 10% of this run's steps (lower: G fools D more)."""
+        """The final value of metric `objective_name` (NaN if never evaluated), or for "loss_g" the mean
+        generator loss over the last 10% of this run's steps (lower: G fools D more)."""
+        if self.objective_name != "loss_g":
+            return float(self.metrics.get(self.objective_name, float("nan")))
         tail = self.history[-max(1, len(self.history) // 10):]
         return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
 
@@ -347,8 +354,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     check_precision_supported(conf.precision, conf.runtime.device_target)
     ms.set_seed(conf.seed)
     t = conf.train
-    data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=t.batch_size, seed=conf.seed,
-                            shard_id=world.rank, num_shards=world.size)
+    task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
+    data = task.data
     trainer = GANTrainer(conf, data.channels, world)
 
     start, skipped = 0, 0
@@ -372,6 +379,9 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
     outputs = world.is_main  # rank 0 writes every output; the other ranks train and join the collectives
     reporter = Reporter(run_dir, end, start) if outputs else None
+    evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
+                                                                 conf.model.nz)) if outputs else None
+    summary.objective_name = evaluator.objective if outputs else summary.objective_name
 
     def save(step: int) -> Path:
         meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
@@ -382,13 +392,13 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         return path
 
     def sample(step: int) -> None:
-        grid = image_grid(trainer.generate(fixed_z))
+        grid = task.picture(trainer.generate(fixed_z))
         save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
         reporter.image("samples", grid, step)
 
     real_png = run_dir / "samples" / "real.png"
     if outputs and not real_png.exists():
-        save_png(image_grid(data.sample(t.num_samples)), real_png)
+        save_png(task.picture(data.sample(t.num_samples)), real_png)
 
     batches = data.batches(start)
     consecutive_bad = 0
@@ -429,6 +439,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                     last_time, last_step = now, done
                 if outputs and (done % sample_every == 0 or done == end):
                     sample(done)
+                if outputs and evaluator.due(done, end):
+                    summary.metrics = evaluator.evaluate(done, trainer.generate)
                 if outputs and (done % ckpt_every == 0 or done == end):
                     summary.checkpoint = save(done)
                 if interrupt.requested:
@@ -451,7 +463,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[G
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     conf = config_from_yaml(meta["config"])
     impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = Generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
+    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
     prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
     net.update_parameters_name(prefix)
     for p in net.get_parameters():
