@@ -237,6 +237,9 @@ class Config:
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
                               f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data")
+        if points and self.distributed:
+            raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
+                              "and would repeat the same points on every rank")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
