@@ -5,9 +5,9 @@
 specified in `ops.reference`. The slope has no default on purpose: PyTorch (0.01), TensorFlow (0.2),
 Keras (0.3), MindSpore (0.2) and CANN (0.0) disagree.
 
-The slope, clamp and thread count reach the kernel as a small float32 tensor input, not as primitive
-attributes: MindSpore keeps the attribute value of the first registration of a Custom op name, so two
-layers with different slopes would silently share one.
+The slope, clamp and thread count reach the kernel as a small tensor input (`pack_scalars`), not as
+primitive attributes: MindSpore keeps the attribute value of the first registration of a Custom op name,
+so two layers with different slopes would silently share one.
 """
 from __future__ import annotations
 
@@ -68,6 +68,15 @@ def num_threads() -> int:
     return int(ms.get_context("runtime_num_threads") or os.cpu_count() or 1)
 
 
+def pack_scalars(values: tuple[float, ...]) -> ms.Tensor:
+    """float32 values as an int32 tensor of their bit patterns, which the kernels read back as float32.
+
+    Mixed precision (amp O2/O3) casts every floating-point input of an op in a float16 cell to float16,
+    integer inputs never: this keeps the slope and clamp exact in fp32 under amp.
+    """
+    return ms.Tensor(np.array(values, np.float32).view(np.int32))
+
+
 def _same(x, *_):
     """Custom out_shape/out_dtype: the output is shaped and typed like the first input."""
     return x
@@ -94,7 +103,7 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
         from .ascend import ascend_leaky_relu_primitive
         return ascend_leaky_relu_primitive(negative_slope, clamp), None
     lib = build.library_path()
-    scalars = ms.Tensor(np.array([negative_slope, math.inf if clamp is None else clamp, threads], np.float32))
+    scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, threads))
     grad = msops.Custom(f"{lib}:LeakyReluBackward", out_shape=_same, out_dtype=_same, func_type="aot")
 
     def bprop_from_input(x, params, out, dout):

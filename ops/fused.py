@@ -14,13 +14,12 @@ import math
 from numbers import Real
 
 import mindspore as ms
-import numpy as np
 from mindspore import nn
 from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import build
-from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads
+from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads, pack_scalars
 
 FUSION_KINDS = ("none", "bn_act", "graph_kernel")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
@@ -78,12 +77,12 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
            momentum: float, threads: int) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
-    Scalars travel as a float32[7] tensor input (not attributes: MindSpore keeps the attribute values of
-    the first registration of a Custom op name). One primitive serves float32 and float16.
+    Scalars travel as a tensor input (`pack_scalars`; not attributes: MindSpore keeps the attribute values
+    of the first registration of a Custom op name). One primitive serves float32 and float16.
     """
     lib = build.library_path()
-    scalars = ms.Tensor(np.array([negative_slope, math.inf if clamp is None else clamp, gain, threads,
-                                  float(batch_stats), eps, momentum], np.float32))
+    scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, gain, threads,
+                            float(batch_stats), eps, momentum))
     grad = msops.Custom(f"{lib}:BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs, func_type="aot")
 
     def bprop(x, gamma, beta, mean, var, params, out, dout):

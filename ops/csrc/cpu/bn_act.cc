@@ -1,11 +1,12 @@
 // Fused per-channel affine (batch normalisation or bias) + LeakyReLU + gain + clamp, CPU aot kernels.
 //
-// x has shape (N, C, *inner) (channel axis 1, NCHW). With float32 per-channel gamma, beta, mean, var:
+// x has shape (N, C, *inner) (channel axis 1, NCHW). With per-channel gamma, beta, mean, var (float32, or
+// float16 where mixed precision O3 cast them; widened to float32 once per call):
 //     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
 // in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
-// Scalars travel as a float32[7] tensor {slope, clamp (+inf = none), gain, threads, batch_stats, eps,
-// momentum}. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
+// Scalars travel as 7 float32 values {slope, clamp (+inf = none), gain, threads, batch_stats, eps, momentum}
+// stored as int32 bit patterns, which mixed precision does not cast (kernel_common.h). Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
 // concat/split ops, whose launch costs more than the kernels at DCGAN sizes.
 //
 // BnActStats   (x, moving_mean, moving_var, scalars)  -> mean, var (biased), new moving_mean, moving_var
@@ -40,9 +41,9 @@ struct Scalars {
 };
 
 Scalars read_scalars(const void* p) {
-  const float* f = static_cast<const float*>(p);
-  const int64_t threads = f[3] >= 1.0f ? static_cast<int64_t>(f[3]) : 1;
-  return {f[0], f[1], f[2], threads, f[4] != 0.0f, f[5], f[6]};
+  const float threads = scalar_at(p, 3);
+  return {scalar_at(p, 0), scalar_at(p, 1), scalar_at(p, 2), threads >= 1.0f ? static_cast<int64_t>(threads) : 1,
+          scalar_at(p, 4) != 0.0f, scalar_at(p, 5), scalar_at(p, 6)};
 }
 
 struct Layout {
@@ -90,9 +91,9 @@ struct Affine {
   float a, beta, mean, rstd;  // z = (x - mean) * a + beta, a = gamma * rstd, rstd = 1 / sqrt(var + eps)
 };
 
-// Per-channel inputs: gamma, beta, mean, var.
+// Per-channel inputs as float32: gamma, beta, mean, var.
 struct Channels {
-  const float *gamma, *beta, *mean, *var;
+  std::vector<float> gamma, beta, mean, var;
 };
 
 std::vector<Affine> channel_affines(const Channels& ch, int64_t channels, float eps) {
@@ -278,66 +279,102 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
 
 bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
 
-bool channels_ok(const char** dtypes, int first) {
-  for (int k = first; k < first + 4; ++k) {
-    if (!is(dtypes[k], "float32")) return false;
+bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16"); }
+
+// True when inputs first .. first + count - 1 are float32 or float16.
+bool floats_ok(const char** dtypes, int first, int count) {
+  for (int k = first; k < first + count; ++k) {
+    if (!is_float(dtypes[k])) return false;
   }
   return true;
 }
 
-Channels read_channels(void** params, int first) {
-  return {static_cast<const float*>(params[first]), static_cast<const float*>(params[first + 1]),
-          static_cast<const float*>(params[first + 2]), static_cast<const float*>(params[first + 3])};
+// A per-channel tensor (float32 or float16, checked by floats_ok) as float32.
+std::vector<float> widen(const void* p, const char* dtype, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  if (is(dtype, "float32")) {
+    std::memcpy(out.data(), p, sizeof(float) * static_cast<size_t>(n));
+  } else {
+    const half* h = static_cast<const half*>(p);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+  }
+  return out;
+}
+
+// Write float32 values to an output of dtype float32 or float16 (rounded to nearest even once).
+void narrow(const std::vector<float>& v, const char* dtype, void* out) {
+  if (is(dtype, "float32")) {
+    std::memcpy(out, v.data(), sizeof(float) * v.size());
+  } else {
+    half* h = static_cast<half*>(out);
+    for (size_t i = 0; i < v.size(); ++i) h[i] = static_cast<half>(v[i]);
+  }
+}
+
+Channels read_channels(void** params, const char** dtypes, int first, int64_t channels) {
+  return {widen(params[first], dtypes[first], channels), widen(params[first + 1], dtypes[first + 1], channels),
+          widen(params[first + 2], dtypes[first + 2], channels), widen(params[first + 3], dtypes[first + 3], channels)};
 }
 
 }  // namespace
 
 extern "C" {
 
-// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32 (C,)), scalars (float32[7]);
+// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (int32[7]);
 // outputs: mean, var, new moving_mean, new moving_var (float32 (C,)).
 // Returns 3 when a channel has no elements (a batch statistic is undefined).
 int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                void* /*stream*/, void* /*extra*/) {
-  if (nparam != 8 || ndims[0] < 2 || !channels_ok(dtypes, 1) || !channels_ok(dtypes, 4)) return 1;
+  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 2) || !scalars_dtype_ok(dtypes[3])) return 1;
+  for (int k = 4; k < 8; ++k) {
+    if (!is(dtypes[k], "float32")) return 1;
+  }
   const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = read_scalars(params[3]);
-  const float* mm = static_cast<const float*>(params[1]);
-  const float* mv = static_cast<const float*>(params[2]);
+  const std::vector<float> mm = widen(params[1], dtypes[1], l.channels);
+  const std::vector<float> mv = widen(params[2], dtypes[2], l.channels);
   float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
                          static_cast<float*>(params[6]), static_cast<float*>(params[7])};
-  if (is(dtypes[0], "float32")) return stats<float>(params[0], mm, mv, l, s, out);
-  if (is(dtypes[0], "float16")) return stats<half>(params[0], mm, mv, l, s, out);
+  if (is(dtypes[0], "float32")) return stats<float>(params[0], mm.data(), mv.data(), l, s, out);
+  if (is(dtypes[0], "float16")) return stats<half>(params[0], mm.data(), mv.data(), l, s, out);
   return 1;
 }
 
-// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32 (C,)), scalars; output: y.
+// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// output: y (dtype of x).
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
-  if (nparam != 7 || ndims[0] < 2 || !channels_ok(dtypes, 1) || !is(dtypes[5], "float32")) return 1;
+  if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !scalars_dtype_ok(dtypes[5])) return 1;
   const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = read_scalars(params[5]);
-  const Channels ch = read_channels(params, 1);
+  const Channels ch = read_channels(params, dtypes, 1, l.channels);
   if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[6]);
   if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[6]);
   return 1;
 }
 
-// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32 (C,)), scalars; outputs: dx, dgamma, dbeta.
+// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// outputs: dx (dtype of x), dgamma, dbeta (dtype of gamma, float32 math).
 int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                   void* /*stream*/, void* /*extra*/) {
-  if (nparam != 10 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !channels_ok(dtypes, 2) ||
-      !is(dtypes[6], "float32")) {
+  if (nparam != 10 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !floats_ok(dtypes, 2, 4) ||
+      !scalars_dtype_ok(dtypes[6]) || !floats_ok(dtypes, 8, 2)) {
     return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = read_scalars(params[6]);
-  const Channels ch = read_channels(params, 2);
-  float* dgamma = static_cast<float*>(params[8]);
-  float* dbeta = static_cast<float*>(params[9]);
-  if (is(dtypes[0], "float32")) return backward<float>(params[0], params[1], ch, l, s, params[7], dgamma, dbeta);
-  if (is(dtypes[0], "float16")) return backward<half>(params[0], params[1], ch, l, s, params[7], dgamma, dbeta);
-  return 1;
+  const Channels ch = read_channels(params, dtypes, 2, l.channels);
+  std::vector<float> dgamma(static_cast<size_t>(l.channels)), dbeta(static_cast<size_t>(l.channels));
+  int status = 1;
+  if (is(dtypes[0], "float32")) {
+    status = backward<float>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data());
+  } else if (is(dtypes[0], "float16")) {
+    status = backward<half>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data());
+  }
+  if (status != 0) return status;
+  narrow(dgamma, dtypes[8], params[8]);
+  narrow(dbeta, dtypes[9], params[9]);
+  return 0;
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
 // Shared pieces of the CPU aot kernels (leaky_relu.cc, bn_act.cc): half/vector types, the rounding
-// policies, the LeakyReLU element formula, the clamp, and the tile walk over the one tiling plan.
+// policies, the scalars input, the LeakyReLU element formula, the clamp, and the tile walk over the one
+// tiling plan.
 //
 // The element formulas are written once over V (float, or an 8-lane float vector) and a rounding
 // policy R: identity for float32, round-to-nearest-even to float16 for float16.
@@ -7,6 +8,7 @@
 #define LRELU_OPS_CSRC_CPU_KERNEL_COMMON_H_
 
 #include <cstdint>
+#include <cstring>
 #if defined(__F16C__)
 #include <immintrin.h>
 #endif
@@ -33,6 +35,17 @@ inline int64_t element_count(int ndim, const int64_t* shape) {
 }
 
 template <typename V> inline V splat(float s) { return s; }
+
+// The scalars input is an int32 tensor holding float32 bit patterns (ops.api.pack_scalars): MindSpore's
+// mixed precision (amp O2/O3) casts every floating-point input of an op in a float16 cell to float16,
+// integer inputs never, so the float32 slope and clamp arrive unrounded. Returns false for another dtype.
+inline bool scalars_dtype_ok(const char* dtype) { return std::strcmp(dtype, "int32") == 0; }
+
+inline float scalar_at(const void* scalars, int index) {
+  float f;
+  std::memcpy(&f, static_cast<const char*>(scalars) + sizeof(float) * index, sizeof f);
+  return f;
+}
 
 struct NoRound {
   template <typename V> static V apply(V v) { return v; }

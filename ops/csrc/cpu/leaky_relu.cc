@@ -2,9 +2,10 @@
 //
 // y = x > 0 ? x : slope * x, then optionally clamped to [-clamp, clamp] with NaN kept.
 // float16 values are widened to float, multiplied by the float32 slope and rounded to half once.
-// The scalar parameters travel as a float32[3] tensor {slope, clamp (+inf = none), threads} rather than
-// as primitive attributes, because a second CustomRegOp registration with the same name keeps the
-// first attribute value (REFERENCE.md).
+// The scalar parameters travel as a tensor of 3 float32 values {slope, clamp (+inf = none), threads}, stored
+// as int32 bit patterns so that mixed precision leaves them alone (kernel_common.h), rather than as primitive
+// attributes, because a second CustomRegOp registration with the same name keeps the first attribute
+// value (REFERENCE.md).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops
@@ -26,9 +27,8 @@ struct Scalars {
 };
 
 Scalars read_scalars(const void* p) {
-  const float* f = static_cast<const float*>(p);
-  const int64_t threads = f[2] >= 1.0f ? static_cast<int64_t>(f[2]) : 1;
-  return {f[0], f[1], threads};
+  const float threads = scalar_at(p, 2);
+  return {scalar_at(p, 0), scalar_at(p, 1), threads >= 1.0f ? static_cast<int64_t>(threads) : 1};
 }
 
 template <typename V, typename R, bool kMaxMin>
@@ -110,7 +110,7 @@ int backward(void* m, void* dy, const Scalars& s, void* dx, int64_t n) {
 
 template <bool kMaxMin>
 int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
-  if (nparam != 3 || std::strcmp(dtypes[1], "float32") != 0) return 1;
+  if (nparam != 3 || !scalars_dtype_ok(dtypes[1])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
   const Scalars s = read_scalars(params[1]);
   if (std::strcmp(dtypes[0], "float32") == 0) return forward<float, kMaxMin>(params[0], s, params[2], n);
@@ -122,7 +122,7 @@ int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const
 
 extern "C" {
 
-// Inputs: x (float32|float16), scalars (float32[3]); output: y (dtype of x).
+// Inputs: x (float32|float16), scalars (int32[3], float32 bits); output: y (dtype of x).
 int LeakyReluForwardSelect(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                            void* /*stream*/, void* /*extra*/) {
   return forward_entry<false>(nparam, params, ndims, shapes, dtypes);
@@ -133,10 +133,10 @@ int LeakyReluForwardMaxMin(int nparam, void** params, int* ndims, int64_t** shap
   return forward_entry<true>(nparam, params, ndims, shapes, dtypes);
 }
 
-// Inputs: m (forward input x, or output y in place), dy, scalars (float32[3]); output: dx.
+// Inputs: m (forward input x, or output y in place), dy, scalars (int32[3], float32 bits); output: dx.
 int LeakyReluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                       void* /*stream*/, void* /*extra*/) {
-  if (nparam != 4 || std::strcmp(dtypes[0], dtypes[1]) != 0 || std::strcmp(dtypes[2], "float32") != 0) return 1;
+  if (nparam != 4 || std::strcmp(dtypes[0], dtypes[1]) != 0 || !scalars_dtype_ok(dtypes[2])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
   const Scalars s = read_scalars(params[2]);
   if (std::strcmp(dtypes[0], "float32") == 0) return backward<float>(params[0], params[1], s, params[3], n);
