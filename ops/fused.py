@@ -117,6 +117,20 @@ def _resolve(negative_slope: float, clamp: float | None, gain: float, batch_stat
                   float(eps), float(momentum), num_threads())
 
 
+def _bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
+            negative_slope: float, *, training: bool, momentum: float, eps: float, gain: float,
+            clamp: float | None) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
+    """(y, new moving mean, new moving variance) of fused_bn_act without the update; the statistics are
+    None unless training. The caller assigns them: see BatchNormAct.construct for why."""
+    _check_input(x.dtype, x.shape, gamma.shape[0], training)
+    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum)
+    if training:
+        mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
+        return forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), scalars), new_mean, new_var
+    y = forward(x, gamma, beta, msops.stop_gradient(moving_mean), msops.stop_gradient(moving_variance), scalars)
+    return y, None, None
+
+
 def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor,
                  beta: ms.Tensor, negative_slope: float, *, training: bool, momentum: float = 0.9,
                  eps: float = 1e-5, gain: float = 1.0, clamp: float | None = None) -> ms.Tensor:
@@ -126,16 +140,15 @@ def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tenso
     dependence on x) and updates the moving statistics (Parameters) in place:
     moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch variance.
     training=False normalises with the moving statistics. x is (N, C, ...) float32 or float16; the
-    per-channel tensors are float32 of length C.
+    per-channel tensors are float32 (or float16) of length C. Inside a float16 (amp) cell use BatchNormAct:
+    amp in graph mode casts Parameters passed to a function, and the update cannot assign to that copy.
     """
-    _check_input(x.dtype, x.shape, gamma.shape[0], training)
-    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum)
+    y, new_mean, new_var = _bn_act(x, moving_mean, moving_variance, gamma, beta, negative_slope, training=training,
+                                   momentum=momentum, eps=eps, gain=gain, clamp=clamp)
     if training:
-        mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
         msops.assign(moving_mean, new_mean)
         msops.assign(moving_variance, new_var)
-        return forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), scalars)
-    return forward(x, gamma, beta, msops.stop_gradient(moving_mean), msops.stop_gradient(moving_variance), scalars)
+    return y
 
 
 def bias_act(x: ms.Tensor, bias: ms.Tensor, negative_slope: float, *, gain: float = 1.0,
@@ -152,7 +165,9 @@ class BatchNormAct(nn.BatchNorm2d):
 
     Training: batch mean and biased variance normalise x; the moving statistics are updated like
     nn.BatchNorm2d's (moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch
-    variance). set_train(False) normalises with the moving statistics.
+    variance). set_train(False) normalises with the moving statistics. Mixed precision: amp O2 keeps it in
+    float32 like every BatchNorm2d; under O3 the kernels take float16 x, gamma and beta, compute in float32
+    and return float16 (in PyNative amp also rounds the assigned moving statistics to float16).
     """
 
     def __init__(self, num_features: int, negative_slope: float, *, clamp: float | None = None,
@@ -164,9 +179,15 @@ class BatchNormAct(nn.BatchNorm2d):
         self.keep = float(momentum)  # nn.BatchNorm2d stores 1 - momentum as self.momentum
 
     def construct(self, x: ms.Tensor) -> ms.Tensor:
-        return fused_bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta, self.negative_slope,
-                            training=self.training, momentum=self.keep, eps=self.eps, gain=self.gain,
-                            clamp=self.clamp)
+        # The update is assigned here, to the attributes: under amp O3 in graph mode a Parameter handed to a
+        # function arrives cast to float16, and assign() refuses that copy as its target.
+        y, new_mean, new_var = _bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta,
+                                       self.negative_slope, training=self.training, momentum=self.keep, eps=self.eps,
+                                       gain=self.gain, clamp=self.clamp)
+        if self.training:
+            msops.assign(self.moving_mean, new_mean)
+            msops.assign(self.moving_variance, new_var)
+        return y
 
     def extend_repr(self) -> str:
         return (f"{super().extend_repr()}, negative_slope={self.negative_slope}, clamp={self.clamp}, "
