@@ -170,13 +170,21 @@ class TrainConfig:
 
 @dataclass
 class DiagnosticsConfig:
-    """Dead-unit diagnostics (filled in by the diagnostics work; off by default)."""
+    """Dead-channel diagnostics (gan.diagnostics): check interval in steps and the thresholds of its statistics."""
 
-    enabled: bool = False
+    enabled: bool = True
     interval: int = 100
+    tau: float = 0.025
+    tau_grad: float = 0.025
+    dead_neg_frac: float = 0.99
+    persist_checks: int = 3
 
     def __post_init__(self) -> None:
         _positive("diagnostics.interval", self.interval)
+        for key in ("tau", "tau_grad", "dead_neg_frac"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ConfigError(f"diagnostics.{key}={getattr(self, key)!r} must be in [0, 1]")
+        _positive("diagnostics.persist_checks", self.persist_checks)
 
 
 @dataclass

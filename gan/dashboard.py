@@ -17,6 +17,8 @@ import io
 import json
 import math
 import os
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -35,6 +37,12 @@ SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_fr
 # Viridis anchors: neg_frac 0 (dark purple) ... 1 (yellow); dead channels are the bright rows.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 _LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def losses_record(step: int, loss_d: float, loss_g: float, d_x: float, d_g_z: float) -> dict:
+    """One `losses.jsonl` line; non-finite values (a diverged step) become null, which JSON can hold."""
+    values = {"loss_d": loss_d, "loss_g": loss_g, "d_x": d_x, "d_g_z": d_g_z}
+    return {"step": int(step), **{k: float(v) if math.isfinite(v) else None for k, v in values.items()}}
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
@@ -293,3 +301,24 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000) -> Path:
+    """Render an HTML file with headless Chromium (Debian `chromium`) into a PNG of width x height pixels."""
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        raise FileNotFoundError("a screenshot needs headless Chromium: install Debian's chromium "
+                                "(apt-get install chromium) or leave out --screenshot")
+    png = Path(png).resolve()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile, tempfile.TemporaryDirectory(dir=png.parent) as tmp:
+        shot = Path(tmp) / png.name
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                 f"--window-size={width},{height}", f"--screenshot={shot}"]
+        done = subprocess.run([binary, *flags, Path(page).resolve().as_uri()], capture_output=True, text=True,
+                              timeout=300)
+        if done.returncode != 0 or not shot.is_file():
+            raise RuntimeError(f"chromium failed to screenshot {page} (exit {done.returncode}): {done.stderr[-500:]}")
+        os.replace(shot, png)  # atomic: same folder
+    return png

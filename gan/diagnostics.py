@@ -1,33 +1,30 @@
 """Dead-channel diagnostics for any MindSpore network built with the project's LeakyReLU (graph and PyNative).
 
-Collection: `attach(net, example_input, "G")` wraps every `ops.LeakyReLU` cell of `net` in a
-`ProbedActivation` that, inside `construct`, adds per-channel statistics of the pre-activation x and of
-the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with `ops.InsertGradientOf`.
-Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode ignores. The sums
-accumulate over every pass since the previous check (e.g. D's passes on real and fake batches) and
-`DeadChannelTracker.check` reads and resets them, so no activation tensor ever reaches the host. Without
-`attach` the network is untouched: zero overhead when diagnostics are off.
+Collection: `attach(net, example_input, "G")` wraps every `ops.LeakyReLU` (and fused `ops.BatchNormAct`)
+cell of `net` in a `ProbedActivation` that, inside `construct`, adds per-channel statistics of the
+pre-activation x and of the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with
+`ops.InsertGradientOf`. Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
+ignores. The sums accumulate over every pass since the previous check (e.g. D's passes on real and fake
+batches) and `DeadChannelTracker.check` reads and resets them, so no activation tensor ever reaches the
+host. The probes work only when `enabled` (see `set_probing`): a training loop compiles its steps twice,
+with probes off for ordinary steps and on for check steps, so only check steps pay. Without `attach` the
+network is untouched.
 
 Statistics per layer and channel c at a check (formulas in docs/diagnostics.md):
 neg_frac[c] = share of x <= 0; dormant score = mean|y|[c] / mean over channels; grad score = mean|dL/dy|[c] /
 mean over channels; dead = neg_frac >= dead_neg_frac; persistently dead = dead at `persist_checks`
 consecutive checks; still-dead share = dead now among those dead at the previous check.
 
-Wiring into a training loop (4 calls):
-
-    probes = attach(g, z_example, "G") + attach(d, x_example, "D")     # before amp and the jitted steps
-    tracker, logger = DeadChannelTracker(Criteria.from_config(cfg.diagnostics)), DiagnosticsLogger(writer, run_dir)
-    if step % cfg.diagnostics.interval == 0: logger.log(tracker.check(step, probes))
-    log_hparams(writer, {"slope": ..., ...}, {"final/G_dead_frac": ..., ...})      # once, at the end
-
-Checkpoints and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`. Keep
-`tracker.state_dict()` in the checkpoint metadata and `load_state_dict` it on resume.
+Wiring into a training loop: `TrainingDiagnostics` (schedule, records, resume state, hparams), with two
+jitted steps selected by `due(step)` and `set_probing`; docs/diagnostics.md shows the loop. Checkpoints
+and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Callable
 
 import mindspore as ms
 import numpy as np
@@ -35,8 +32,9 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
-from ops import LeakyReLU
+from ops import BatchNormAct, LeakyReLU
 
+PROBED_CELLS = (LeakyReLU, BatchNormAct)  # the project's activation cells (BatchNormAct: fused BN + LeakyReLU)
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
 # Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
 # beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.
@@ -132,6 +130,9 @@ class ProbedActivation(nn.Cell):
         self.forward_pass = Tensor(np.array([1, 0], np.float32))
         self.backward_pass = Tensor(np.array([0, 1], np.float32))
         self.tap = msops.InsertGradientOf(self._record_grad)
+        self.fused = isinstance(act, BatchNormAct)
+        self.stat_shape = (1, channels) + (1,) * (ndim - 2)
+        self.enabled = True
 
     def _record_histogram(self, v: Tensor, hist: Parameter, extremes: Parameter, sums: Parameter) -> None:
         """Add v's fixed-bin histogram, extremes and moments to the given Parameters."""
@@ -148,9 +149,25 @@ class ProbedActivation(nn.Cell):
         msops.assign_add(self.diag_passes, self.backward_pass)
         return dout
 
+    def _preact(self, x: Tensor) -> Tensor:
+        """The activation's input in fp32: x itself, or the normalised value inside a fused BatchNormAct."""
+        xf = x.astype(ms.float32)
+        if not self.fused:
+            return xf
+        bn = self.act
+        if bn.training:  # batch statistics (biased variance), as the fused kernel normalises
+            mean = xf.mean(axis=self.axes, keep_dims=True)
+            var = ((xf - mean) * (xf - mean)).mean(axis=self.axes, keep_dims=True)
+        else:
+            mean, var = bn.moving_mean.reshape(self.stat_shape), bn.moving_variance.reshape(self.stat_shape)
+        return (xf - mean) * msops.rsqrt(var + bn.eps) * bn.gamma.reshape(self.stat_shape) \
+            + bn.beta.reshape(self.stat_shape)
+
     def construct(self, x: Tensor) -> Tensor:
         y = self.act(x)
-        xf = x.astype(ms.float32)
+        if not self.enabled:  # a plain attribute: frozen into each jitted graph at its compile
+            return y
+        xf = self._preact(x)
         msops.assign_add(self.diag_neg_frac, (xf <= 0).astype(ms.float32).mean(axis=self.axes))
         msops.assign_add(self.diag_out_abs, msops.abs(y.astype(ms.float32)).mean(axis=self.axes))
         self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
@@ -166,7 +183,8 @@ class ProbedActivation(nn.Cell):
         v = {key: p.asnumpy().astype(np.float64) for key, p in zip(self._layout, self.probe_params())}
         passes, grad_passes = int(v["passes"][0]), int(v["passes"][1])
         for (size, fill), p in zip(self._layout.values(), self.probe_params()):
-            p.set_data(Tensor(np.full(size, fill, np.float32)))
+            # In place: set_data would swap the buffer and leave compiled graphs writing to the old one.
+            msops.assign(p, Tensor(np.full(size, fill, np.float32)))
         return LayerStats(v["neg_frac"] / max(passes, 1), v["out_abs"] / max(passes, 1),
                           v["grad_abs"] / grad_passes if grad_passes else None, passes, grad_passes,
                           Histogram.from_sums(v["preact_hist"], v["preact_extremes"], v["preact_sums"]),
@@ -197,7 +215,7 @@ def _activation_shapes(net: nn.Cell, example_input: Tensor | tuple, paths: list[
 
 
 def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[ProbedActivation]:
-    """Wrap every project LeakyReLU of `net` in a ProbedActivation named f"{name}/{layer}"; return the probes.
+    """Wrap every LeakyReLU / BatchNormAct of `net` in a ProbedActivation named f"{name}/{layer}"; return the probes.
 
     Call it before the network is compiled (ms.jit) or wrapped for mixed precision. `example_input` is one
     input batch (or a tuple of inputs); it runs once in PyNative to learn each layer's channel count.
@@ -208,10 +226,10 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
     found = [(path, cell) for path, cell in net.cells_and_names()]
     if any(isinstance(cell, ProbedActivation) for _, cell in found):
         raise ValueError(f"diagnostics are already attached to {type(net).__name__}; attach once per network")
-    paths = [path for path, cell in found if isinstance(cell, LeakyReLU)]
+    paths = [path for path, cell in found if isinstance(cell, PROBED_CELLS)]
     if not paths:
-        raise ValueError(f"{type(net).__name__} has no ops.LeakyReLU layer; diagnostics probe only the "
-                         f"project's LeakyReLU cells")
+        raise ValueError(f"{type(net).__name__} has no ops.LeakyReLU or ops.BatchNormAct layer; diagnostics "
+                         f"probe only the project's activation cells")
     shapes = _activation_shapes(net, example_input, paths)
     leaves = [p.rsplit(".", 1)[-1] for p in paths]
     cells = dict(found)
@@ -232,6 +250,18 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
             p.name = f"{name}.{path}.{p.name.rsplit('.', 1)[-1]}"
         probes.append(probe)
     return probes
+
+
+def set_probing(probes: list[ProbedActivation], enabled: bool) -> None:
+    """Switch the probes' statistics on or off for the next compile (ms.jit) or PyNative call.
+
+    `enabled` is a plain attribute read in `construct`: each ms.jit function freezes the value it saw at its
+    first compile, so a training loop keeps two jitted steps, one compiled with probes off for ordinary
+    steps and one with probes on for check steps, and sets the flag before every call (PyNative reads it
+    on each call).
+    """
+    for probe in probes:
+        probe.enabled = enabled
 
 
 def _share(mask: np.ndarray) -> float:
@@ -377,3 +407,64 @@ def log_hparams(writer, hparams: dict, metrics: dict) -> None:
     if bad:
         raise ValueError(f"hparam metrics must be finite numbers, got {bad}")
     writer.add_hparams(hparams, {k: float(v) for k, v in metrics.items()}, name="hparams")
+
+
+HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
+               "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf")}
+
+
+def run_hparams(cfg: object) -> dict[str, float | int | str]:
+    """The hparams a sweep compares (slope, precision, fusion, model size) from a run's config."""
+    return {key: getattr(getattr(cfg, group), attr) for key, (group, attr) in HPARAM_KEYS.items()}
+
+
+class TrainingDiagnostics:
+    """A training loop's diagnostics: which steps are checks, the records they write, resume state, final metrics.
+
+    `probes` empty means diagnostics are off: `due` is always False and nothing is written.
+    """
+
+    def __init__(self, probes: list[ProbedActivation], criteria: Criteria, interval: int, writer,
+                 run_dir: str | Path) -> None:
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+            raise ValueError(f"diagnostics.interval={interval!r} is not allowed: it must be an integer >= 1")
+        self.probes = probes
+        self.interval = interval
+        self.writer = writer
+        self.tracker = DeadChannelTracker(criteria)
+        self.logger = DiagnosticsLogger(writer, run_dir) if probes and writer is not None else None  # None: not rank 0
+        self.last: dict | None = None
+
+    def due(self, step: int) -> bool:
+        """True when the step that ends at `step` (1-based count of steps done) is a check step."""
+        return bool(self.probes) and step % self.interval == 0
+
+    def check(self, step: int, reduce: Callable[[dict[str, LayerStats]], dict[str, LayerStats]] | None = None) -> dict:
+        """Read the probes after a check step, log the record (TensorBoard, diagnostics.jsonl) and return it.
+
+        `reduce` combines the statistics of all ranks before the record is made (gan.distributed).
+        """
+        stats = {p.layer: p.collect() for p in self.probes}
+        self.last = self.tracker.update(step, reduce(stats) if reduce is not None else stats)
+        if self.logger is not None:
+            self.logger.log(self.last)
+        return self.last
+
+    def final_metrics(self) -> dict[str, float]:
+        """The last check's channel-weighted G/D fractions for `log_hparams` (empty before the first check)."""
+        return final_metrics(self.last) if self.last is not None else {}
+
+    def log_hparams(self, hparams: dict, metrics: dict[str, float]) -> None:
+        """Write hparams with `metrics` and the last check's fractions (HParams tab), leaving out non-finite values."""
+        if self.writer is None:  # a process without outputs (not rank 0)
+            return
+        merged = {**metrics, **self.final_metrics()}
+        log_hparams(self.writer, hparams, {k: v for k, v in merged.items() if math.isfinite(v)})
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable tracker history, for the checkpoint metadata."""
+        return self.tracker.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the tracker history saved by `state_dict`."""
+        self.tracker.load_state_dict(state)

@@ -20,7 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.dashboard import LOSSES_FILE, append_jsonl, losses_record
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
+from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
+                             run_hparams, set_probing)
 from gan.layers import make_conv, resolve_conv_impl
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
@@ -108,13 +111,18 @@ def first_nonfinite_layer(net: Generator | Discriminator, x: Tensor) -> str | No
     return None
 
 
+def model_params(net: nn.Cell) -> list[ms.Parameter]:
+    """The network's own Parameters, without the diagnostics probes' accumulators."""
+    return [p for p in net.get_parameters() if not is_diagnostic_param(p.name)]
+
+
 class EMA(nn.Cell):
     """Exponential moving average of the generator's parameters (BatchNorm statistics are copied)."""
 
     def __init__(self, source: nn.Cell, target: nn.Cell, beta: float) -> None:
         super().__init__()
-        self.source = ms.ParameterTuple(source.get_parameters())
-        self.target = ms.ParameterTuple(target.get_parameters())
+        self.source = ms.ParameterTuple(model_params(source))
+        self.target = ms.ParameterTuple(model_params(target))
         self.betas = tuple(beta if p.requires_grad else 0.0 for p in self.source)
 
     def construct(self) -> Tensor:
@@ -162,6 +170,12 @@ class GANTrainer:
         # MindSpore cells start in inference mode: BatchNorm must use (and update) batch statistics.
         self.g.set_train(True)
         self.d.set_train(True)
+        # Diagnostics probes go in before amp wrapping and compilation (gan.diagnostics.attach).
+        self.probes: list[ProbedActivation] = []
+        if cfg.diagnostics.enabled:
+            size = cfg.model.image_size
+            self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + attach(
+                self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
         self.g_run, self.d_run = self.g, self.d
         if cfg.precision.name in _DTYPES:
             dtype = _DTYPES[cfg.precision.name]
@@ -174,8 +188,11 @@ class GANTrainer:
         self.scaler_d = _loss_scaler(cfg.precision)
         graph = cfg.runtime.mode == "graph"
         compile_fn: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
-        self._d_step = compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d, world))
-        self._g_step = compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g, world))
+        # (D step, G step) without probes, and with probes for check steps when diagnostics are on: each
+        # jitted function keeps the graph of its first compile, so ordinary steps never run the probes.
+        self._steps = {probe: (compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d, world)),
+                               compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g, world)))
+                       for probe in ((False, True) if self.probes else (False,))}
         self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
 
     def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
@@ -208,11 +225,18 @@ class GANTrainer:
 
         return step
 
-    def train_step(self, real: np.ndarray, z: np.ndarray) -> StepStats:
-        """One D step then one G step on the same latents; updates are skipped when grads are not finite."""
+    def train_step(self, real: np.ndarray, z: np.ndarray, probe: bool = False) -> StepStats:
+        """One D step then one G step on the same latents; updates are skipped when grads are not finite.
+
+        probe=True (diagnostics on) runs the probed twin of both steps: the same update, plus the statistics.
+        """
+        if probe and not self.probes:
+            raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
         real_t, z_t = Tensor(real), Tensor(z)
-        (_, loss_d, d_real, d_fake), norm_d, finite_d = self._d_step(real_t, z_t)
-        (_, loss_g, _), norm_g, finite_g = self._g_step(real_t, z_t)
+        set_probing(self.probes, probe)
+        d_step, g_step = self._steps[probe]
+        (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(real_t, z_t)
+        (_, loss_g, _), norm_g, finite_g = g_step(real_t, z_t)
         if self._ema_step is not None:
             self._ema_step()
         return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
@@ -240,10 +264,10 @@ class GANTrainer:
 
     def _stateful(self) -> dict[str, ms.Parameter]:
         """Every Parameter a resume needs, keyed by a stable name."""
-        params = {p.name: p for p in self.g.get_parameters()}
-        params.update({p.name: p for p in self.d.get_parameters()})
+        params = {p.name: p for p in model_params(self.g)}
+        params.update({p.name: p for p in model_params(self.d)})
         if self.g_ema is not None:
-            params.update({p.name: p for p in self.g_ema.get_parameters()})
+            params.update({p.name: p for p in model_params(self.g_ema)})
         for prefix, opt in (("opt_g.", self.opt_g), ("opt_d.", self.opt_d)):
             own = {n: p for n, p in opt.parameters_and_names() if n.split(".")[0] not in ("generator", "discriminator")}
             params.update({prefix + n: p for n, p in own.items()})
@@ -258,7 +282,7 @@ class GANTrainer:
     def replicated_arrays(self) -> dict[str, np.ndarray]:
         """The state data parallelism keeps identical on every rank: all but BatchNorm moving statistics."""
         per_rank = {p.name for net in (self.g, self.d, self.g_ema) if net is not None
-                    for p in net.get_parameters() if not p.requires_grad}
+                    for p in model_params(net) if not p.requires_grad}
         return {name: a for name, a in self.state_arrays().items() if name not in per_rank}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray], source: str | Path) -> None:
@@ -382,10 +406,14 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
                                                                  conf.model.nz)) if outputs else None
     summary.objective_name = evaluator.objective if outputs else summary.objective_name
+    diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
+                                      1 if t.dry_run else conf.diagnostics.interval, reporter and reporter.writer, run_dir)
+    if resume_from is not None and "diagnostics" in meta:
+        diagnostics.load_state_dict(meta["diagnostics"])  # dead-streak history for "persistently dead"
 
     def save(step: int) -> Path:
         meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
-                "skipped_steps": summary.skipped_steps, "config": yaml}
+                "skipped_steps": summary.skipped_steps, "config": yaml, "diagnostics": diagnostics.state_dict()}
         path = checkpoint_path(run_dir, step)
         save_checkpoint(path, trainer.state_arrays(), meta)
         prune_checkpoints(run_dir, t.keep_last)
@@ -409,7 +437,7 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                 real = next(batches)
                 z = world.local(latents(conf.seed, step, _Z, t.batch_size * world.size, conf.model.nz))
                 with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(real, z), _AVERAGED)
+                    stats = world.mean_fields(trainer.train_step(real, z, probe=diagnostics.due(step + 1)), _AVERAGED)
                     interrupt.requested = world.any(interrupt.requested)  # every rank stops at the same step
                 if conf.runtime.rank_checksums:
                     append_checksum(run_dir, world, step + 1, trainer.replicated_arrays(),
@@ -424,6 +452,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                         f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
                         f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
                         f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real, z)}")
+                if diagnostics.due(done):
+                    diagnostics.check(done, world.mean_array_fields)
                 if outputs and (done % log_every == 0 or done == end):
                     now = time.perf_counter()
                     step_time = (now - last_time) / (done - last_step)
@@ -433,6 +463,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                               "loss_scale/g": stats.loss_scale_g, "skipped_steps": summary.skipped_steps,
                               "perf/step_time_s": step_time, "perf/img_per_s": t.batch_size / step_time}
                     reporter.scalars(done, values)
+                    append_jsonl(run_dir / LOSSES_FILE, losses_record(done, stats.loss_d, stats.loss_g,
+                                                                      stats.d_real, stats.d_fake))
                     reporter.progress(done - last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
                                                          "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
                                                          "img/s": t.batch_size / step_time})
@@ -450,6 +482,9 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                     summary.checkpoint = save(done)
                     reporter.write(f"interrupted: saved {summary.checkpoint}; resume with train.resume=auto")
                     break
+        if outputs and summary.history:  # the HParams tab: this run's settings with its final numbers
+            last = summary.history[-1]
+            diagnostics.log_hparams(run_hparams(conf), {"final/loss_d": last.loss_d, "final/loss_g": last.loss_g})
     finally:
         if reporter is not None:
             reporter.close()

@@ -1,6 +1,6 @@
 """Build the self-contained HTML dead-channel dashboard of a run directory or a sweep directory of runs.
 
-    python scripts/dashboard.py multirun/2025-01-01/12-00-00 --out report.html
+    python scripts/dashboard.py multirun/2025-01-01/12-00-00 --out report.html [--screenshot report.png]
 
 The page compares the runs found below the directory (see gan/dashboard.py for the files it reads) and
 opens in a browser without a server: images are inline, there is no JavaScript and no network access.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from gan.dashboard import build_dashboard, write_text_atomic  # noqa: E402
+from gan.dashboard import build_dashboard, screenshot, write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a run directory or a folder of runs (e.g. a Hydra multirun)")
     parser.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/dashboard.html)")
     parser.add_argument("--title", help="page title (default: the directory name)")
+    parser.add_argument("--screenshot", type=Path, help="also render the page to this PNG with headless Chromium")
     args = parser.parse_args(argv)
     try:
         page = build_dashboard(args.run_dir, args.title)
@@ -29,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     out = write_text_atomic(args.out or args.run_dir / "dashboard.html", page)
     print(f"wrote {out} ({len(page) / 1024:.0f} KiB)")
+    if args.screenshot:
+        try:
+            print(f"wrote {screenshot(out, args.screenshot)}")
+        except (FileNotFoundError, RuntimeError) as err:
+            parser.error(str(err))
     return 0
 
 

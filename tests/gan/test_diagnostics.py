@@ -1,4 +1,5 @@
-"""Dead-channel diagnostics: probes in graph and PyNative mode against numpy, the tracker, TensorBoard output."""
+"""Dead-channel diagnostics: probes in graph and PyNative mode against numpy, the tracker, TensorBoard output,
+the trainer wiring (probed twin steps at check steps only)."""
 import json
 import struct
 
@@ -9,12 +10,13 @@ from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
 from tensorboardX.proto import event_pb2
 
-from gan.config import ActConfig, ModelConfig
+from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.dashboard import read_jsonl
-from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation, attach,
-                             final_metrics, is_diagnostic_param, log_hparams)
+from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
+                             TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
-from ops import LeakyReLU
+from gan.training import EMA, GANTrainer, latents, to_config
+from ops import BatchNormAct, LeakyReLU
 
 RNG = np.random.default_rng(0)
 W = RNG.normal(size=(4, 3)).astype(np.float32)
@@ -242,3 +244,120 @@ def test_log_hparams_rejects_non_scalar_values(tmp_path):
     with pytest.raises(ValueError, match="nan"):
         log_hparams(writer, {"slope": 0.2}, {"final/G_dead_frac": float("nan")})
     writer.close()
+
+
+def test_graph_mode_accumulates_again_after_a_check():
+    """The reset is in place: a compiled graph keeps writing to the probes after the first check."""
+    net = Synthetic(0.2)
+    probes = attach(net, Tensor(X), "S")
+    step = ms.jit(ms.value_and_grad(TargetLoss(net), None, net.trainable_params()))
+    tracker = DeadChannelTracker()
+    records = []
+    for check in (1, 2):
+        step(Tensor(X))
+        records.append(tracker.check(check, probes)["layers"]["S/act"])
+    assert records[1]["passes"] == records[1]["grad_passes"] == 1
+    assert records[1]["neg_frac"] == records[0]["neg_frac"]
+
+
+def test_probes_switched_off_compile_out_of_one_jitted_step_and_into_its_twin():
+    net = Synthetic(0.2)
+    probes = attach(net, Tensor(X), "S")
+    plain, probed = (ms.jit(ms.value_and_grad(TargetLoss(net), None, net.trainable_params())) for _ in range(2))
+    passes = probes[0].diag_passes
+    for enabled, step, expected in ((False, plain, [0, 0]), (True, probed, [1, 1]), (False, plain, [1, 1]),
+                                    (True, probed, [2, 2])):
+        set_probing(probes, enabled)
+        step(Tensor(X))
+        assert passes.asnumpy().tolist() == expected, (enabled, expected)
+    set_probing(probes, False)
+    net(Tensor(X))  # PyNative reads the flag on every call
+    assert passes.asnumpy().tolist() == [2, 2]
+
+
+class SyntheticBN(nn.Cell):
+    """1x1 conv, then the fused BatchNorm + LeakyReLU; beta forces channel 0 dead and channel 2 alive."""
+
+    def __init__(self, slope: float) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1, weight_init=Tensor(W[:, :, None, None]))
+        self.bn = BatchNormAct(4, slope)
+        self.bn.beta.set_data(Tensor(np.array([-20.0, 0.0, 20.0, 0.5], np.float32)))
+
+    def construct(self, x):
+        return self.bn(self.conv(x))
+
+
+@pytest.mark.parametrize("graph", [True, False], ids=["graph", "pynative"])
+def test_fused_batchnorm_act_is_probed_on_its_normalised_preactivation(graph):
+    net = SyntheticBN(0.2)
+    net.set_train(True)
+    probes = attach(net, Tensor(X), "F")
+    assert [(p.layer, p.channels) for p in probes] == [("F/bn", 4)]
+    step = ms.value_and_grad(TargetLoss(net), None, net.trainable_params())
+    (ms.jit(step) if graph else step)(Tensor(X))
+    layer = DeadChannelTracker().check(1, probes)["layers"]["F/bn"]
+    conv = np.einsum("ci,nihw->nchw", W, X)
+    mean, var = conv.mean((0, 2, 3), keepdims=True), conv.var((0, 2, 3), keepdims=True)
+    pre = (conv - mean) / np.sqrt(var + 1e-5) + np.array([-20.0, 0.0, 20.0, 0.5])[None, :, None, None]
+    np.testing.assert_allclose(layer["neg_frac"], (pre <= 0).mean((0, 2, 3)), atol=1e-7)
+    assert layer["dead"] == [0] and layer["grad_passes"] == 1
+    np.testing.assert_allclose(layer["grad_score"], numpy_stats(0.2)["grad_score"], rtol=1e-5)
+
+
+def test_training_diagnostics_schedule_and_hparams(tmp_path):
+    net = Synthetic(0.0)
+    probes = attach(net, Tensor(X), "S")
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    diagnostics = TrainingDiagnostics(probes, Criteria(), 50, writer, tmp_path)
+    assert [s for s in range(1, 201) if diagnostics.due(s)] == [50, 100, 150, 200]
+    assert diagnostics.final_metrics() == {}
+    net(Tensor(X))
+    diagnostics.check(50)
+    assert diagnostics.final_metrics()["final/S_dead_frac"] == 0.25
+    diagnostics.log_hparams({"slope": 0.0}, {"final/loss_d": float("nan"), "final/loss_g": 1.5})
+    writer.close()
+    assert [r["step"] for r in read_jsonl(tmp_path / "diagnostics.jsonl")] == [50]
+    off = TrainingDiagnostics([], Criteria(), 50, None, tmp_path)
+    assert not any(off.due(s) for s in range(1, 201))
+    with pytest.raises(ValueError, match="diagnostics.interval=0"):
+        TrainingDiagnostics(probes, Criteria(), 0, None, tmp_path)
+
+
+@pytest.mark.parametrize("override, key", [("diagnostics.tau=1.5", "diagnostics.tau=1.5"),
+                                           ("diagnostics.persist_checks=0", "diagnostics.persist_checks=0")])
+def test_diagnostics_config_rejects_bad_thresholds(override, key):
+    with pytest.raises(ConfigError, match=key):
+        to_config(compose_config([override]))
+
+
+TRAINER = ["model.ngf=4", "model.ndf=4", "model.nz=8", "model.conv_impl=native", "train.batch_size=4",
+           "data=shapes"]
+
+
+def trainer_record(*overrides: str) -> tuple[dict, GANTrainer]:
+    """One plain and one probed step of a tiny GANTrainer; the record of the check after them."""
+    trainer = GANTrainer(to_config(compose_config(TRAINER + list(overrides))), 3)
+    real = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
+    trainer.train_step(real, latents(0, 0, 1, 4, 8))
+    assert all(p.diag_passes.asnumpy().tolist() == [0, 0] for p in trainer.probes)  # plain step: no probe work
+    trainer.train_step(real, latents(0, 1, 1, 4, 8), probe=True)
+    return DeadChannelTracker().check(2, trainer.probes), trainer
+
+
+def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
+    graph, _ = trainer_record("runtime.mode=graph")
+    pynative, trainer = trainer_record("runtime.mode=pynative", "train.ema_beta=0.9")  # EMA leaves G untouched
+    assert list(graph["layers"]) == ["G/act0", "G/act1", "G/act2", "D/act0", "D/act1", "D/act2"]
+    for layer, values in graph["layers"].items():
+        # G runs in the D step (no gradient) and the G step; D on real + fake, then on fake in the G step.
+        assert (values["passes"], values["grad_passes"]) == ((2, 1) if layer[0] == "G" else (3, 3))
+        for key in ("neg_frac", "dormant_score", "grad_score"):
+            np.testing.assert_allclose(values[key], pynative["layers"][layer][key], rtol=1e-4, atol=1e-6,
+                                       err_msg=f"{layer} {key}")
+    assert not any(is_diagnostic_param(name) for name in trainer.state_arrays())
+    ema = EMA(trainer.g, trainer.g_ema, 0.9)  # pairs each G parameter with its EMA copy, probes left out
+    assert [p.name.split(".", 1)[1] for p in ema.source] == [p.name.split(".", 1)[1] for p in ema.target]
+    with pytest.raises(ValueError, match="diagnostics.enabled=true"):
+        GANTrainer(to_config(compose_config(TRAINER + ["diagnostics.enabled=false"])), 3).train_step(
+            np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, 1, 4, 8), probe=True)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.dashboard import append_jsonl, build_dashboard, find_runs, heatmap_image, read_jsonl, write_text_atomic
+from gan.dashboard import (append_jsonl, build_dashboard, find_runs, heatmap_image, losses_record, read_jsonl,
+                           write_text_atomic)
 from gan.diagnostics import DeadChannelTracker, LayerStats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +131,21 @@ def test_headless_chromium_renders_tables_and_images(sweep, tmp_path):
     assert (np.abs(pixels.astype(int) - (253, 231, 37)).sum(axis=-1) < 10).sum() > 100
     if os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/img/dashboard.png is refreshed this way
         shutil.copyfile(shot, os.environ["DASHBOARD_SCREENSHOT"])
+
+
+@pytest.mark.slow
+def test_cli_screenshot_option_renders_the_page(sweep, tmp_path):
+    shot = tmp_path / "shots" / "report.png"
+    done = subprocess.run([sys.executable, str(SCRIPT), str(sweep), "--out", str(tmp_path / "r.html"), "--screenshot",
+                           str(shot)], env={**os.environ, "GLOG_v": "3"}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    assert pixels.shape == (2000, 1400, 3) and pixels.std() > 10
+    assert [p.name for p in shot.parent.iterdir()] == ["report.png"]  # no temporary left behind
+
+
+def test_losses_record_keeps_diverged_steps_as_null(tmp_path):
+    record = losses_record(7, float("nan"), float("inf"), 0.5, 0.25)
+    assert record == {"step": 7, "loss_d": None, "loss_g": None, "d_x": 0.5, "d_g_z": 0.25}
+    append_jsonl(tmp_path / "losses.jsonl", record)  # strict JSON: NaN would raise here
+    assert read_jsonl(tmp_path / "losses.jsonl") == [record]
