@@ -37,5 +37,7 @@ def test_tiny_run_reports_consistent_overhead(tmp_path: Path) -> None:
     amortised = (9 * result["step_s_ordinary"] + result["step_s_check"] + result["check_host_s"]) / 10
     assert result["step_s_amortised"] == pytest.approx(amortised)
     assert result["overhead_pct_at_interval"] == pytest.approx(100 * (amortised / result["step_s_without"] - 1))
+    extra = (result["step_s_check"] + result["check_host_s"] - result["step_s_ordinary"]) / 10
+    assert result["overhead_pct_checks_amortised"] == pytest.approx(100 * extra / result["step_s_without"])
     assert set(result["last_record_dead_frac"]) == {"G/act0", "G/act1", "G/act2", "D/act0", "D/act1", "D/act2"}
     assert "overhead" in done.stdout
