@@ -450,6 +450,17 @@ class TrainingDiagnostics:
             self.logger.log(self.last)
         return self.last
 
+    def report(self) -> str:
+        """The last check as a console table: per layer, the dead, dormant, grad-dead and persistent shares."""
+        if self.last is None:
+            return "dead channels: no check ran (diagnostics.enabled=false or fewer steps than diagnostics.interval)"
+        rows = [f"dead channels at step {self.last['step']} (share of each layer's channels; docs/diagnostics.md):",
+                f"  {'layer':<10}{'channels':>9}{'dead':>8}{'dormant':>9}{'grad-dead':>11}{'persistent':>12}"]
+        rows += [f"  {name:<10}{layer['channels']:>9}{layer['dead_frac']:>8.1%}{layer['dormant_frac']:>9.1%}"
+                 f"{layer['grad_dead_frac']:>11.1%}{layer['persistent_frac']:>12.1%}"
+                 for name, layer in self.last["layers"].items()]
+        return "\n".join(rows)
+
     def final_metrics(self) -> dict[str, float]:
         """The last check's channel-weighted G/D fractions for `log_hparams` (empty before the first check)."""
         return final_metrics(self.last) if self.last is not None else {}

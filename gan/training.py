@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
-from gan.dashboard import LOSSES_FILE, append_jsonl, losses_record
+from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)
@@ -63,8 +63,20 @@ def config_from_yaml(text: str) -> Config:
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device and CPU threads; graph mode comes from ms.jit on the two steps, not the context."""
-    ms.set_device(runtime.device_target, runtime.device_id)
+    """Select device and CPU threads; graph mode comes from ms.jit on the two steps, not the context.
+
+    MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
+    a second run()) may go on only if it already runs on the requested device.
+    """
+    try:
+        ms.set_device(runtime.device_target, runtime.device_id)
+    except RuntimeError as err:
+        if "has been initialized" not in str(err):
+            raise
+        if ms.get_context("device_target") != runtime.device_target:
+            raise ConfigError(f"runtime.device_target={runtime.device_target!r}: this process already runs on "
+                              f"{ms.get_context('device_target')} (MindSpore fixes the device once a kernel has "
+                              f"run); start a new process to change device") from err
     if runtime.threads is not None:
         ms.device_context.cpu.op_tuning.threads_num(runtime.threads)
 
@@ -217,11 +229,12 @@ class GANTrainer:
         def step(real: Tensor, z: Tensor) -> tuple:
             outputs, grads = grad_fn(real, z)
             grads = scaler.unscale(reduce(grads))
-            finite = amp.all_finite(grads)
+            norm = _global_norm(grads)
+            finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
             scaler.adjust(finite)
             if finite:
                 opt(grads)
-            return outputs, _global_norm(grads), finite
+            return outputs, norm, finite
 
         return step
 
@@ -488,7 +501,30 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     finally:
         if reporter is not None:
             reporter.close()
+    if outputs:
+        print(final_report(summary, diagnostics, run_dir), flush=True)
     return summary
+
+
+def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path) -> str:
+    """What a finished run leaves behind: samples, checkpoint, metrics, the dead-channel table, the dashboard."""
+    page = run_dir / "report.html"
+    try:
+        write_text_atomic(page, build_dashboard(run_dir, f"Run {run_dir.resolve().name}"))
+    except FileNotFoundError:  # nothing logged yet (stopped before the first log step)
+        page = None
+    samples = sorted((run_dir / "samples").glob("step_*.png"))
+    metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
+    lines = [f"done: steps {summary.start_step}..{summary.end_step}"
+             + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else ""),
+             f"  samples     {samples[-1] if samples else 'none'}",
+             f"  checkpoint  {summary.checkpoint}",
+             f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
+    if metrics:
+        lines.append(f"  metrics     {metrics}")
+    if page is not None:
+        lines.append(f"  dashboard   {page}")
+    return "\n".join(lines + [diagnostics.report()])
 
 
 def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[Generator, Config]:

@@ -70,9 +70,13 @@ def test_checkpoint_holds_the_full_state(baseline):
     assert not np.allclose(arrays["discriminator.layers.bn1.moving_mean"], 0.0)
 
 
-def test_dry_run_writes_every_output(tmp_path):
+def test_dry_run_writes_every_output(tmp_path, capsys):
     summary = train(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2
+    report = capsys.readouterr().out
+    assert "dead channels at step 2" in report and "D/act0" in report and "G/act0" in report
+    assert f"dashboard   {tmp_path / 'report.html'}" in report
+    assert "<table" in (tmp_path / "report.html").read_text()
     assert {p.name for p in (tmp_path / "samples").iterdir()} == {"real.png", "step_000001.png", "step_000002.png"}
     assert latest_checkpoint(tmp_path).name == "step_00000002.ckpt"
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
@@ -124,3 +128,12 @@ def test_image_grid_tiles_and_scales():
     assert grid[1, 1, 0] == 0 and grid[1, 6, 0] == 128 and grid[6, 1, 0] == 255 and grid[0, 0, 0] == 0
     with pytest.raises(ValueError, match="NCHW"):
         image_grid(np.zeros((2, 2, 4, 4), np.float32))
+
+
+def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
+    """A process that already ran kernels (this test session) can call run() again on the same device."""
+    from gan.config import RuntimeConfig
+    from gan.training import setup_runtime
+
+    Tensor(np.ones(3, np.float32)).sum().asnumpy()
+    setup_runtime(RuntimeConfig())  # raised "The runtime has been initialized" before
