@@ -56,7 +56,6 @@ def test_wrong_type_is_rejected_naming_the_key(override, key):
     ("runtime.device_target=TPU", "runtime.device_target='TPU'"),
     ("model.image_size=48", "model.image_size=48"),
     ("model.conv_impl=winograd", "model.conv_impl='winograd'"),
-    ("fusion.name=conv_bn_act", "fusion.name='conv_bn_act'"),
     ("train.batch_size=0", "train.batch_size=0"),
     ("train.beta1=1.5", "train.beta1=1.5"),
     ("act.negative_slope=-0.2", "act.negative_slope=-0.2"),
@@ -66,6 +65,14 @@ def test_wrong_type_is_rejected_naming_the_key(override, key):
 def test_bad_value_is_rejected_naming_key_and_value(override, message):
     with pytest.raises(ConfigError, match="^" + message.replace("[", r"\[").replace("]", r"\]")):
         OmegaConf.to_object(compose_config([override]))
+
+
+def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
+    """fusion.name is an Enum in the schema, so Hydra itself rejects an unknown value and lists the allowed ones."""
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_config(["fusion.name=conv_bn_act"])
+    text = _error_text(info.value)
+    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel]" in text
 
 
 def test_bad_enum_lists_the_allowed_values():
