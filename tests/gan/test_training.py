@@ -1,4 +1,8 @@
 """The training loop: exact resume, seed reproducibility, graph == PyNative, outputs, NaN hunt, bad input."""
+import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,10 +57,20 @@ def test_keep_last_k_checkpoints(baseline):
 
 
 def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path):
+    """Resumed in PyNative, as a user runs it: `python train.py` in a fresh process.
+
+    A fresh process, because in one process a PyNative trainer built after another PyNative trainer gave
+    different G losses (a state MindSpore 2.10 keeps between PyNative runs; open, see the README).
+    """
     path = baseline.run_dir / "checkpoints" / "step_00000002.ckpt"
-    pynative = train(tmp_path, "train.steps=4", "runtime.mode=pynative", f"train.resume={path}")
-    assert (pynative.start_step, pynative.end_step) == (2, 4)
-    np.testing.assert_allclose(losses(pynative), losses(baseline)[2:], rtol=1e-5, atol=1e-6)
+    code = ("import sys; from gan.config import compose_config; from gan.training import run; "
+            "s = run(compose_config(sys.argv[2:]), sys.argv[1]); print([(h.loss_d, h.loss_g) for h in s.history])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *TINY, "train.steps=4", "runtime.mode=pynative",
+                           f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "GLOG_v": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    pynative = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(pynative, losses(baseline)[2:], rtol=1e-5, atol=1e-6)
 
 
 def test_checkpoint_holds_the_full_state(baseline):
