@@ -26,6 +26,8 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from gan.files import write_atomic
+
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
 LOSSES_FILE = "losses.jsonl"
 METRICS_FILE = "metrics.json"
@@ -287,20 +289,8 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write a text file atomically (temporary file in the same folder, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
+    return write_atomic(path, text.encode("utf-8"))
 
 
 def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000) -> Path:

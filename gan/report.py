@@ -1,15 +1,16 @@
 """Run outputs a person looks at: sample grids (Pillow), TensorBoard events (tensorboardX), a progress bar."""
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
+
+from gan.files import write_atomic
 
 
 def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) -> np.ndarray:
@@ -29,20 +30,9 @@ def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) ->
 
 def save_png(grid: np.ndarray, path: str | Path) -> Path:
     """Write an HWC uint8 image as PNG atomically (temp file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    image = Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            image.save(f, format="PNG")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    buffer = io.BytesIO()
+    Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid).save(buffer, format="PNG")
+    return write_atomic(path, buffer.getvalue())
 
 
 class Reporter:
