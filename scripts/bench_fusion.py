@@ -43,6 +43,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
+from bench_op import interleaved_medians  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
 from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
@@ -85,19 +86,6 @@ def block_fns(impl: str, x: ms.Tensor) -> tuple[Callable[[], object], Callable[[
     return (lambda: fwd(x).asnumpy()), (lambda: fwdbwd(x)[0].asnumpy())
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2) -> dict[str, float]:
-    """Median wall time in ms of each fn after warm-up (which compiles), timed round-robin so that load
-    from other processes affects all alike."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
 def input_tensor(shape: tuple[int, ...], dtype: str) -> ms.Tensor:
