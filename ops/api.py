@@ -89,11 +89,12 @@ def device_target() -> str:
 
 @functools.lru_cache(maxsize=None)
 def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace: bool,
-           threads: int, device: str = "CPU") -> tuple[msops.Custom, ms.Tensor | None]:
+           threads: int, device: str = "CPU") -> tuple[msops.Custom | nn.Cell, ms.Tensor | None]:
     """The forward Custom primitive (with its bprop) and its scalar tensor, cached per configuration.
 
     On CPU one primitive serves float32 and float16 (the kernel dispatches on the dtype at run time) and
-    takes the scalars tensor as its second input. On Ascend it is the Ascend C op of ops/csrc/ascendc
+    takes the scalars tensor as its second input; in place it is an InplaceLeakyReLU cell holding its
+    scalars (None is returned beside it). On Ascend it is the Ascend C op of ops/csrc/ascendc
     (untested here: no CANN), which carries slope and clamp as attributes; the scalars are None.
     """
     if device == "Ascend":
@@ -105,17 +106,42 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
     lib = build.library_path()
     scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, threads))
     grad = msops.Custom(f"{lib}:LeakyReluBackward", out_shape=_same, out_dtype=_same, func_type="aot")
+    name = "LeakyReluForwardSelect" if formulation == "select" else "LeakyReluForwardMaxMin"
+    if inplace:
+        token = msops.Custom(f"{lib}:{name}Inplace", out_shape=_token_shape, out_dtype=_same, func_type="aot")
+        return InplaceLeakyReLU(token, grad, scalars), None
 
-    def bprop_from_input(x, params, out, dout):
+    def bprop(x, params, out, dout):
         return grad(x, dout, params), msops.zeros_like(params)
 
-    def bprop_from_output(x, params, out, dout):
-        return grad(out, dout, params), msops.zeros_like(params)
+    return msops.Custom(f"{lib}:{name}", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop), scalars
 
-    name = "LeakyReluForwardSelect" if formulation == "select" else "LeakyReluForwardMaxMin"
-    forward = msops.Custom(f"{lib}:{name}", out_shape=_same, out_dtype=_same, func_type="aot",
-                           bprop=bprop_from_output if inplace else bprop_from_input)
-    return forward, scalars
+
+def _token_shape(*_):
+    """Custom out_shape of the in-place kernels: a one-element token, the result is in the input."""
+    return (1,)
+
+
+class InplaceLeakyReLU(nn.Cell):
+    """Runs the in-place kernel, which writes y over x, and returns x; the backward reads only y's sign.
+
+    The kernel's own output is a one-element token; `depend` orders the returned x after the kernel.
+    A Cell with its own bprop (not a Custom bprop) carries the gradient because the token is not the
+    result: the gradient of y is turned into dx from y itself (y > 0 <=> x > 0 for slope >= 0), so no
+    copy of x is kept and no second full-size buffer is allocated.
+    """
+
+    def __init__(self, token_kernel: msops.Custom, grad_kernel: msops.Custom, scalars: ms.Tensor) -> None:
+        super().__init__()
+        self.token_kernel = token_kernel
+        self.grad_kernel = grad_kernel
+        self.scalars = scalars
+
+    def construct(self, x: ms.Tensor) -> ms.Tensor:
+        return msops.depend(x, self.token_kernel(x, self.scalars))
+
+    def bprop(self, x: ms.Tensor, out: ms.Tensor, dout: ms.Tensor) -> tuple[ms.Tensor]:
+        return (self.grad_kernel(out, dout, self.scalars),)
 
 
 @constexpr

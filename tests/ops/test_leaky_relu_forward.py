@@ -40,6 +40,44 @@ def test_multithreaded_large_tensor_matches_reference(dtype, monkeypatch):
     assert_bitwise(run(x, 0.01), ref.forward(x, 0.01))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_graph_mode_keeps_subnormals_bitwise(dtype):
+    # MindSpore's graph executor threads flush subnormals (FTZ/DAZ); the kernels switch that off while they run.
+    x = np.concatenate([boundary_values(dtype), np.array([-1e-39, -2e-38, -1e-6, -1e-5], dtype)])
+
+    @ms.jit
+    def forward(t):
+        return leaky_relu(t, 0.01)
+
+    assert_bitwise(forward(ms.Tensor(x)).asnumpy(), ref.forward(x, 0.01))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("formulation", ("select", "maxmin"))
+def test_inplace_writes_the_result_over_the_input(dtype, formulation):
+    x = np.concatenate([boundary_values(dtype), random_values(dtype, (1001,))])
+    t = ms.Tensor(x.copy())
+    y = leaky_relu(t, 0.2, inplace=True, formulation=formulation)
+    assert y.data_ptr() == t.data_ptr()
+    assert_bitwise(t.asnumpy(), ref.forward(x, 0.2, formulation=formulation))
+
+
+def test_inplace_in_graph_mode_overwrites_the_intermediate():
+    x = np.concatenate([boundary_values(np.float32), random_values(np.float32, (1001,))])
+    x = x[~((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny))]  # MindSpore's Mul flushes subnormals
+
+    @ms.jit
+    def step(a):
+        h = a * 2.0
+        y = leaky_relu(h, 0.01, inplace=True)
+        return y, h
+
+    y, h = step(ms.Tensor(x))
+    expected = ref.forward(x * np.float32(2.0), 0.01)
+    assert_bitwise(y.asnumpy(), expected)
+    assert_bitwise(h.asnumpy(), expected)  # h's buffer holds the result: nothing else was allocated for it
+
+
 def test_empty_tensor():
     for dtype in DTYPES:
         y = run(np.zeros((0, 3), dtype), 0.2)

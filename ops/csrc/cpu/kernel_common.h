@@ -12,6 +12,9 @@
 #if defined(__F16C__)
 #include <immintrin.h>
 #endif
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 #include <thread>
 #include <vector>
 
@@ -104,12 +107,29 @@ inline lrelu::TilingPlan make_plan(int64_t n, int64_t elem_size, int64_t threads
   return lrelu::plan_tiling(params);
 }
 
+// Keeps subnormal inputs and results for its lifetime on this thread (clears the SSE flush-to-zero and
+// denormals-are-zero bits, restores them after): MindSpore's graph-mode executor threads run with both
+// set, which would turn e.g. 0.01 * -1e-39 into -0.0 where the reference (and PyTorch) keep it.
+class IeeeSubnormals {
+ public:
+#if defined(__SSE__)
+  IeeeSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ & ~(kFlushToZero | kDenormalsAreZero)); }
+  ~IeeeSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFlushToZero = 0x8000;
+  static constexpr unsigned kDenormalsAreZero = 0x0040;
+  unsigned saved_;
+#endif
+};
+
 // Run tile_fn(start, len) over every tile of the plan: core 0 on the calling thread, the others on
 // their own threads. The tail is the last core's extra call, so the tile loops carry no tail branch.
 // Every tile but the tail starts at a multiple of tile_len, so start / tile_len numbers the tiles.
 template <typename TileFn>
 void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
   auto run_core = [&plan, &tile_fn](int64_t core) {
+    const IeeeSubnormals ieee;
     const lrelu::CoreRange r = lrelu::core_range(plan, core);
     int64_t start = r.start;
     for (int64_t t = 0; t < r.full_tiles; ++t, start += plan.tile_len) tile_fn(start, plan.tile_len);
