@@ -13,9 +13,9 @@ Also times the batch-statistics pass (the in-kernel reduction BnActStats vs Mind
 the whole training step: img/s of GANTrainer.train_step (D step + G step, as train.py runs it: model=dcgan32
 or dcgan64, conv_impl=auto, 3 channels, batch 64, diagnostics off) for fusion=none and fusion=bn_act,
 timed round-robin in this process, plus each variant's peak resident memory (ru_maxrss) in a fresh child
-process that builds the trainer and runs STEP_MEMORY_STEPS steps. Per-block memory is not reported: on
-CPU MindSpore's memory pool and compilation dominate the resident set (it measured the same for all three
-blocks) and ms.runtime.max_memory_allocated() returns 0.
+process that builds the trainer and runs STEP_MEMORY_STEPS steps. Per block, the peak memory of one
+forward+backward (ms.value_and_grad: output, input and parameter gradients) is measured in a fresh process
+per (shape, impl) by scripts/peak_memory.py: the run's resident-set peak above the memory before it.
 
     python scripts/bench_fusion.py [--quick] [--image-sizes 32 64] [--no-memory] --json PATH
 """
@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
 from bench_op import interleaved_medians  # noqa: E402
+from peak_memory import execution_peak_mib, in_child  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
 from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
@@ -86,6 +87,24 @@ def block_fns(impl: str, x: ms.Tensor) -> tuple[Callable[[], object], Callable[[
     return (lambda: fwd(x).asnumpy()), (lambda: fwdbwd(x)[0].asnumpy())
 
 
+
+
+class ForwardBackward(nn.Cell):
+    """One training pass of a block: its output and the gradients of input and parameters (dy = ones)."""
+
+    def __init__(self, block: nn.Cell) -> None:
+        super().__init__()
+        self.value_and_grad = ms.value_and_grad(block, 0, block.trainable_params())
+
+    def construct(self, x: ms.Tensor) -> tuple:
+        return self.value_and_grad(x)
+
+
+def block_peak_mib(impl: str, shape: tuple[int, ...], dtype: str) -> float:
+    """Peak MiB of one forward+backward of the block (run in a fresh process by in_child)."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    setup_runtime(RuntimeConfig())
+    return execution_peak_mib(ForwardBackward(make_block(impl, shape[1])), input_tensor(shape, dtype))
 
 
 def input_tensor(shape: tuple[int, ...], dtype: str) -> ms.Tensor:
@@ -136,15 +155,17 @@ def bench_steps(image_size: int, batch: int, warmup: int, steps: int, memory: bo
             for fusion in STEP_FUSIONS]
 
 
-def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: int) -> list[dict]:
-    """One record per impl for one block shape, timed side by side."""
+def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: int, memory: bool) -> list[dict]:
+    """One record per impl for one block shape, timed side by side; peak memory each in its own process."""
     x = input_tensor(shape, dtype)
     fns = {}
     for impl in IMPLS:
         fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = block_fns(impl, x)
     t = interleaved_medians(fns, repeats)
     return [{"image_size": image_size, "shape": list(shape), "dtype": dtype, "impl": impl,
-             "fwd_ms": t[f"{impl}_fwd"], "fwdbwd_ms": t[f"{impl}_fwdbwd"]} for impl in IMPLS]
+             "fwd_ms": t[f"{impl}_fwd"], "fwdbwd_ms": t[f"{impl}_fwdbwd"],
+             "peak_mib": in_child("bench_fusion", "block_peak_mib", impl, shape, dtype) if memory else None}
+            for impl in IMPLS]
 
 
 def bench_stats(shape: tuple[int, ...], dtype: str, repeats: int) -> dict:
@@ -173,12 +194,13 @@ def table(records: list[dict]) -> str:
     """Aligned text table; speed-ups are relative to the builtin block of the same shape and dtype."""
     builtin = {(tuple(r["shape"]), r["dtype"]): r for r in records if r["impl"] == "builtin"}
     rows = [f"{'px':>3} {'shape':>18} {'dtype':>8} {'impl':>8} {'fwd ms':>8} {'fwdbwd ms':>10} {'fwd x':>6} "
-            f"{'fb x':>6}"]
+            f"{'fb x':>6} {'peak MiB':>9}"]
     for r in records:
         b = builtin[(tuple(r["shape"]), r["dtype"])]
+        peak = "-" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
         rows.append(f"{r['image_size']:>3} {'x'.join(map(str, r['shape'])):>18} {r['dtype']:>8} {r['impl']:>8} "
                     f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} {b['fwd_ms'] / r['fwd_ms']:>6.2f} "
-                    f"{b['fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f}")
+                    f"{b['fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} {peak:>9}")
     return "\n".join(rows)
 
 
@@ -210,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32"])
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
     parser.add_argument("--steps", type=int, help="timed whole steps per fusion value (default 2 quick, 6 full)")
-    parser.add_argument("--no-memory", action="store_true", help="skip the whole-step memory measurement")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory measurements (block and step)")
     parser.add_argument("--json", type=Path, required=True, help="output file")
     args = parser.parse_args(argv)
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 10)
@@ -230,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     blocks, stats = [], []
     for size, shape in cases:
         for dtype in args.dtypes:
-            blocks += bench_block(size, shape, dtype, repeats)
+            blocks += bench_block(size, shape, dtype, repeats, not args.no_memory)
             stats.append(bench_stats(shape, dtype, repeats))
             print(table(blocks[-len(IMPLS):]).split("\n", 1)[1], flush=True, file=sys.stderr)
     print(table(blocks))

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_fusion.py"
-BLOCK_KEYS = {"image_size", "shape", "dtype", "impl", "fwd_ms", "fwdbwd_ms"}
+BLOCK_KEYS = {"image_size", "shape", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "peak_mib"}
 STEP_KEYS = {"image_size", "fusion", "batch", "step_s", "img_per_s", "steps", "peak_mb"}
 
 
@@ -41,6 +41,7 @@ def test_quick_json_schema(tmp_path: Path) -> None:
         assert set(r) == BLOCK_KEYS and r["shape"] == [8, 128, 4, 4] and r["dtype"] == "float32"
         for key in ("fwd_ms", "fwdbwd_ms"):
             assert isinstance(r[key], float) and math.isfinite(r[key]) and r[key] > 0, (key, r)
+        assert isinstance(r["peak_mib"], float) and 0 <= r["peak_mib"] < 1024  # a 64 KiB block: little
     (stats,) = payload["stats"]
     assert stats["kernel_ms"] > 0 and stats["reductions_ms"] > 0
     assert [r["fusion"] for r in payload["steps"]] == ["none", "bn_act"]
