@@ -1,12 +1,18 @@
 """gan.classifier: augmentation, the cache (atomic file, version/config check, no retraining), bad input."""
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gan.classifier as classifier_module
+from gan.checkpoint import load_checkpoint
 from gan.classifier import ClassifierConfig, cache_path, load_classifier, random_shift, read_classifier
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ClassifierConfig(hidden=(32,), epochs=2, dropout=0.0)
 
 
@@ -77,3 +83,23 @@ def test_bad_config_values_are_named(field: str, value) -> None:
 def test_predict_rejects_wrong_shapes(cache) -> None:
     with pytest.raises(ValueError, match=r"\(N, 28, 28\).*\(2, 32, 32\)"):
         load_classifier(config=TINY, directory=cache).predict(np.zeros((2, 32, 32), np.float32))
+
+
+
+def test_retraining_reproduces_the_classifier(tmp_path) -> None:
+    # Weights, shifts and order come from the config's seed and the default has no dropout: two fresh
+    # processes (two users, or a sweep job and a later run) train the identical classifier.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
+    files = []
+    for run in ("a", "b"):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_classifier.py"), "--epochs", "1",
+                               "--min-accuracy", "0", "--cache-dir", str(tmp_path / run)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        (path,) = (tmp_path / run).glob("*.ckpt")
+        files.append(load_checkpoint(path))
+    (arrays_a, meta_a), (arrays_b, meta_b) = files
+    assert meta_a == meta_b
+    assert sorted(arrays_a) == sorted(arrays_b)
+    for name in arrays_a:
+        np.testing.assert_array_equal(arrays_a[name], arrays_b[name], err_msg=name)
