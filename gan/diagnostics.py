@@ -114,7 +114,7 @@ class ProbedActivation(nn.Cell):
     """Wraps an activation cell: accumulates statistics of its input, output and output gradient in Parameters."""
 
     def __init__(self, act: nn.Cell, layer: str, channels: int, ndim: int) -> None:
-        super().__init__()
+        super().__init__(auto_prefix=False)  # the wrapped layer's parameters (BatchNormAct's) keep their names
         self.act = act
         self.layer = layer
         self.channels = channels
@@ -243,7 +243,11 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
         parent_path, _, attr = path.rpartition(".")
         parent = cells[parent_path] if parent_path else net
         if isinstance(parent, (nn.SequentialCell, nn.CellList)):
-            parent[list(parent.name_cells()).index(attr)] = probe
+            # Not parent[i] = probe: that re-prefixes the parameter names of the wrapped layer (and fails on
+            # fusion=bn_act's BatchNormAct); names must stay as built so checkpoints load across settings.
+            parent.insert_child_to_cell(attr, probe)
+            if isinstance(parent, nn.SequentialCell):
+                parent.cell_list = list(parent.cells())  # what SequentialCell.construct iterates
         else:
             setattr(parent, attr, probe)
         for p in probe.probe_params():  # unique across networks until the caller renames them

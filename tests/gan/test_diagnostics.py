@@ -115,19 +115,22 @@ def test_check_resets_the_accumulators():
     assert tracker.check(2, probes)["layers"] == {}  # no pass since the previous check
 
 
-def test_attach_to_dcgan_names_layers_and_keeps_probe_params_out_of_training():
+@pytest.mark.parametrize("fusion", ("none", "bn_act"))
+def test_attach_to_dcgan_names_layers_and_keeps_probe_params_out_of_training(fusion):
     model = ModelConfig(image_size=32, nz=8, ngf=4, ndf=4, conv_impl="native")
-    g, d = Generator(model, ActConfig(), 1, "native"), Discriminator(model, ActConfig(), 1, "native")
-    params_before = {p.name for p in g.trainable_params()}
+    g, d = Generator(model, ActConfig(), 1, "native", fusion), Discriminator(model, ActConfig(), 1, "native", fusion)
+    params_before = [p.name for net in (g, d) for p in net.get_parameters()]
     probes = attach(g, Tensor(np.zeros((2, 8, 1, 1), np.float32)), "G")
     probes += attach(d, Tensor(np.zeros((2, 1, 32, 32), np.float32)), "D")
-    assert [(p.layer, p.channels) for p in probes] == [
-        ("G/act0", 16), ("G/act1", 8), ("G/act2", 4), ("D/act0", 4), ("D/act1", 8), ("D/act2", 16)]
+    layers = ["G/bn0", "G/bn1", "G/bn2", "D/act0", "D/bn1", "D/bn2"] if fusion == "bn_act" else [
+        "G/act0", "G/act1", "G/act2", "D/act0", "D/act1", "D/act2"]
+    assert [(p.layer, p.channels) for p in probes] == list(zip(layers, [16, 8, 4, 4, 8, 16]))
     names = [p.name for net in (g, d) for p in net.get_parameters() if is_diagnostic_param(p.name)]
     assert len(names) == len(set(names)) == 6 * 10
-    assert {p.name for p in g.trainable_params()} == params_before
+    # The layers' own parameters keep their names (checkpoints load with diagnostics on or off).
+    assert [p.name for net in (g, d) for p in net.get_parameters() if not is_diagnostic_param(p.name)] == params_before
     assert not any(is_diagnostic_param(p.name) for p in d.trainable_params())
-    assert isinstance(g.layers[2], ProbedActivation)  # replaced inside the SequentialCell
+    assert isinstance(g.layers[1 if fusion == "bn_act" else 2], ProbedActivation)  # replaced inside the SequentialCell
     g.update_parameters_name("generator.")  # what the trainer does: the helper still recognises them
     assert sum(is_diagnostic_param(p.name) for p in g.get_parameters()) == 30
     assert g(Tensor(np.zeros((2, 8, 1, 1), np.float32))).shape == (2, 1, 32, 32)

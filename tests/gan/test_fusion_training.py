@@ -82,6 +82,16 @@ def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, t
 
 
 @pytest.mark.slow
+def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_path):
+    # The probes wrap BatchNormAct without renaming its parameters, so the checkpoint loads under fusion=none.
+    probed = ["diagnostics.enabled=true", "diagnostics.interval=1"]
+    first = train(tmp_path / "fused", "fusion=bn_act", "train.steps=2", *probed)
+    resumed = train(tmp_path / "unfused", "fusion=none", "train.steps=3", *probed,
+                    f"train.resume={checkpoint_path(first.run_dir, 2)}")
+    assert (resumed.start_step, resumed.end_step) == (2, 3) and np.isfinite(losses(resumed)).all()
+
+
+@pytest.mark.slow
 def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path):
     with pytest.raises(CheckpointError, match="shape"):
         train(tmp_path, "fusion=bn_act", "model.ngf=16", "train.steps=4",
