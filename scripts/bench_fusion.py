@@ -27,7 +27,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -135,23 +134,13 @@ def measure_step_peak_mb(image_size: int, fusion: str, batch: int) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def step_peak_mb_in_child(image_size: int, fusion: str, batch: int) -> float:
-    """measure_step_peak_mb in a fresh interpreter, so that each variant's high-water mark is its own."""
-    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import bench_fusion as b; "
-            f"print(b.measure_step_peak_mb({image_size!r}, {fusion!r}, {batch!r}))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"memory measurement of fusion={fusion} at {image_size} px failed:\n{done.stderr[-2000:]}")
-    return float(done.stdout.strip().splitlines()[-1])
-
-
 def bench_steps(image_size: int, batch: int, warmup: int, steps: int, memory: bool) -> list[dict]:
     """Whole-step img/s of GANTrainer for each fusion value, timed round-robin in this process."""
     contenders = {fusion: trainer_step(step_config(image_size, fusion, batch)) for fusion in STEP_FUSIONS}
     times = time_interleaved(contenders, warmup, steps, max_seconds=float("inf"))
     return [{"image_size": image_size, "fusion": fusion, "batch": batch, "step_s": statistics.median(times[fusion]),
              "img_per_s": batch / statistics.median(times[fusion]), "steps": len(times[fusion]),
-             "peak_mb": step_peak_mb_in_child(image_size, fusion, batch) if memory else None}
+             "peak_mb": in_child("bench_fusion", "measure_step_peak_mb", image_size, fusion, batch) if memory else None}
             for fusion in STEP_FUSIONS]
 
 
