@@ -137,7 +137,7 @@ class FusionConfig:
 
 @dataclass
 class TrainConfig:
-    """Optimisation length, Adam settings, EMA, output intervals, resume and dry run."""
+    """Optimisation length, Adam settings, EMA, output intervals, resume, dry run and BatchNorm sync."""
 
     steps: Optional[int] = 1000
     epochs: Optional[float] = None
@@ -153,6 +153,7 @@ class TrainConfig:
     num_samples: int = 64
     resume: Optional[str] = None
     dry_run: bool = False
+    sync_bn: bool = False  # distributed=true: BatchNorm statistics over the global batch instead of per rank
 
     def __post_init__(self) -> None:
         if (self.steps is None) == (self.epochs is None):

@@ -32,7 +32,7 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
-from ops import BatchNormAct, LeakyReLU
+from ops import BatchNormAct, LeakyReLU, batch_moments
 
 PROBED_CELLS = (LeakyReLU, BatchNormAct)  # the project's activation cells (BatchNormAct: fused BN + LeakyReLU)
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
@@ -155,13 +155,12 @@ class ProbedActivation(nn.Cell):
         if not self.fused:
             return xf
         bn = self.act
-        if bn.training:  # batch statistics (biased variance), as the fused kernel normalises
-            mean = xf.mean(axis=self.axes, keep_dims=True)
-            var = ((xf - mean) * (xf - mean)).mean(axis=self.axes, keep_dims=True)
+        if bn.training:  # batch statistics (biased variance; over all ranks when synced), as the kernel normalises
+            mean, var, _ = batch_moments(xf, bn.sum_across)
         else:
-            mean, var = bn.moving_mean.reshape(self.stat_shape), bn.moving_variance.reshape(self.stat_shape)
-        return (xf - mean) * msops.rsqrt(var + bn.eps) * bn.gamma.reshape(self.stat_shape) \
-            + bn.beta.reshape(self.stat_shape)
+            mean, var = bn.moving_mean, bn.moving_variance
+        return (xf - mean.reshape(self.stat_shape)) * msops.rsqrt(var.reshape(self.stat_shape) + bn.eps) \
+            * bn.gamma.reshape(self.stat_shape) + bn.beta.reshape(self.stat_shape)
 
     def construct(self, x: Tensor) -> Tensor:
         y = self.act(x)

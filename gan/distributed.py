@@ -30,6 +30,15 @@ class DistributedError(RuntimeError):
     """The distributed job cannot start or a collective failed (usually: another rank died)."""
 
 
+def first_message(err: BaseException) -> str:
+    """The first informative line of an error: MindSpore's messages open with dashed banners and headers."""
+    for line in str(err).splitlines():
+        text = line.strip()
+        if text.strip("-") and not text.startswith("- "):
+            return text
+    return type(err).__name__
+
+
 def _identity(grads: tuple) -> tuple:
     """Gradients unchanged: the reducer of a single process."""
     return grads
@@ -69,11 +78,10 @@ class World:
         except DistributedError:
             raise
         except RuntimeError as err:
-            first = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
             raise DistributedError(
-                f"rank {self.rank} of {self.size}: {what} failed ({first}). In a data-parallel job this usually "
-                f"means another rank died or could not be reached and the collective timed out "
-                f"(distributed.timeout_s); the first error is in that rank's log (msrun --log_dir)") from err
+                f"rank {self.rank} of {self.size}: {what} failed ({first_message(err)}). In a data-parallel job this "
+                f"usually means another rank died or could not be reached and the collective timed out (after "
+                f"runtime.collective_timeout_s); the first error is in that rank's log (msrun --log_dir)") from err
 
     def allreduce_mean(self, values: np.ndarray) -> np.ndarray:
         """The element-wise mean of `values` over all ranks (every rank must call it with the same shape)."""
@@ -134,7 +142,11 @@ def setup_distributed(enabled: bool, device_target: str, timeout_s: int) -> Worl
     try:
         init()
     except RuntimeError as err:
-        raise DistributedError(f"joining the msrun job failed on {device_target}: {err}") from err
+        if os.environ["MS_ROLE"] == "MS_SCHED":  # the scheduler's init() serves the whole job, then returns
+            raise DistributedError(f"msrun's scheduler stopped the job: {first_message(err)} (a rank died, stopped "
+                                   "answering or never joined; the ranks' logs in msrun --log_dir have the first "
+                                   "error)") from err
+        raise DistributedError(f"joining the msrun job failed on {device_target}: {first_message(err)}") from err
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
     return World(get_rank(), get_group_size())
 

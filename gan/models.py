@@ -31,10 +31,11 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
 
 
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
-           clamp: float | None, fusion: str) -> None:
-    """Append conv, then BatchNorm (when `width` is given) and LeakyReLU as `fusion` builds them, as block `index`."""
+           clamp: float | None, fusion: str, sync_bn: bool) -> None:
+    """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and LeakyReLU as
+    `fusion` builds them, as block `index`."""
     layers[f"conv{index}"] = conv
-    for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp).items():
+    for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp, sync=sync_bn).items():
         layers[f"{role}{index}"] = cell
 
 
@@ -42,7 +43,7 @@ class Generator(nn.Cell):
     """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none") -> None:
+                 fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
@@ -53,7 +54,7 @@ class Generator(nn.Cell):
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
             conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, impl=conv_impl)
-            _block(layers, i, conv, width, slope, act.clamp, fusion)
+            _block(layers, i, conv, width, slope, act.clamp, fusion, sync_bn)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, impl=conv_impl)
         layers["tanh"] = nn.Tanh()
@@ -71,7 +72,7 @@ class Discriminator(nn.Cell):
     """
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none") -> None:
+                 fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
@@ -80,7 +81,7 @@ class Discriminator(nn.Cell):
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
             conv = make_conv(in_ch, width, 4, 2, 1, impl=conv_impl)
-            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp, fusion)
+            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp, fusion, sync_bn)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, impl=conv_impl)
         self.layers = nn.SequentialCell(layers)
@@ -117,14 +118,15 @@ class MLPGenerator(nn.Cell):
     """
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none") -> None:
+                 fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
         slopes = layer_slopes("act.g_layers", act.g_layers, default, MLP_G_DEPTH)
         layers: OrderedDict = OrderedDict()
         in_ch = model.nz
         for i, slope in enumerate(slopes):
-            _block(layers, i, PointwiseDense(in_ch, model.ngf, has_bias=False), model.ngf, slope, act.clamp, fusion)
+            dense = PointwiseDense(in_ch, model.ngf, has_bias=False)
+            _block(layers, i, dense, model.ngf, slope, act.clamp, fusion, sync_bn)
             in_ch = model.ngf
         layers[f"conv{MLP_G_DEPTH}"] = PointwiseDense(in_ch, channels)
         self.layers = nn.SequentialCell(layers)
@@ -138,13 +140,13 @@ class MLPDiscriminator(nn.Cell):
     """points (N, C, 1, 1) -> logits (N,): MLP_D_DEPTH hidden layers of width ndf with bias and LeakyReLU."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none") -> None:
+                 fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, MLP_D_DEPTH)
         layers: OrderedDict = OrderedDict()
         in_ch = channels
         for i, slope in enumerate(slopes):
-            _block(layers, i, PointwiseDense(in_ch, model.ndf), None, slope, act.clamp, fusion)
+            _block(layers, i, PointwiseDense(in_ch, model.ndf), None, slope, act.clamp, fusion, sync_bn)
             in_ch = model.ndf
         layers[f"conv{MLP_D_DEPTH}"] = PointwiseDense(in_ch, 1)
         self.layers = nn.SequentialCell(layers)

@@ -166,8 +166,9 @@ class GANTrainer:
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
-        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+        self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
+        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
@@ -175,7 +176,7 @@ class GANTrainer:
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)  # inference only
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -293,7 +294,10 @@ class GANTrainer:
         return {name: p.asnumpy() for name, p in self._stateful().items()}
 
     def replicated_arrays(self) -> dict[str, np.ndarray]:
-        """The state data parallelism keeps identical on every rank: all but BatchNorm moving statistics."""
+        """The state data parallelism keeps identical on every rank: all of it with train.sync_bn, else all
+        but the BatchNorm moving statistics (each rank's come from its own batches)."""
+        if self.sync_bn:
+            return self.state_arrays()
         per_rank = {p.name for net in (self.g, self.d, self.g_ema) if net is not None
                     for p in model_params(net) if not p.requires_grad}
         return {name: a for name, a in self.state_arrays().items() if name not in per_rank}

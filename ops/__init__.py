@@ -8,9 +8,10 @@ import os
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its INFO/WARNING logs
 
 from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
-from .fused import (FUSION_KINDS, BatchNormAct, bias_act, check_graph_kernel_supported,  # noqa: E402
-                    fused_bn_act, jit_level, norm_act_layers)
+from .fused import (FUSION_KINDS, BatchNormAct, SyncBatchNorm2d, batch_moments, bias_act,  # noqa: E402
+                    check_graph_kernel_supported, fused_bn_act, jit_level, norm_act_layers)
 from .reference import FORMULATIONS  # noqa: E402
 
-__all__ = ["FLOAT_DTYPES", "FORMULATIONS", "FUSION_KINDS", "BatchNormAct", "LeakyReLU", "bias_act",
-           "check_graph_kernel_supported", "fused_bn_act", "jit_level", "leaky_relu", "norm_act_layers"]
+__all__ = ["FLOAT_DTYPES", "FORMULATIONS", "FUSION_KINDS", "BatchNormAct", "LeakyReLU", "SyncBatchNorm2d",
+           "batch_moments", "bias_act", "check_graph_kernel_supported", "fused_bn_act", "jit_level", "leaky_relu",
+           "norm_act_layers"]

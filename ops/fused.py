@@ -6,12 +6,20 @@ for `nn.BatchNorm2d` followed by `ops.LeakyReLU`: it subclasses `nn.BatchNorm2d`
 (gamma, beta, moving_mean, moving_variance), their initialisation and checkpoint names are identical
 by construction. `norm_act_layers` is the block factory behind the `fusion=` switch and `jit_level` its
 compiler setting; the exact semantics are specified by `ops.reference.bn_act_forward` / `bn_act_backward`.
+
+Synchronised BatchNorm (data parallel, `sync=True`): `batch_moments` sums per-channel statistics over the
+ranks with AllReduce, so every rank normalises with the statistics of the global batch. The statistics stay
+ordinary differentiable ops; the AllReduce's gradient is again an AllReduce, which carries the global
+statistics' dependence on every rank's input into the backward. `SyncBatchNorm2d` (fusion=none) and
+`BatchNormAct(sync=True)` (fusion=bn_act, whose kernel then takes the statistics as inputs) use it.
+(`nn.SyncBatchNorm` has no CPU kernel in MindSpore 2.10: "Kernel select failed".)
 """
 from __future__ import annotations
 
 import functools
 import math
 from numbers import Real
+from typing import Callable
 
 import mindspore as ms
 from mindspore import nn
@@ -87,7 +95,14 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
 
     def bprop(x, gamma, beta, mean, var, params, out, dout):
         dx, dgamma, dbeta = grad(x, dout, gamma, beta, mean, var, params)
-        return dx, dgamma, dbeta, msops.zeros_like(mean), msops.zeros_like(var), msops.zeros_like(params)
+        if batch_stats:  # mean and var are x's own statistics: dx already includes their dependence on x
+            return dx, dgamma, dbeta, msops.zeros_like(mean), msops.zeros_like(var), msops.zeros_like(params)
+        # mean and var are inputs (eval, bias_act, synchronised statistics): their own gradients, from
+        # z = gamma * (x - mean) / sqrt(var + eps) + beta, where dbeta = sum(dz) and dgamma = sum(dz * xhat).
+        g32, var32 = gamma.astype(ms.float32), var.astype(ms.float32)
+        dmean = -g32 * dbeta.astype(ms.float32) / msops.sqrt(var32 + eps)
+        dvar = -0.5 * g32 * dgamma.astype(ms.float32) / (var32 + eps)
+        return dx, dgamma, dbeta, dmean.astype(mean.dtype), dvar.astype(var.dtype), msops.zeros_like(params)
 
     forward = msops.Custom(f"{lib}:BnActForward", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop)
     stats = msops.Custom(f"{lib}:BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes, func_type="aot")
@@ -117,12 +132,51 @@ def _resolve(negative_slope: float, clamp: float | None, gain: float, batch_stat
                   float(eps), float(momentum), num_threads())
 
 
+def batch_moments(x: ms.Tensor, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None
+                  ) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
+    """(mean, biased variance, count) per channel (axis 1) of x in float32; over all ranks with `sum_across`.
+
+    `sum_across` is an AllReduce (sum) for synchronised BatchNorm: every rank then gets the statistics of the
+    concatenated batches; None: this batch alone. Two passes (the mean, then the centred squares) keep the
+    variance exact when the mean is large. Differentiable: gradients reach x through both passes.
+    """
+    axes = (0,) + tuple(range(2, x.ndim))
+    xf = x.astype(ms.float32)
+    totals = msops.concat((xf.sum(axes), msops.full((1,), x.size // x.shape[1], dtype=ms.float32)))
+    if sum_across is not None:
+        totals = sum_across(totals)
+    count = totals[-1]
+    mean = totals[:-1] / count
+    centred = xf - mean.reshape((1, -1) + (1,) * (x.ndim - 2))
+    squares = (centred * centred).sum(axes)
+    if sum_across is not None:
+        squares = sum_across(squares)
+    return mean, squares / count, count
+
+
+def moving_update(moving_mean: ms.Tensor, moving_variance: ms.Tensor, mean: ms.Tensor, var: ms.Tensor,
+                  count: ms.Tensor, keep: float) -> tuple[ms.Tensor, ms.Tensor]:
+    """New moving statistics, as nn.BatchNorm2d updates them: keep * moving + (1 - keep) * batch, with the
+    unbiased batch variance; no gradient flows into them."""
+    mean, var, count = msops.stop_gradient(mean), msops.stop_gradient(var), msops.stop_gradient(count)
+    new_mean = keep * moving_mean + (1.0 - keep) * mean.astype(moving_mean.dtype)
+    new_var = keep * moving_variance + (1.0 - keep) * (var * count / (count - 1.0)).astype(moving_variance.dtype)
+    return new_mean, new_var
+
+
 def _bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
             negative_slope: float, *, training: bool, momentum: float, eps: float, gain: float,
-            clamp: float | None) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
+            clamp: float | None, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None
+            ) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
     """(y, new moving mean, new moving variance) of fused_bn_act without the update; the statistics are
-    None unless training. The caller assigns them: see BatchNormAct.construct for why."""
+    None unless training. The caller assigns them: see BatchNormAct.construct for why. With `sum_across`
+    (synchronised BatchNorm) training uses batch_moments over the ranks and the kernel takes them as inputs."""
     _check_input(x.dtype, x.shape, gamma.shape[0], training)
+    if training and sum_across is not None:
+        forward, _, scalars = _resolve(negative_slope, clamp, gain, False, eps, momentum)
+        mean, var, count = batch_moments(x, sum_across)
+        new_mean, new_var = moving_update(moving_mean, moving_variance, mean, var, count, momentum)
+        return forward(x, gamma, beta, mean, var, scalars), new_mean, new_var
     forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum)
     if training:
         mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
@@ -160,30 +214,57 @@ def bias_act(x: ms.Tensor, bias: ms.Tensor, negative_slope: float, *, gain: floa
     return forward(x, ones, bias, msops.zeros_like(bias), ones - 1e-5, scalars)
 
 
+class SyncBatchNorm2d(nn.BatchNorm2d):
+    """nn.BatchNorm2d whose training statistics are those of the global batch (all ranks, via AllReduce).
+
+    Same parameters and checkpoint names as nn.BatchNorm2d; set_train(False) normalises with the moving
+    statistics, which are updated from the global statistics, so they stay equal on every rank. Needs
+    `mindspore.communication.init()`; `sum_across` is the AllReduce (a test may swap in another sum).
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.9) -> None:
+        super().__init__(num_features, eps=eps, momentum=momentum)
+        self.keep = float(momentum)  # nn.BatchNorm2d stores 1 - momentum as self.momentum
+        self.sum_across = msops.AllReduce()
+
+    def construct(self, x: ms.Tensor) -> ms.Tensor:
+        if not self.training:
+            return super().construct(x)
+        mean, var, count = batch_moments(x, self.sum_across)
+        new_mean, new_var = moving_update(self.moving_mean, self.moving_variance, mean, var, count, self.keep)
+        msops.assign(self.moving_mean, new_mean)
+        msops.assign(self.moving_variance, new_var)
+        view = (1, -1) + (1,) * (x.ndim - 2)
+        xhat = (x.astype(ms.float32) - mean.reshape(view)) / msops.sqrt(var.reshape(view) + self.eps)
+        return (xhat * self.gamma.reshape(view) + self.beta.reshape(view)).astype(x.dtype)
+
+
 class BatchNormAct(nn.BatchNorm2d):
     """nn.BatchNorm2d + LeakyReLU (+ gain, clamp) as one fused op; same parameters and checkpoint names.
 
     Training: batch mean and biased variance normalise x; the moving statistics are updated like
     nn.BatchNorm2d's (moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch
-    variance). set_train(False) normalises with the moving statistics. Mixed precision: amp O2 keeps it in
+    variance). sync=True takes those statistics over the global batch of all ranks (see SyncBatchNorm2d).
+    set_train(False) normalises with the moving statistics. Mixed precision: amp O2 keeps it in
     float32 like every BatchNorm2d; under O3 the kernels take float16 x, gamma and beta, compute in float32
     and return float16 (in PyNative amp also rounds the assigned moving statistics to float16).
     """
 
     def __init__(self, num_features: int, negative_slope: float, *, clamp: float | None = None,
-                 gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9) -> None:
+                 gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9, sync: bool = False) -> None:
         super().__init__(num_features, eps=eps, momentum=momentum)
         self.negative_slope = check_negative_slope(negative_slope)
         self.clamp = check_clamp(clamp)
         self.gain = check_gain(gain)
         self.keep = float(momentum)  # nn.BatchNorm2d stores 1 - momentum as self.momentum
+        self.sum_across = msops.AllReduce() if sync else None  # per-rank statistics without sync
 
     def construct(self, x: ms.Tensor) -> ms.Tensor:
         # The update is assigned here, to the attributes: under amp O3 in graph mode a Parameter handed to a
         # function arrives cast to float16, and assign() refuses that copy as its target.
         y, new_mean, new_var = _bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta,
                                        self.negative_slope, training=self.training, momentum=self.keep, eps=self.eps,
-                                       gain=self.gain, clamp=self.clamp)
+                                       gain=self.gain, clamp=self.clamp, sum_across=self.sum_across)
         if self.training:
             msops.assign(self.moving_mean, new_mean)
             msops.assign(self.moving_variance, new_var)
@@ -195,21 +276,22 @@ class BatchNormAct(nn.BatchNorm2d):
 
 
 def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
-                    clamp: float | None = None) -> dict[str, nn.Cell]:
+                    clamp: float | None = None, sync: bool = False) -> dict[str, nn.Cell]:
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
     "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
     leaves the fusing to MindSpore's compiler); "bn_act": one BatchNormAct under the "bn" key, with the same
     parameter names, so checkpoints move between the kinds. channels=None (no BatchNorm): every kind is the
-    LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse).
+    LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
+    `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
     """
     check_fusion_kind(kind)
     act = {"act": LeakyReLU(negative_slope, clamp=clamp)}
     if channels is None:
         return act
     if kind == "bn_act":
-        return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp)}
-    return {"bn": nn.BatchNorm2d(channels), **act}
+        return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp, sync=sync)}
+    return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **act}
 
 
 def jit_level(kind: str, device_target: str) -> str:

@@ -16,8 +16,8 @@ import pytest
 from mindspore import nn
 
 from ops import reference as ref
-from ops.fused import (FUSION_KINDS, BatchNormAct, bias_act, check_graph_kernel_supported, fused_bn_act, jit_level,
-                       norm_act_layers)
+from ops.fused import (FUSION_KINDS, BatchNormAct, SyncBatchNorm2d, bias_act, check_graph_kernel_supported,
+                       fused_bn_act, jit_level, norm_act_layers)
 from ops import LeakyReLU
 
 SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
@@ -143,9 +143,10 @@ def test_bias_act_matches_reference(dtype):
 class Block(nn.Cell):
     """The norm + act layers of one DCGAN block for a fusion kind, named as gan.models names them."""
 
-    def __init__(self, kind: str, channels: int, slope: float = 0.2, clamp: float | None = None) -> None:
+    def __init__(self, kind: str, channels: int, slope: float = 0.2, clamp: float | None = None,
+                 sync: bool = False) -> None:
         super().__init__()
-        self.layers = nn.SequentialCell(OrderedDict(norm_act_layers(kind, channels, slope, clamp=clamp)))
+        self.layers = nn.SequentialCell(OrderedDict(norm_act_layers(kind, channels, slope, clamp=clamp, sync=sync)))
 
     @property
     def bn(self) -> nn.BatchNorm2d:
@@ -155,15 +156,24 @@ class Block(nn.Cell):
         return self.layers(x)
 
 
-def pair(channels, slope=0.2, clamp=None, seed=0):
-    """A fused (fusion=bn_act) and an unfused (fusion=none) block with the same gamma and beta."""
+def same_affine(cells, channels, seed=0):
+    """Give every block's BatchNorm the same random gamma and beta; return the blocks."""
     rng = np.random.default_rng(seed)
-    fused, unfused = Block("bn_act", channels, slope, clamp), Block("none", channels, slope, clamp)
     gamma, beta = rng.normal(1, 0.3, channels).astype(np.float32), rng.normal(0, 0.3, channels).astype(np.float32)
-    for cell in (fused, unfused):
+    for cell in cells:
         cell.bn.gamma.set_data(ms.Tensor(gamma))
         cell.bn.beta.set_data(ms.Tensor(beta))
-    return fused, unfused
+    return cells
+
+
+def pair(channels, slope=0.2, clamp=None, seed=0):
+    """A fused (fusion=bn_act) and an unfused (fusion=none) block with the same gamma and beta."""
+    return same_affine((Block("bn_act", channels, slope, clamp), Block("none", channels, slope, clamp)), channels, seed)
+
+
+def one_rank_sum(t):
+    """The cross-rank sum of a job of one rank: what AllReduce returns there."""
+    return t
 
 
 def train_steps(cell: nn.Cell, xs, dy):
@@ -199,6 +209,29 @@ def test_matches_unfused_batchnorm_and_leaky_relu(shape, dtype):
         np.testing.assert_allclose(getattr(fused.bn, name).asnumpy(), getattr(unfused.bn, name).asnumpy(), rtol=1e-5)
     # Six batch updates (two forward calls and two grad calls each, see train_steps) moved the statistics.
     assert not np.allclose(fused.bn.moving_variance.asnumpy(), 1.0)
+
+
+@pytest.mark.parametrize("kind", ["none", "bn_act"])
+def test_synchronised_batchnorm_of_one_rank_is_batchnorm(kind):
+    """The sync path (statistics as differentiable sums, the kernel with statistics as inputs and their
+    gradients in its bprop) on one rank equals per-batch BatchNorm + LeakyReLU: outputs, dx, dgamma, dbeta,
+    moving statistics. (Two ranks: tests/gan/test_distributed.py.)"""
+    synced, plain = same_affine((Block(kind, 6, clamp=2.5, sync=True), Block("none", 6, clamp=2.5)), 6)
+    assert type(synced.bn) is (BatchNormAct if kind == "bn_act" else SyncBatchNorm2d)
+    synced.bn.sum_across = one_rank_sum  # instead of the AllReduce, which needs an msrun job
+    shape = (3, 6, 5, 4)
+    xs = [data(shape, np.float32, seed=s)[0] for s in (5, 6)]
+    dy = data(shape, np.float32, seed=7)[3]
+    got, got_eval = train_steps(synced, xs, dy)
+    want, want_eval = train_steps(plain, xs, dy)
+    for g, w in zip(got, want):
+        for a, b in zip(g[:2], w[:2]):  # y, dx
+            np.testing.assert_allclose(a, b, **tol(np.float32))
+        for a, b in zip(g[2:], w[2:]):  # dgamma, dbeta
+            np.testing.assert_allclose(a, b, **sums_tol(np.float32, 60))
+    np.testing.assert_allclose(got_eval, want_eval, **tol(np.float32))
+    for name in ("moving_mean", "moving_variance"):
+        np.testing.assert_allclose(getattr(synced.bn, name).asnumpy(), getattr(plain.bn, name).asnumpy(), rtol=1e-5)
 
 
 @pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
