@@ -22,7 +22,9 @@ namespace {
 
 using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
-constexpr int64_t kMinPlaneElementsPerThread = 16384;  // below this a thread start costs more than it saves
+// Columns entries per extra thread. A thread start costs ~20 us on an idle machine but milliseconds on a loaded
+// one (the new thread waits for a time slice), far more than copying DCGAN-32's largest cols (2M entries).
+constexpr int64_t kMinColsPerThread = int64_t(1) << 22;
 
 struct Geometry {
   int64_t n, c, h, w, k, s, p, ho, wo, threads;
@@ -43,7 +45,7 @@ bool read_geometry(const int64_t* image, const int64_t* cols, const void* params
 template <typename Fn>
 void for_each_unit_block(const Geometry& g, const Fn& fn) {
   const int64_t units = g.n * g.c;
-  const int64_t by_size = std::max<int64_t>(1, units * g.h * g.w / kMinPlaneElementsPerThread);
+  const int64_t by_size = std::max<int64_t>(1, g.c * g.k * g.k * g.n * g.ho * g.wo / kMinColsPerThread);
   const int64_t threads = std::max<int64_t>(1, std::min({g.threads, units, by_size}));
   std::vector<std::thread> workers;
   for (int64_t t = 1; t < threads; ++t) workers.emplace_back(fn, units * t / threads, units * (t + 1) / threads);
