@@ -3,15 +3,14 @@
 `native` is MindSpore's nn.Conv2d / nn.Conv2dTranspose. `gemm` subclasses them (so parameters, names,
 shapes and initialisation are identical by construction and checkpoints move between the two) and
 only replaces `construct`: MindSpore's CPU convolutions run oneDNN's reference kernel on NCHW and are
-about 100x slower than PyTorch on the same cores, while its matmul is fast. The gemm path expresses
-padding, striding and im2col (or col2im for the transpose) as products with small constant 0/1 "tap"
-matrices along each spatial axis, plus one large matmul with the weights. Only matmul, reshape and
-transpose run, all with fast CPU kernels and fast gradients (strided slicing, pad and unfold/fold
-backward are slow on CPU here; see docs/performance.md).
+about 100x slower than PyTorch on the same cores, while its matmul is fast. The gemm path is im2col
+(`ops.im2col`, a C++ kernel) + one MatMul with the weights for Conv2d, and one MatMul + col2im for
+Conv2dTranspose; im2col and col2im are each other's gradient, so the backward is MatMuls and the
+other kernel. One Transpose swaps the batch and channel axes of the (small) output or input; see
+docs/performance.md for the design and the measurements.
 """
 from __future__ import annotations
 
-import mindspore as ms
 from mindspore import Tensor, nn, ops
 from mindspore.ops import constexpr
 

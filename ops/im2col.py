@@ -76,7 +76,8 @@ def _resolve(image_shape: tuple, kernel: int, stride: int, padding: int,
 def _check_cols_shape(got: tuple, want: tuple, image_shape: tuple) -> None:
     """ValueError naming both shapes unless cols has the shape im2col gives for image_shape."""
     if tuple(got) != tuple(want):
-        raise ValueError(f"col2im to image shape {tuple(image_shape)} needs cols of shape {tuple(want)}, got {tuple(got)}")
+        raise ValueError(f"col2im to image shape {tuple(image_shape)} needs cols of shape {tuple(want)}, "
+                         f"got {tuple(got)}")
 
 
 def im2col(x: ms.Tensor, kernel: int, stride: int, padding: int) -> ms.Tensor:

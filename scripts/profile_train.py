@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"{args.model} {args.impl}: {wall * 1e3:.1f} ms/step wall while profiling, "
           f"{sum(r['ms_per_step'] for r in rows):.1f} ms/step op time")
     for r in rows:
-        print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  {r['calls_per_step']:4d} calls")
+        print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  "
+              f"{r['calls_per_step']:4d} calls")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"model": args.model, "impl": args.impl, "batch_size": args.batch_size,
                                      "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2),

@@ -47,7 +47,8 @@ def reference_col2im(cols: np.ndarray, shape: tuple, k: int, s: int, p: int) -> 
     padded = np.zeros((n, c, h + 2 * p, w + 2 * p))
     for ki in range(k):
         for kj in range(k):
-            padded[:, :, ki:ki + s * (ho - 1) + 1:s, kj:kj + s * (wo - 1) + 1:s] += blocks[:, ki, kj].transpose(1, 0, 2, 3)
+            window = blocks[:, ki, kj].transpose(1, 0, 2, 3)
+            padded[:, :, ki:ki + s * (ho - 1) + 1:s, kj:kj + s * (wo - 1) + 1:s] += window
     return padded[:, :, p:p + h, p:p + w]
 
 
