@@ -7,7 +7,6 @@ installed, an optional comparison only) the identical architecture, loss and opt
 in the same process, so both see the same machine load.
 
     python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
-                                  [--fusions none,bn_act]
 """
 from __future__ import annotations
 
@@ -32,15 +31,13 @@ from gan.config import Config  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm")
-FUSIONS = ("none", "bn_act")  # fusion=graph_kernel does not run on CPU
 
 
-def compose_config(model: str, impl: str, batch_size: int, fusion: str = "none") -> Config:
-    """The validated Config of `train.py model=<model> data=shapes model.conv_impl=<impl> fusion=<fusion>`."""
+def compose_config(model: str, impl: str, batch_size: int) -> Config:
+    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`."""
     from gan.training import to_config
 
-    overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}",
-                 f"fusion={fusion}"]
+    overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
         return to_config(compose(config_name="config", overrides=overrides))
 
@@ -146,16 +143,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--vs-torch", action="store_true", help="also time the same model in PyTorch")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {MODELS}")
     parser.add_argument("--impls", default="native,auto", help=f"comma-separated subset of {IMPLS}")
-    parser.add_argument("--fusions", default="none", help=f"comma-separated subset of {FUSIONS} (`fusion=`)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median is reported)")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
-    models, impls, fusions = args.models.split(","), args.impls.split(","), args.fusions.split(",")
-    for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS),
-                                  ("--fusions", fusions, FUSIONS)):
+    models, impls = args.models.split(","), args.impls.split(",")
+    for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS)):
         bad = [v for v in values if v not in allowed]
         if bad:
             parser.error(f"{name}: {bad} not in {list(allowed)}")
@@ -173,22 +168,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     setup_runtime(compose_config(models[0], impls[0], args.batch_size).runtime)  # once, before any kernel runs
     records = []
     for model in models:
-        variants = [(impl, fusion) for impl in impls for fusion in fusions]
-        contenders = {(impl, fusion): mindspore_step(compose_config(model, impl, args.batch_size, fusion))
-                      for impl, fusion in variants}
+        contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size)) for impl in impls}
         if args.vs_torch:
             contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size))
         medians = {name: statistics.median(ts) for name, ts in
                    time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
         torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None
-        for impl, fusion in variants:
-            median = medians[(impl, fusion)]
-            ips = args.batch_size / median
-            records.append({"model": model, "impl": impl, "fusion": fusion, "img_per_s": round(ips, 2),
+        for impl in impls:
+            ips = args.batch_size / medians[impl]
+            records.append({"model": model, "impl": impl, "img_per_s": round(ips, 2),
                             "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
                             "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
-                            "step_s": round(median, 4), "batch_size": args.batch_size})
-            print(f"{model:8s} {impl:7s} {fusion:6s} {ips:9.1f} img/s  step {median:7.3f} s"
+                            "step_s": round(medians[impl], 4), "batch_size": args.batch_size})
+            print(f"{model:8s} {impl:7s} {ips:9.1f} img/s  step {medians[impl]:7.3f} s"
                   + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
                   flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
