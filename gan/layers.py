@@ -14,7 +14,7 @@ from __future__ import annotations
 from mindspore import Tensor, nn, ops
 from mindspore.ops import constexpr
 
-from ops.im2col import col2im, im2col
+from ops import col2im, im2col
 
 CONV_IMPLS = ("auto", "native", "gemm")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
@@ -46,29 +46,44 @@ class _SquareConv:
 
 
 class GemmConv2d(_SquareConv, nn.Conv2d):
-    """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul."""
+    """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul.
+
+    A kernel that covers the whole unpadded input (D's last layer, 4x4 -> 1x1) is a dense layer: one
+    MatMul on the flattened input, no im2col and no transpose.
+    """
 
     def construct(self, x: Tensor) -> Tensor:
-        n, c, _, _ = x.shape
+        n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
-        cols = im2col(x, k, s, p)                                             # (c kh kw, n ho wo)
-        y = _MM(self.weight.astype(x.dtype).reshape(o, c * k * k), cols)     # (o, n ho wo)
-        y = y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
+        weight = self.weight.astype(x.dtype).reshape(o, c * k * k)
+        if p == 0 and h == k and w == k:
+            y = _MM_TB(x.reshape(n, c * k * k), weight).reshape(n, o, 1, 1)
+        else:
+            cols = im2col(x, k, s, p)                                        # (c kh kw, n ho wo)
+            y = _MM(weight, cols)                                            # (o, n ho wo)
+            y = y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
         return y
 
 
 class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
-    """nn.Conv2dTranspose (pad mode 'pad', square kernel) computed as one weight matmul + col2im."""
+    """nn.Conv2dTranspose (pad mode 'pad', square kernel) computed as one weight matmul + col2im.
+
+    From a 1x1 input without padding (G's first layer, z -> 4x4) it is a dense layer: one MatMul whose
+    (n, o kh kw) output already is NCHW, no transpose and no col2im.
+    """
 
     def construct(self, x: Tensor) -> Tensor:
         n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
         ho, wo = (h - 1) * s - 2 * p + k, (w - 1) * s - 2 * p + k
-        x_cn = x.reshape(n, c, h * w).transpose(1, 0, 2).reshape(c, n * h * w)
-        cols = _MM_TA(self.weight.astype(x.dtype).reshape(c, o * k * k), x_cn)   # (o kh kw, n h w)
-        y = col2im(cols, (n, o, ho, wo), k, s, p)
+        weight = self.weight.astype(x.dtype).reshape(c, o * k * k)
+        if p == 0 and h == 1 and w == 1:
+            y = _MM(x.reshape(n, c), weight).reshape(n, o, k, k)
+        else:
+            x_cn = x.reshape(n, c, h * w).transpose(1, 0, 2).reshape(c, n * h * w)
+            y = col2im(_MM_TA(weight, x_cn), (n, o, ho, wo), k, s, p)          # cols: (o kh kw, n h w)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
         return y

@@ -23,11 +23,14 @@ CASES = [
     (4, 3, 4, 1, 0, 8, 13),
     (3, 2, 3, 2, 0, 17, 9),
     (2, 3, 4, 2, 1, 16, 16),
+    (5, 1, 4, 1, 0, 4, 4),   # the discriminator's last layer: 4x4 -> 1x1 (the dense path)
+    (3, 2, 3, 2, 0, 3, 3),   # dense path with stride 2
 ]
 TRANSPOSE_CASES = [
     (3, 5, 4, 2, 1, 5, 4),
     (2, 4, 3, 1, 1, 7, 8),
-    (4, 3, 4, 1, 0, 1, 1),   # the generator's first layer: z (N, nz, 1, 1) -> 4x4
+    (4, 3, 4, 1, 0, 1, 1),   # the generator's first layer: z (N, nz, 1, 1) -> 4x4 (the dense path)
+    (2, 3, 3, 2, 0, 1, 1),   # dense path with stride 2
     (3, 2, 3, 2, 0, 5, 3),
     (2, 3, 4, 2, 1, 8, 9),
 ]
@@ -111,7 +114,8 @@ def test_state_dict_moves_between_impls(transpose: bool) -> None:
     np.testing.assert_array_equal(back(x).asnumpy(), native(x).asnumpy())
 
 
-@pytest.mark.parametrize("transpose,case", [(False, CASES[0]), (False, CASES[1]), (True, TRANSPOSE_CASES[0]),
+@pytest.mark.parametrize("transpose,case", [(False, CASES[0]), (False, CASES[1]), (False, CASES[5]),
+                                            (True, TRANSPOSE_CASES[0]),
                                             (True, TRANSPOSE_CASES[2])])
 def test_gemm_runs_in_fp16(transpose: bool, case: tuple) -> None:
     """Mixed precision casts the layer to fp16: output, input and weight gradients stay fp16 and near fp32 native.
