@@ -5,7 +5,7 @@ GANTrainer.train_step), runs --warmup untimed steps (graph compilation), profile
 sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one type for the profiler;
 they are split here by the kernel's function name where the profiler's trace names it.
 
-    python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--steps 3]
+    python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--steps 3] [--threads 1]
 """
 from __future__ import annotations
 
@@ -49,8 +49,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=3, help="profiled steps")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads of MindSpore (runtime.threads) and the project's kernels")
     args = parser.parse_args(argv)
-    for name in ("batch_size", "steps"):
+    for name in ("batch_size", "steps") + (("threads",) if args.threads is not None else ()):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
 
@@ -58,7 +60,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     from gan.training import setup_runtime
 
-    cfg = compose_config(args.model, args.impl, args.batch_size)
+    if args.threads is not None:
+        os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
+    cfg = compose_config(args.model, args.impl, args.batch_size, args.threads)
     setup_runtime(cfg.runtime)
     step = mindspore_step(cfg)
     for i in range(args.warmup):
@@ -82,6 +86,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"{r['calls_per_step']:4d} calls")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"model": args.model, "impl": args.impl, "batch_size": args.batch_size,
+                                     "threads": args.threads,
                                      "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2),
                                      "ops": rows}, indent=2) + "\n")
     return rows

@@ -32,7 +32,8 @@ def test_empty_profile_is_named(tmp_path: Path) -> None:
         profile_train.summarize(csv, steps=1)
 
 
-@pytest.mark.parametrize("argv,message", [(["--model", "dcgan48"], "dcgan48"), (["--steps", "0"], "--steps=0")])
+@pytest.mark.parametrize("argv,message", [(["--model", "dcgan48"], "dcgan48"), (["--steps", "0"], "--steps=0"),
+                                          (["--threads", "0"], "--threads=0")])
 def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         profile_train.main(["--json", str(tmp_path / "out.json"), *argv])
@@ -42,11 +43,11 @@ def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, 
 @pytest.mark.slow
 def test_tiny_run_profiles_the_step(tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
-    argv = ["--json", str(out), "--batch-size", "2", "--warmup", "1", "--steps", "1"]
+    argv = ["--json", str(out), "--batch-size", "2", "--warmup", "1", "--steps", "1", "--threads", "1"]
     done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "GLOG_v": "3"})
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(out.read_text())
     types = {r["op_type"]: r for r in record["ops"]}
     assert {"MatMul", "Custom", "Adam"} <= set(types)
-    assert types["MatMul"]["calls_per_step"] > 0 and record["wall_ms_per_step"] > 0
+    assert types["MatMul"]["calls_per_step"] > 0 and record["wall_ms_per_step"] > 0 and record["threads"] == 1
