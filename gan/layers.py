@@ -3,21 +3,29 @@
 `native` is MindSpore's nn.Conv2d / nn.Conv2dTranspose. `gemm` subclasses them (so parameters, names,
 shapes and initialisation are identical by construction and checkpoints move between the two) and
 only replaces `construct`: MindSpore's CPU convolutions run oneDNN's reference kernel on NCHW and are
-about 100x slower than PyTorch on the same cores, while its matmul is fast. The gemm path expresses
-padding, striding and im2col (or col2im for the transpose) as products with small constant 0/1 "tap"
-matrices along each spatial axis, plus one large matmul with the weights. Only matmul, reshape and
-transpose run, all with fast CPU kernels and fast gradients (strided slicing, pad and unfold/fold
-backward are slow on CPU here; see docs/performance.md).
+about 100x slower than PyTorch on the same cores, while its matmul is fast. The gemm path is im2col
+(`ops.im2col`, a C++ kernel) + one MatMul with the weights for Conv2d, and one MatMul + col2im for
+Conv2dTranspose; im2col and col2im are each other's gradient, so the backward is MatMuls and the
+other kernel. One Transpose swaps the batch and channel axes of the (small) output or input; see
+docs/performance.md for the design and the measurements.
 """
 from __future__ import annotations
 
-import mindspore as ms
 from mindspore import Tensor, nn, ops
+from mindspore.ops import constexpr
+
+from ops import col2im, im2col
 
 CONV_IMPLS = ("auto", "native", "gemm")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
 # materialises transposed copies of both operands (the largest cost of a training step on CPU here).
 _MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(transpose_b=True)
+
+
+@constexpr
+def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
+    """(Ho, Wo) of a convolution of an (N, C, H, W) input."""
+    return (shape[2] + 2 * p - k) // s + 1, (shape[3] + 2 * p - k) // s + 1
 
 
 def resolve_conv_impl(impl: str, device_target: str) -> str:
@@ -29,17 +37,6 @@ def resolve_conv_impl(impl: str, device_target: str) -> str:
     return impl
 
 
-def _taps(size_in: int, size_out: int, kernel: int, stride: int, padding: int, dtype: ms.Type) -> Tensor:
-    """0/1 matrix (size_in, kernel * size_out): column (k, o) selects input stride*o + k - padding.
-
-    Positions that fall into the zero padding select nothing, so padding costs no copy. The same matrix
-    read transposed scatters (k, o) back to positions: col2im for the transposed convolution.
-    """
-    wanted = stride * ops.arange(size_out).reshape(1, -1) + ops.arange(kernel).reshape(-1, 1) - padding
-    taps = ops.arange(size_in).reshape(-1, 1) == wanted.reshape(1, -1)
-    return ops.stop_gradient(taps.astype(dtype))
-
-
 class _SquareConv:
     """Mixin for the gemm layers: builds the native layer unchanged, keeps kernel/stride/padding as ints."""
 
@@ -49,38 +46,44 @@ class _SquareConv:
 
 
 class GemmConv2d(_SquareConv, nn.Conv2d):
-    """nn.Conv2d (pad mode 'pad', square kernel) computed as tap-matrix im2col + one weight matmul."""
+    """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul.
+
+    A kernel that covers the whole unpadded input (D's last layer, 4x4 -> 1x1) is a dense layer: one
+    MatMul on the flattened input, no im2col and no transpose.
+    """
 
     def construct(self, x: Tensor) -> Tensor:
         n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
-        ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
-        # Width taps: (n c h, w) @ (w, kw wo); then height taps from the left: (kh ho, h) @ (h, n c kw wo).
-        cols = _MM(x.reshape(n * c * h, w), _taps(w, wo, k, s, p, x.dtype))
-        cols = cols.reshape(n, c, h, k * wo).transpose(2, 0, 1, 3).reshape(h, n * c * k * wo)
-        cols = _MM_TA(_taps(h, ho, k, s, p, x.dtype), cols)
-        cols = cols.reshape(k, ho, n, c, k, wo).transpose(3, 0, 4, 2, 1, 5).reshape(c * k * k, n * ho * wo)
-        y = _MM(self.weight.astype(x.dtype).reshape(o, c * k * k), cols)   # (o, n ho wo)
-        y = y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+        weight = self.weight.astype(x.dtype).reshape(o, c * k * k)
+        if p == 0 and h == k and w == k:
+            y = _MM_TB(x.reshape(n, c * k * k), weight).reshape(n, o, 1, 1)
+        else:
+            cols = im2col(x, k, s, p)                                        # (c kh kw, n ho wo)
+            y = _MM(weight, cols)                                            # (o, n ho wo)
+            y = y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
         return y
 
 
 class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
-    """nn.Conv2dTranspose (pad mode 'pad', square kernel) computed as one weight matmul + tap-matrix col2im."""
+    """nn.Conv2dTranspose (pad mode 'pad', square kernel) computed as one weight matmul + col2im.
+
+    From a 1x1 input without padding (G's first layer, z -> 4x4) it is a dense layer: one MatMul whose
+    (n, o kh kw) output already is NCHW, no transpose and no col2im.
+    """
 
     def construct(self, x: Tensor) -> Tensor:
         n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
         ho, wo = (h - 1) * s - 2 * p + k, (w - 1) * s - 2 * p + k
-        # (n h w, c) @ (c, o kh kw), then col2im along width and height with transposed tap matrices.
-        y = _MM(x.transpose(0, 2, 3, 1).reshape(n * h * w, c), self.weight.astype(x.dtype).reshape(c, -1))
-        y = y.reshape(n, h, w, o, k, k).transpose(0, 3, 4, 1, 5, 2).reshape(n * o * k * h, k * w)
-        y = _MM_TB(y, _taps(wo, w, k, s, p, x.dtype))                        # (n o kh h, wo)
-        y = y.reshape(n, o, k * h, wo).transpose(0, 1, 3, 2).reshape(n * o * wo, k * h)
-        y = _MM_TB(y, _taps(ho, h, k, s, p, x.dtype))                        # (n o wo, ho)
-        y = y.reshape(n, o, wo, ho).transpose(0, 1, 3, 2)
+        weight = self.weight.astype(x.dtype).reshape(c, o * k * k)
+        if p == 0 and h == 1 and w == 1:
+            y = _MM(x.reshape(n, c), weight).reshape(n, o, k, k)
+        else:
+            x_cn = x.reshape(n, c, h * w).transpose(1, 0, 2).reshape(c, n * h * w)
+            y = col2im(_MM_TA(weight, x_cn), (n, o, ho, wo), k, s, p)          # cols: (o kh kw, n h w)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
         return y

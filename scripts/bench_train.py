@@ -33,11 +33,13 @@ MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm")
 
 
-def compose_config(model: str, impl: str, batch_size: int) -> Config:
-    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`."""
+def compose_config(model: str, impl: str, batch_size: int, threads: int | None = None) -> Config:
+    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`
+    (and `runtime.threads=<threads>` when given)."""
     from gan.training import to_config
 
     overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
+    overrides += [] if threads is None else [f"runtime.threads={threads}"]
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
         return to_config(compose(config_name="config", overrides=overrides))
 
@@ -107,10 +109,15 @@ def torch_models(cfg: Config) -> tuple:
 
 
 def torch_step(cfg: Config) -> Callable[[int], None]:
-    """One D step and one G step in PyTorch: BCE-with-logits, Adam, as GANTrainer.train_step."""
+    """One D step and one G step in PyTorch: BCE-with-logits, Adam, as GANTrainer.train_step.
+
+    runtime.threads, when set, is PyTorch's intra-op thread count too.
+    """
     import torch
     from torch import nn
 
+    if cfg.runtime.threads is not None:
+        torch.set_num_threads(cfg.runtime.threads)
     m, t, channels = cfg.model, cfg.train, cfg.data.channels
     g, d = torch_models(cfg)
     opt_g = torch.optim.Adam(g.parameters(), t.lr, betas=(t.beta1, t.beta2))
@@ -146,6 +153,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median is reported)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads of MindSpore (runtime.threads), the project's kernels and PyTorch "
+                             "(default: each framework's own); 1 compares per-core speed on a loaded machine")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
@@ -154,7 +164,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         bad = [v for v in values if v not in allowed]
         if bad:
             parser.error(f"{name}: {bad} not in {list(allowed)}")
-    for name in ("batch_size", "steps"):
+    for name in ("batch_size", "steps") + (("threads",) if args.threads is not None else ()):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
     if args.vs_torch:
@@ -165,12 +175,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     from gan.training import setup_runtime
 
-    setup_runtime(compose_config(models[0], impls[0], args.batch_size).runtime)  # once, before any kernel runs
+    if args.threads is not None:
+        os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
+    setup_runtime(compose_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
     records = []
     for model in models:
-        contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size)) for impl in impls}
+        contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size, args.threads))
+                      for impl in impls}
         if args.vs_torch:
-            contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size))
+            contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size, args.threads))
         medians = {name: statistics.median(ts) for name, ts in
                    time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
         torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None
@@ -179,7 +192,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             records.append({"model": model, "impl": impl, "img_per_s": round(ips, 2),
                             "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
                             "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
-                            "step_s": round(medians[impl], 4), "batch_size": args.batch_size})
+                            "step_s": round(medians[impl], 4), "batch_size": args.batch_size,
+                            "threads": args.threads})
             print(f"{model:8s} {impl:7s} {ips:9.1f} img/s  step {medians[impl]:7.3f} s"
                   + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
                   flush=True)

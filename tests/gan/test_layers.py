@@ -1,4 +1,6 @@
-"""gan.layers: the gemm convolutions match MindSpore's native layers (forward, input and weight grads).
+"""gan.layers: the gemm convolutions (im2col/col2im kernels + MatMul) match MindSpore's native layers.
+
+Forward, input and weight gradients, with and without bias, in PyNative and graph mode, float32 and float16.
 
 Tolerance: fp32, |gemm - native| <= 1e-5 + 1e-4 * |native| elementwise (sums of up to ~150 products
 reordered; observed differences are ~1e-7 on forward and ~1e-5 relative on weight gradients).
@@ -21,11 +23,14 @@ CASES = [
     (4, 3, 4, 1, 0, 8, 13),
     (3, 2, 3, 2, 0, 17, 9),
     (2, 3, 4, 2, 1, 16, 16),
+    (5, 1, 4, 1, 0, 4, 4),   # the discriminator's last layer: 4x4 -> 1x1 (the dense path)
+    (3, 2, 3, 2, 0, 3, 3),   # dense path with stride 2
 ]
 TRANSPOSE_CASES = [
     (3, 5, 4, 2, 1, 5, 4),
     (2, 4, 3, 1, 1, 7, 8),
-    (4, 3, 4, 1, 0, 1, 1),   # the generator's first layer: z (N, nz, 1, 1) -> 4x4
+    (4, 3, 4, 1, 0, 1, 1),   # the generator's first layer: z (N, nz, 1, 1) -> 4x4 (the dense path)
+    (2, 3, 3, 2, 0, 1, 1),   # dense path with stride 2
     (3, 2, 3, 2, 0, 5, 3),
     (2, 3, 4, 2, 1, 8, 9),
 ]
@@ -33,13 +38,15 @@ TRANSPOSE_CASES = [
 
 def _grads(net: nn.Cell, x: Tensor, seed_out: np.ndarray) -> tuple[np.ndarray, ...]:
     """Output, d<out, seed_out>/dx and /dparams of `net` (a fixed random projection makes every grad distinct)."""
-    seed = Tensor(seed_out)
+    _, (gx, gparams) = ms.value_and_grad(_projected(net, Tensor(seed_out)), 0, net.trainable_params())(x)
+    return (net(x).asnumpy(), gx.asnumpy(), *(g.asnumpy() for g in gparams))
 
+
+def _projected(net: nn.Cell, seed: Tensor):
+    """The scalar <net(x), seed> as a function of x."""
     def loss(inp: Tensor) -> Tensor:
         return (net(inp) * seed).sum()
-
-    _, (gx, gparams) = ms.value_and_grad(loss, 0, net.trainable_params())(x)
-    return (net(x).asnumpy(), gx.asnumpy(), *(g.asnumpy() for g in gparams))
+    return loss
 
 
 def _pair(case: tuple, transpose: bool, has_bias: bool) -> tuple[nn.Cell, nn.Cell, Tensor]:
@@ -72,6 +79,27 @@ def test_gemm_matches_native_in_graph_mode() -> None:
     np.testing.assert_allclose(compiled(x).asnumpy(), native(x).asnumpy(), rtol=RTOL, atol=ATOL)
 
 
+def test_gemm_stack_grads_match_native_in_graph_mode() -> None:
+    """A conv -> transposed conv stack (several im2col/col2im geometries in one graph) under ms.jit."""
+    nets = {}
+    for impl in ("native", "gemm"):
+        nets[impl] = nn.SequentialCell([make_conv(3, 4, 4, 2, 1, impl=impl), make_conv(4, 5, 3, 1, 1, impl=impl),
+                                        make_conv(5, 2, 4, 2, 1, transpose=True, impl=impl)])
+    rng = np.random.default_rng(7)
+    for param in nets["native"].get_parameters():
+        param.set_data(Tensor(rng.standard_normal(param.shape).astype(np.float32)))
+    ms.load_param_into_net(nets["gemm"], {p.name: p.clone() for p in nets["native"].get_parameters()},
+                           strict_load=True)
+    x = Tensor(rng.standard_normal((2, 3, 10, 10)).astype(np.float32))
+    seed = Tensor(rng.standard_normal((2, 2, 10, 10)).astype(np.float32))
+    results = {}
+    for impl, net in nets.items():
+        _, (gx, gparams) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
+        results[impl] = [gx.asnumpy(), *(g.asnumpy() for g in gparams)]
+    for got, want in zip(results["gemm"], results["native"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4)
+
+
 @pytest.mark.parametrize("transpose", [False, True])
 def test_state_dict_moves_between_impls(transpose: bool) -> None:
     """A native layer's saved parameters load into a gemm layer (and back) and give the same outputs."""
@@ -86,12 +114,23 @@ def test_state_dict_moves_between_impls(transpose: bool) -> None:
     np.testing.assert_array_equal(back(x).asnumpy(), native(x).asnumpy())
 
 
-def test_gemm_runs_in_fp16() -> None:
-    """Mixed precision casts the layer to fp16; the tap matrices and the weight follow the input dtype."""
-    native, gemm, x = _pair(CASES[0], False, False)
-    y = gemm.to_float(ms.float16)(x.astype(ms.float16))
-    assert y.dtype == ms.float16
-    np.testing.assert_allclose(y.asnumpy().astype(np.float32), native(x).asnumpy(), rtol=2e-2, atol=2e-2)
+@pytest.mark.parametrize("transpose,case", [(False, CASES[0]), (False, CASES[1]), (False, CASES[5]),
+                                            (True, TRANSPOSE_CASES[0]),
+                                            (True, TRANSPOSE_CASES[2])])
+def test_gemm_runs_in_fp16(transpose: bool, case: tuple) -> None:
+    """Mixed precision casts the layer to fp16: output, input and weight gradients stay fp16 and near fp32 native.
+
+    Tolerance 2e-2 absolute on O(1..10) values: fp16 inputs and weights carry ~5e-4 relative rounding each.
+    """
+    native, gemm, x = _pair(case, transpose, False)
+    gemm.to_float(ms.float16)
+    want_y = native(x).asnumpy()
+    seed = np.random.default_rng(2).standard_normal(want_y.shape).astype(np.float32)
+    got = _grads(gemm, x.astype(ms.float16), seed.astype(np.float16))
+    assert got[0].dtype == np.float16 and got[1].dtype == np.float16
+    for name, g, want in zip(["output", "input grad", "weight grad"], got, _grads(native, x, seed)):
+        np.testing.assert_allclose(g.astype(np.float32), want, rtol=2e-2, atol=2e-2 * max(1.0, np.abs(want).max() / 10),
+                                   err_msg=f"fp16 {name} differs for {case}")
 
 
 def test_make_conv_builds_the_requested_class() -> None:

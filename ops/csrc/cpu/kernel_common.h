@@ -30,6 +30,10 @@ using f8 = __m256;  // 8 floats; GCC vector extensions give it +, *, comparisons
 
 constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 register)
 constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
+// Elements per worker thread: a call starts one more thread only per 2^20 elements. On the shared 2-core
+// machine a started thread waits for a time slice; threading every DCGAN-32 activation (at most 2^19
+// elements) made the whole training step 19% slower (225 vs 268 img/s, side by side, docs/performance.md).
+constexpr int64_t kMinElementsPerThread = int64_t(1) << 20;
 
 inline int64_t element_count(int ndim, const int64_t* shape) {
   int64_t n = 1;
@@ -100,10 +104,12 @@ inline V clamp_value(V y, float clamp) {
   return y > clamp ? splat<V>(clamp) : y;
 }
 
+// The tiling plan of a CPU kernel call: at most `threads` cores, and one core per kMinElementsPerThread.
 inline lrelu::TilingPlan make_plan(int64_t n, int64_t elem_size, int64_t threads, int64_t live_tensors) {
   static const int64_t buffer_bytes = lrelu::cpu_default_buffer_bytes();
+  const int64_t by_size = n / kMinElementsPerThread > 1 ? n / kMinElementsPerThread : 1;
   const lrelu::TilingParams params = {n, elem_size, buffer_bytes, kUsableFraction, kAlignBytes,
-                                      threads, 1, live_tensors};
+                                      threads < by_size ? threads : by_size, 1, live_tensors};
   return lrelu::plan_tiling(params);
 }
 

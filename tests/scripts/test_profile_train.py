@@ -1,0 +1,53 @@
+"""scripts/profile_train.py: the per-op-type summary of the profiler's CSV, argument checks, one real tiny run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "profile_train.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import profile_train  # noqa: E402
+
+
+def test_summary_is_per_step_sorted_with_shares(tmp_path: Path) -> None:
+    csv = tmp_path / profile_train.TYPE_INFO
+    csv.write_text("op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n"
+                   "Adam,36,18,30.0,0.8,0.1\nMatMul,90,45,240.0,2.6,0.8\nCustom,122,61,30.0,0.2,0.1\n")
+    rows = profile_train.summarize(csv, steps=2)
+    assert [r["op_type"] for r in rows][0] == "MatMul"
+    assert rows[0] == {"op_type": "MatMul", "ms_per_step": 120.0, "share": 0.8, "calls_per_step": 45}
+    assert {r["op_type"]: r["calls_per_step"] for r in rows[1:]} == {"Adam": 18, "Custom": 61}
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+
+
+def test_empty_profile_is_named(tmp_path: Path) -> None:
+    csv = tmp_path / profile_train.TYPE_INFO
+    csv.write_text("op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n")
+    with pytest.raises(ValueError, match="lists no ops"):
+        profile_train.summarize(csv, steps=1)
+
+
+@pytest.mark.parametrize("argv,message", [(["--model", "dcgan48"], "dcgan48"), (["--steps", "0"], "--steps=0"),
+                                          (["--threads", "0"], "--threads=0")])
+def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        profile_train.main(["--json", str(tmp_path / "out.json"), *argv])
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_tiny_run_profiles_the_step(tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    argv = ["--json", str(out), "--batch-size", "2", "--warmup", "1", "--steps", "1", "--threads", "1"]
+    done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "GLOG_v": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(out.read_text())
+    types = {r["op_type"]: r for r in record["ops"]}
+    assert {"MatMul", "Custom", "Adam"} <= set(types)
+    assert types["MatMul"]["calls_per_step"] > 0 and record["wall_ms_per_step"] > 0 and record["threads"] == 1
