@@ -185,7 +185,7 @@ class GANTrainer:
         # Diagnostics probes go in before amp wrapping and compilation (gan.diagnostics.attach).
         self.probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
-            size = cfg.model.image_size
+            size = nets.sample_side(cfg.model)
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + attach(
                 self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
         self.g_run, self.d_run = self.g, self.d
