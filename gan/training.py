@@ -6,6 +6,7 @@ batches, latents and updates of an uninterrupted one without saving RNG states.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from gan.tasks import build_task
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
+HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
@@ -63,11 +65,16 @@ def config_from_yaml(text: str) -> Config:
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device and CPU threads; graph mode comes from ms.jit on the two steps, not the context.
+    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the context.
 
     MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
-    a second run()) may go on only if it already runs on the requested device.
+    a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
+    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads when it runs a graph, so it applies to graphs run afterwards.
     """
+    if runtime.host_blocking:
+        os.environ[HOST_BLOCKING_ENV] = "1"
+    else:
+        os.environ.pop(HOST_BLOCKING_ENV, None)
     try:
         ms.set_device(runtime.device_target, runtime.device_id)
     except RuntimeError as err:
