@@ -85,7 +85,26 @@ def setup_runtime(runtime: RuntimeConfig) -> None:
                               f"{ms.get_context('device_target')} (MindSpore fixes the device once a kernel has "
                               f"run); start a new process to change device") from err
     if runtime.threads is not None:
-        ms.device_context.cpu.op_tuning.threads_num(runtime.threads)
+        set_kernel_threads(runtime.threads)
+
+
+_kernel_threads: list[int] = []  # the CPU kernel thread count this process gave MindSpore (it takes one, once)
+
+
+def set_kernel_threads(threads: int) -> None:
+    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same number."""
+    if _kernel_threads == [threads]:
+        return
+    if _kernel_threads:
+        raise ConfigError(f"runtime.threads={threads}: this process already runs MindSpore's CPU kernels with "
+                          f"{_kernel_threads[0]} threads (MindSpore sets them once per process); use "
+                          f"runtime.threads={_kernel_threads[0]} or start a new process")
+    try:
+        ms.device_context.cpu.op_tuning.threads_num(threads)
+    except RuntimeError as err:
+        raise ConfigError(f"runtime.threads={threads}: MindSpore's CPU kernel threads were already set in this "
+                          f"process by other code; leave runtime.threads=null or start a new process") from err
+    _kernel_threads.append(threads)
 
 
 def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
