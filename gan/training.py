@@ -69,7 +69,7 @@ def setup_runtime(runtime: RuntimeConfig) -> None:
 
     MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
     a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
-    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads when it runs a graph, so it applies to graphs run afterwards.
+    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads once, at the process's first graph: call this before that.
     """
     if runtime.host_blocking:
         os.environ[HOST_BLOCKING_ENV] = "1"
