@@ -169,13 +169,24 @@ def init_mlp_weights(net: MLPGenerator | MLPDiscriminator, rng: np.random.Genera
             cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
 
 
+def image_side(model: ModelConfig) -> int:
+    """Height (= width) of one DCGAN sample: model.image_size."""
+    return model.image_size
+
+
+def point_side(model: ModelConfig) -> int:
+    """Height (= width) of one 2D point as the MLPs see it, (C, 1, 1): 1 (model.image_size is unused)."""
+    return 1
+
+
 class Networks(NamedTuple):
-    """The generator and discriminator classes of one `model.name` and their seeded weight init."""
+    """The generator and discriminator classes of one `model.name`, their seeded weight init, and sample size."""
 
     generator: type[nn.Cell]
     discriminator: type[nn.Cell]
     init: Callable[[nn.Cell, np.random.Generator], None]
+    sample_side: Callable[[ModelConfig], int]  # a sample (and D's input) is (channels, side, side)
 
 
-NETWORKS = {"dcgan": Networks(Generator, Discriminator, init_dcgan_weights),
-            "mlp": Networks(MLPGenerator, MLPDiscriminator, init_mlp_weights)}
+NETWORKS = {"dcgan": Networks(Generator, Discriminator, init_dcgan_weights, image_side),
+            "mlp": Networks(MLPGenerator, MLPDiscriminator, init_mlp_weights, point_side)}

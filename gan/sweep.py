@@ -18,6 +18,7 @@ from gan.dashboard import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, SUMMARY_
                            read_jsonl, write_text_atomic)
 
 OVERRIDES_FILE = ".hydra/overrides.yaml"
+OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -108,6 +109,18 @@ def to_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def optuna_best(sweep_dir: str | Path) -> str | None:
+    """One line with the best parameters and value of an Optuna sweep, None when the sweep has no Optuna results."""
+    path = Path(sweep_dir) / OPTUNA_RESULTS
+    if not path.is_file():
+        return None
+    results = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if "best_params" not in results or "best_value" not in results:
+        raise ValueError(f"{path} has no best_params/best_value; is it hydra-optuna-sweeper's file?")
+    params = ", ".join(f"{key}={_cell(value)}" for key, value in results["best_params"].items())
+    return f"Optuna best: {params} -> objective {_cell(float(results['best_value']))} ({path})"
 
 
 def write_summary(sweep_dir: str | Path, out_dir: str | Path | None = None) -> tuple[list[dict], list[Path]]:

@@ -6,6 +6,7 @@ batches, latents and updates of an uninterrupted one without saving RNG states.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from gan.tasks import build_task
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
+HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
@@ -63,11 +65,16 @@ def config_from_yaml(text: str) -> Config:
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device and CPU threads; graph mode comes from ms.jit on the two steps, not the context.
+    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the context.
 
     MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
-    a second run()) may go on only if it already runs on the requested device.
+    a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
+    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads once, at the process's first graph: call this before that.
     """
+    if runtime.host_blocking:
+        os.environ[HOST_BLOCKING_ENV] = "1"
+    else:
+        os.environ.pop(HOST_BLOCKING_ENV, None)
     try:
         ms.set_device(runtime.device_target, runtime.device_id)
     except RuntimeError as err:
@@ -78,7 +85,26 @@ def setup_runtime(runtime: RuntimeConfig) -> None:
                               f"{ms.get_context('device_target')} (MindSpore fixes the device once a kernel has "
                               f"run); start a new process to change device") from err
     if runtime.threads is not None:
-        ms.device_context.cpu.op_tuning.threads_num(runtime.threads)
+        set_kernel_threads(runtime.threads)
+
+
+_kernel_threads: list[int] = []  # the CPU kernel thread count this process gave MindSpore (it takes one, once)
+
+
+def set_kernel_threads(threads: int) -> None:
+    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same number."""
+    if _kernel_threads == [threads]:
+        return
+    if _kernel_threads:
+        raise ConfigError(f"runtime.threads={threads}: this process already runs MindSpore's CPU kernels with "
+                          f"{_kernel_threads[0]} threads (MindSpore sets them once per process); use "
+                          f"runtime.threads={_kernel_threads[0]} or start a new process")
+    try:
+        ms.device_context.cpu.op_tuning.threads_num(threads)
+    except RuntimeError as err:
+        raise ConfigError(f"runtime.threads={threads}: MindSpore's CPU kernel threads were already set in this "
+                          f"process by other code; leave runtime.threads=null or start a new process") from err
+    _kernel_threads.append(threads)
 
 
 def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
@@ -186,7 +212,7 @@ class GANTrainer:
         # Diagnostics probes go in before amp wrapping and compilation (gan.diagnostics.attach).
         self.probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
-            size = cfg.model.image_size
+            size = nets.sample_side(cfg.model)
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + attach(
                 self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
         self.g_run, self.d_run = self.g, self.d

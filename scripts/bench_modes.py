@@ -6,12 +6,15 @@ Runs `train.py data=DATASET act.negative_slope=SLOPE seed=TRIAL` in this process
 composed config, diagnostics off) for every dataset, slope and trial, and prints a markdown table of
 mean +- standard error per (dataset, slope) beside PacGAN's published GAN row (Lin et al. 2018, Table 1).
 The slope is the discriminator's; the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G).
+Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
+after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -108,32 +111,39 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from gan.config import compose_config  # heavy imports after argument errors
-    from gan.dashboard import write_text_atomic
     from gan.training import run
 
+    runs = [(dataset, slope, trial) for trial in range(args.trials) for dataset in args.datasets for slope in args.slopes]
+    header = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+              "runs": len(runs), "pacgan_gan": PACGAN_GAN}
     records = []
     with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
         out_dir = args.out_dir or Path(tmp)
-        for dataset in args.datasets:
-            for slope in args.slopes:
-                for trial in range(args.trials):
-                    overrides = [f"data={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
-                                 "diagnostics.enabled=false", *args.override]
-                    if args.steps is not None:
-                        overrides.append(f"train.steps={args.steps}")
-                    start = time.perf_counter()
-                    summary = run(compose_config(overrides), out_dir / dataset / f"slope_{slope:g}" / f"seed_{trial}")
-                    records.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
-                                    "seconds": time.perf_counter() - start, **summary.metrics})
-                    print(json.dumps(records[-1]), flush=True)
-    rows = summarize(records)
-    table = markdown_table(rows)
-    print(table)
-    if args.json:
-        write_text_atomic(args.json, json.dumps({"argv": sys.argv[1:] if argv is None else argv, "records": records,
-                                                 "summary": rows, "pacgan_gan": PACGAN_GAN, "table": table},
-                                                indent=1) + "\n")
+        for dataset, slope, trial in runs:
+            overrides = [f"data={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
+                         "diagnostics.enabled=false", *args.override]
+            if args.steps is not None:
+                overrides.append(f"train.steps={args.steps}")
+            start = time.perf_counter()
+            summary = run(compose_config(overrides), out_dir / dataset / f"slope_{slope:g}" / f"seed_{trial}")
+            records.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
+                            "seconds": time.perf_counter() - start, "load_avg_1min": os.getloadavg()[0],
+                            **summary.metrics})
+            print(json.dumps(records[-1]), flush=True)
+            if args.json:
+                write_report(args.json, header, records)
+    print(markdown_table(summarize(records)))
     return 0
+
+
+def write_report(path: Path, header: dict, records: list[dict]) -> None:
+    """Write the records so far, their summary and table to `path` (atomically); complete once every run is in."""
+    from gan.dashboard import write_text_atomic
+
+    rows = summarize(records)
+    report = {**header, "complete": len(records) == header["runs"], "finished_runs": len(records),
+              "records": records, "summary": rows, "table": markdown_table(rows)}
+    write_text_atomic(path, json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
-    from gan.training import GANTrainer, latents
+    from gan.training import GANTrainer, latents, setup_runtime
 
+    setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
     size, batch = cfg.model.image_size, cfg.train.batch_size
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)

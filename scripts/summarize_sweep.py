@@ -5,6 +5,7 @@
 Writes SWEEP_DIR/summary.csv, SWEEP_DIR/summary.md and SWEEP_DIR/dashboard.html (gan.dashboard) and
 prints the markdown table. Columns: job, overrides, final metrics (metrics.json), last logged step and
 losses, and the channel-weighted dead-channel fractions of the last diagnostics check (when recorded).
+For an Optuna sweep it also prints the best parameters and value from optimization_results.yaml.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from gan.dashboard import build_dashboard, write_text_atomic  # noqa: E402
-from gan.sweep import to_markdown, write_summary  # noqa: E402
+from gan.sweep import optuna_best, to_markdown, write_summary  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,9 +28,12 @@ def main(argv: list[str] | None = None) -> int:
         rows, paths = write_summary(args.sweep_dir)
         paths.append(write_text_atomic(args.sweep_dir / "dashboard.html",
                                        build_dashboard(args.sweep_dir, f"Sweep {args.sweep_dir.resolve().name}")))
+        best = optuna_best(args.sweep_dir)
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     print(to_markdown(rows))
+    if best:
+        print(best)
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

@@ -144,6 +144,28 @@ def test_image_grid_tiles_and_scales():
         image_grid(np.zeros((2, 2, 4, 4), np.float32))
 
 
+SECOND_RUN_THREADS = """
+import os
+from gan.config import ConfigError, RuntimeConfig
+from gan.training import setup_runtime
+setup_runtime(RuntimeConfig(threads=1))
+setup_runtime(RuntimeConfig(threads=1))  # a second run in one process (bench_modes, basic sweeps, joblib workers)
+assert os.environ["MS_DEV_HOST_BLOCKING_RUN"] == "1"
+try:
+    setup_runtime(RuntimeConfig(threads=2))
+except ConfigError as err:
+    print(err)
+"""
+
+
+def test_second_run_in_one_process_may_repeat_runtime_threads_only():
+    """MindSpore takes the CPU kernel thread count once per process: the same value again is fine, another is named."""
+    result = subprocess.run([sys.executable, "-c", SECOND_RUN_THREADS], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "GLOG_v": "3"}, cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "runtime.threads=2: this process already runs MindSpore's CPU kernels with 1 threads" in result.stdout
+
+
 def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
     """A process that already ran kernels (this test session) can call run() again on the same device."""
     from gan.config import RuntimeConfig

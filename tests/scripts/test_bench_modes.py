@@ -34,6 +34,16 @@ def test_table_groups_trials_and_shows_the_paper_row():
     assert "| ring8 | PacGAN GAN (paper) | 10 | 6.3 | 98.2 | 0.45 |" in table
 
 
+def test_partial_report_is_marked_incomplete(tmp_path):
+    header = {"argv": [], "started": "now", "runs": 4, "pacgan_gan": bench_modes.PACGAN_GAN}
+    records = [{"dataset": "grid25", "slope": 0.0, "seed": 0, "seconds": 2.0, "modes": 20, "hq_fraction": 0.5,
+                "reverse_kl": 0.3}]
+    bench_modes.write_report(tmp_path / "partial.json", header, records)
+    data = json.loads((tmp_path / "partial.json").read_text())
+    assert (data["complete"], data["finished_runs"], data["runs"]) == (False, 1, 4)
+    assert "| grid25 | 0 | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
+
+
 @pytest.mark.parametrize("args, message", [(["--slopes", "0,1.5"], "--slopes"), (["--datasets", "ring9"], "ring8"),
                                            (["--trials", "0"], "integer >= 1")])
 def test_bad_arguments_exit_with_a_message(args, message, capsys):
@@ -52,6 +62,7 @@ def test_one_tiny_trial_writes_json(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
+    assert (data["complete"], data["finished_runs"], data["runs"]) == (True, 1, 1)
     assert [(r["dataset"], r["slope"], r["steps"]) for r in data["records"]] == [("ring8", 0.2, 2)]
     assert set(data["records"][0]) >= {"modes", "hq_fraction", "reverse_kl", "seconds"}
     assert "PacGAN GAN (paper)" in result.stdout

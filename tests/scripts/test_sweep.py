@@ -1,4 +1,4 @@
-"""Sweeps: per-job threads, the summary table, and a real 2-job ring8 sweep summarised end to end."""
+"""Sweeps: per-job threads (also in a real joblib sweep), the summary table, a real 2-job ring8 sweep summarised end to end."""
 import csv
 import json
 import os
@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gan.dashboard import append_jsonl
-from gan.sweep import find_jobs, job_threads, summarize, to_csv, to_markdown
+from gan.sweep import find_jobs, job_threads, optuna_best, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,6 +55,16 @@ def test_summary_rows_in_job_order_with_metrics_and_diagnostics(tmp_path):
     assert [r["job"] for r in parsed] == ["0", "2", "10"] and parsed[0]["D dead_frac"] == ""
 
 
+def test_optuna_best_line_from_the_sweepers_results(tmp_path):
+    assert optuna_best(tmp_path) is None  # not an Optuna sweep
+    (tmp_path / "optimization_results.yaml").write_text(
+        "name: optuna\nbest_params:\n  act.negative_slope: 0.24110535\n  train.lr: 0.000202727\nbest_value: 1.41787\n")
+    assert optuna_best(tmp_path).startswith("Optuna best: act.negative_slope=0.2411, train.lr=0.0002027 -> objective 1.418")
+    (tmp_path / "optimization_results.yaml").write_text("name: optuna\n")
+    with pytest.raises(ValueError, match="best_params"):
+        optuna_best(tmp_path)
+
+
 def test_summary_of_a_folder_without_jobs_fails_clearly(tmp_path):
     with pytest.raises(FileNotFoundError, match="no Hydra job"):
         summarize(tmp_path)
@@ -83,6 +94,27 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
     assert (sweep / "summary.md").read_text().startswith("| job | data | act.negative_slope | train.steps |")
     page = (sweep / "dashboard.html").read_text()
     assert "slope 0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
+
+
+@pytest.mark.slow
+def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
+    """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get cpu_count // 2 threads, also the third
+    job, which runs in a worker process that already trained one (MindSpore sets the thread count once per process)."""
+    from gan.checkpoint import latest_checkpoint, load_checkpoint  # loads MindSpore: only this test needs it
+
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    sweep = tmp_path / "sweep"
+    train = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "data=ring8",
+         "seed=0,1,2", "train.steps=2", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "eval.num_samples=100",
+         "diagnostics.enabled=false", f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=600)
+    assert train.returncode == 0, train.stderr[-3000:]
+    threads = []
+    for job in ("0", "1", "2"):
+        _, meta = load_checkpoint(latest_checkpoint(sweep / job))
+        threads.append(yaml.safe_load(meta["config"])["runtime"]["threads"])
+    assert threads == [max(1, (os.cpu_count() or 1) // 2)] * 3
 
 
 def hydra_config(*overrides: str) -> str:
