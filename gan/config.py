@@ -5,7 +5,8 @@ key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, List, Optional
@@ -39,6 +40,15 @@ def _in_unit_interval(key: str, value: float) -> None:
     """Raise ConfigError unless 0 <= value < 1 (Adam betas, EMA decay)."""
     if not 0.0 <= value < 1.0:
         raise ConfigError(f"{key}={value!r} must be in [0, 1)")
+
+
+def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
+    """(dotted key, value) of every NaN or infinite float in a config dataclass tree (lists included)."""
+    if is_dataclass(node):
+        return [bad for f in fields(node) for bad in nonfinite_floats(getattr(node, f.name), f"{key}{f.name}.")]
+    if isinstance(node, (list, tuple)):
+        return [bad for i, item in enumerate(node) for bad in nonfinite_floats(item, f"{key[:-1]}[{i}].")]
+    return [(key[:-1], node)] if isinstance(node, float) and not math.isfinite(node) else []
 
 
 IMAGE_SIZES = (32, 64, 128)
@@ -245,6 +255,10 @@ class Config:
     distributed: bool = False  # data parallel under msrun (gan.distributed)
 
     def __post_init__(self) -> None:
+        # A generic walk, so float keys added later are covered too (range checks let NaN and inf through).
+        bad = nonfinite_floats(self)
+        if bad:
+            raise ConfigError("; ".join(f"{key}={value!r} must be a finite number" for key, value in bad))
         points = self.data.name in POINT_DATASETS
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "

@@ -6,12 +6,27 @@ import tempfile
 from pathlib import Path
 
 
+def umask_mode(mode: int = 0o666) -> int:
+    """`mode` as the process umask lets it through, the mode open() would give a new file."""
+    try:  # Linux >= 4.7 reports it without changing it (no window where another thread sees umask 0)
+        with open("/proc/self/status", encoding="ascii") as status:
+            current = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration):
+        current = os.umask(0o022)
+        os.umask(current)
+    return mode & ~current
+
+
 def write_atomic(path: str | Path, data: bytes) -> Path:
-    """Write `data` to `path` through a temporary file in the same folder, fsync, then rename."""
+    """Write `data` to `path` through a temporary file in the same folder, fsync, then rename.
+
+    The file gets the mode a plain open() would give it (0o666 less the umask), not mkstemp's 0o600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -97,3 +97,15 @@ def test_folder_data_needs_a_root():
     with pytest.raises(Exception) as info:
         OmegaConf.to_object(compose_config(["data=folder"]))
     assert "data.root" in _error_text(info.value)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("act.clamp=nan", "act.clamp=nan must be a finite number"),
+    ("train.lr=nan", "train.lr=nan must be a finite number"),
+    ("train.lr=inf", "train.lr=inf must be a finite number"),
+    ("precision.loss_scale=inf", "precision.loss_scale=inf must be a finite number"),
+    ("train.epochs=inf", "train.epochs=inf must be a finite number"),
+])
+def test_non_finite_float_is_rejected_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config([override, "train.steps=null"] if "epochs" in override else [override]))
