@@ -11,7 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import mindspore as ms
 import numpy as np
@@ -54,6 +54,13 @@ def latents(seed: int, step: int, purpose: int, n: int, nz: int) -> np.ndarray:
 def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
     """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
     return latents(seed, 0, _FIXED_Z, n, nz)
+
+
+def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
+    """fixed_latents(seed, n, nz) in consecutive batches of at most `batch` (the same values), never all n at once."""
+    rng = np.random.default_rng([seed, 0, _FIXED_Z])
+    for start in range(0, n, batch):
+        yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
 
 
 def to_config(cfg: DictConfig | Config) -> Config:
