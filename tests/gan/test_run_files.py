@@ -71,3 +71,35 @@ def test_events_keep_their_order_and_format(tmp_path):
     record_resume(tmp_path, 60, "again.ckpt", {})  # a second resume at the same step drops the later event
     assert [(e["step"], e["kind"]) for e in read_events(tmp_path)] == [(60, "resume"), (60, "resume_override"),
                                                                        (60, "resume")]
+
+
+def tensorboard_events(folder) -> list:
+    """Every Event in the TFRecord event files of a folder (length, crc, data, crc per record)."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    events = []
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        at = 0
+        while at < len(data):
+            (length,) = struct.unpack("<Q", data[at:at + 8])
+            events.append(Event.FromString(data[at + 12:at + 12 + length]))
+            at += 12 + length + 4
+    return events
+
+
+def test_a_resumed_run_purges_the_tensorboard_steps_it_redoes(tmp_path):
+    from tensorboardX.proto.event_pb2 import SessionLog
+
+    from gan.report import Reporter
+
+    for start in (0, 4):
+        reporter = Reporter(tmp_path / str(start), 10, start)
+        reporter.scalars(start + 1, {"loss/d": 1.0})
+        reporter.close()
+    starts = {start: [e.step for e in tensorboard_events(tmp_path / str(start) / "tensorboard")
+                      if e.HasField("session_log") and e.session_log.status == SessionLog.START]
+              for start in (0, 4)}
+    assert starts == {0: [], 4: [5]}  # TensorBoard hides events at step >= 5 written before this START
