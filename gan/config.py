@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -288,13 +288,13 @@ RESUME_MAY_CHANGE = frozenset({
 
 
 def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
             flat.update(_flat(value, f"{prefix}{key}."))
         else:
-            flat[f"{prefix}{key}"] = value
+            flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
     return flat
 
 
