@@ -14,13 +14,15 @@
 
 #include "kernel_operator.h"
 #include "leaky_relu_custom_tiling.h"
+#include "lrelu_ascend_layout.h"
 #include "register/op_def_registry.h"
 
+// Weak: a library built for one dtype only (the broken variants) reports the others as not built.
 extern "C" {
-void leaky_relu_custom_float(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
-void leaky_relu_custom_half(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
-void leaky_relu_grad_custom_float(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
-void leaky_relu_grad_custom_half(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_custom_float(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_custom_half(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_grad_custom_float(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_grad_custom_half(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
 }
 
 namespace {
@@ -30,14 +32,19 @@ using Launch = void (*)(GM_ADDR* inputs, GM_ADDR output, GM_ADDR workspace, GM_A
 struct Kernel {
   const char* op;
   ge::DataType dtype;
+  bool built;
   Launch launch;
 };
 
 const Kernel kKernels[] = {
-    {"LeakyReluCustom", ge::DT_FLOAT, [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_float(in[0], out, ws, t); }},
-    {"LeakyReluCustom", ge::DT_FLOAT16, [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_half(in[0], out, ws, t); }},
-    {"LeakyReluGradCustom", ge::DT_FLOAT, [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_float(in[0], in[1], out, ws, t); }},
-    {"LeakyReluGradCustom", ge::DT_FLOAT16, [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_half(in[0], in[1], out, ws, t); }},
+    {"LeakyReluCustom", ge::DT_FLOAT, leaky_relu_custom_float != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_float(in[0], out, ws, t); }},
+    {"LeakyReluCustom", ge::DT_FLOAT16, leaky_relu_custom_half != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_half(in[0], out, ws, t); }},
+    {"LeakyReluGradCustom", ge::DT_FLOAT, leaky_relu_grad_custom_float != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_float(in[0], in[1], out, ws, t); }},
+    {"LeakyReluGradCustom", ge::DT_FLOAT16, leaky_relu_grad_custom_half != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_half(in[0], in[1], out, ws, t); }},
 };
 
 constexpr size_t kTilingCapacity = 64 * 1024;
@@ -154,10 +161,11 @@ int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* 
   const ops::OpDef& def = *find_op(op);
   const Kernel* kernel = nullptr;
   for (const Kernel& k : kKernels) {
-    if (std::string(k.op) == op && k.dtype == dtype) kernel = &k;
+    if (std::string(k.op) == op && k.dtype == dtype && k.built) kernel = &k;
   }
   if (kernel == nullptr) {
-    set_error(err, errlen, std::string("no twin kernel for ") + op + " with dtype " + std::to_string(dtype));
+    set_error(err, errlen, std::string("no kernel for ") + op + " with ge::DataType " + std::to_string(dtype) +
+                               " was built into this twin library");
     return 1;
   }
   // Shape and dtype inference must give the output the input's shape and dtype.
@@ -175,7 +183,7 @@ int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* 
   auto add = [&](const std::string& name, uint64_t size, const void* init, bool output) -> GM_ADDR {
     memory.emplace_back(size + twin::kBlockBytes, twin::kPoison);  // never a null pointer, even when empty
     if (init != nullptr) std::memcpy(memory.back().data(), init, size);
-    r.gm.push_back({name, memory.back().data(), size, output, std::vector<uint8_t>(output ? size : 0, 0)});
+    twin::add_gm(name, memory.back().data(), size, output);
     return memory.back().data();
   };
   memory.reserve(def.inputs.size() + 3);
@@ -224,6 +232,11 @@ int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* 
 }
 
 const char* twin_dump() { return dump_text.c_str(); }
+
+// live_tensors the host tiling gives lrelu::plan_tiling (lrelu_ascend_layout.h).
+int64_t twin_live_tensors(int64_t elem_size, int backward, int clamp) {
+  return lrelu::ascend_live_tensors(elem_size, backward != 0, clamp != 0);
+}
 
 // The op definition as text: "inputs=a,b;outputs=c;attrs=name:OPTION:type[=default],...".
 const char* twin_op_info(const char* op) {

@@ -67,6 +67,9 @@ VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+VARIANT_DTYPE = "float32"  # the broken variants are built for this dtype only (faster to compile)
+
+
 class TwinRuleError(RuntimeError):
     """A hardware rule broken by the kernel or the host tiling; `output` holds what the cores wrote."""
 
@@ -141,7 +144,7 @@ def _objects(cxx: str, directory: Path, stage: Path, variant: str | None) -> lis
     include = [f"-I{INCLUDE}", f"-I{CSRC}", f"-I{ASCENDC}", f"-I{ASCENDC / 'op_host'}"]
     units = [("host", [str(ASCENDC / "op_host" / "leaky_relu_custom.cpp")], None),
              ("runner", [str(TWIN / "runner.cpp")], None)]
-    for ctype, _, _ in DTYPES.values():
+    for ctype, _, _ in (DTYPES.values() if variant is None else [DTYPES[VARIANT_DTYPE]]):
         for entry in KERNEL_ENTRIES:
             units.append((f"{entry}_{ctype}", ["-D__CCE_AICORE__=220", f"-DDTYPE_X={ctype}", f"-DDTYPE_DY={ctype}",
                                                f"-D{entry}={entry}_{ctype}",
@@ -186,6 +189,8 @@ def build(variant: str | None = None) -> ctypes.CDLL:
     lib.twin_dump.restype = ctypes.c_char_p
     lib.twin_op_info.argtypes = [ctypes.c_char_p]
     lib.twin_op_info.restype = ctypes.c_char_p
+    lib.twin_live_tensors.argtypes = [i64, ctypes.c_int, ctypes.c_int]
+    lib.twin_live_tensors.restype = i64
     return lib
 
 
@@ -250,6 +255,11 @@ def run(x: np.ndarray, *, dy: np.ndarray | None = None, slope: float = 0.2, clam
 def op_info(op: str) -> str:
     """The op definition registered by the op_host source, as 'inputs=..;outputs=..;attrs=..'."""
     return build().twin_op_info(op.encode()).decode()
+
+
+def live_tensors(elem_size: int, backward: bool, clamp: bool) -> int:
+    """live_tensors of the kernels' UB layout (lrelu_ascend_layout.h), as the host tiling computes it."""
+    return build().twin_live_tensors(elem_size, backward, clamp)
 
 
 def mismatches(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:

@@ -96,6 +96,11 @@ inline std::string where() {
 
 // --- Global Memory -------------------------------------------------------------------------------------
 
+// Registers a GM tensor of the launch; outputs count their writes (each byte must be written exactly once).
+inline void add_gm(const std::string& name, uint8_t* begin, uint64_t bytes, bool output) {
+  run().gm.push_back({name, begin, bytes, output, std::vector<uint8_t>(output ? bytes : 0, 0)});
+}
+
 inline GmRegion* find_region(const void* p, uint64_t bytes) {
   const uint8_t* b = static_cast<const uint8_t*>(p);
   for (GmRegion& r : run().gm) {
