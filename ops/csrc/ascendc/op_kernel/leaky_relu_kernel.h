@@ -3,7 +3,7 @@
 // full tiles with DataCopy, then at most one tail with DataCopyPad, so nothing is read or written past
 // the end and the tail is computed on its own (64-aligned) length, not a full tile.
 // fp16/bf16 are cast to fp32, computed there, and cast back once with round-to-nearest-even.
-// Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 #ifndef LRELU_ASCENDC_LEAKY_RELU_KERNEL_H_
 #define LRELU_ASCENDC_LEAKY_RELU_KERNEL_H_
 
