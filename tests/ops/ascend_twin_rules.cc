@@ -132,6 +132,7 @@ const std::vector<std::pair<const char*, std::function<void()>>> kCases = {
        DataCopy(t, gm(x_mem), 64);
        Muls(buf.Get<float>(), t, 2.0f, 64);
      }},
+    {"pad_zero_length", [] { ok_pipeline(0, 5); }},
     {"leak", [] {
        TPipe pipe;
        TQue<TPosition::VECOUT, 1> q;
