@@ -3,8 +3,10 @@ and run one simulated AI Vector core after another: bit-exact against ops/refere
 the tiling, no hardware rule broken; broken kernels and rule-breaking code are caught; the host tiling
 gives the plan of ops/tiling.py.
 """
+import hashlib
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ops import reference as ref
+from ops.build import cache_dir
 from ops import tiling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,12 +121,18 @@ def test_broken_kernel_variants_are_caught(lib, variant: str, rule: str, n) -> N
 
 
 @pytest.fixture(scope="session")
-def rule_cases(tmp_path_factory) -> dict[str, str]:
-    """tests/ops/ascend_twin_rules.cc compiled against the twin and run: case -> the twin's message."""
-    build = tmp_path_factory.mktemp("twin_rules")
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{twin.INCLUDE}",
-                    str(Path(__file__).with_name("ascend_twin_rules.cc")), "-o", str(build / "rules")], check=True)
-    out = subprocess.run([str(build / "rules")], capture_output=True, text=True, check=True).stdout
+def rule_cases() -> dict[str, str]:
+    """tests/ops/ascend_twin_rules.cc compiled against the twin (cached by content) and run: case -> message."""
+    source = Path(__file__).with_name("ascend_twin_rules.cc")
+    key = hashlib.sha256(b"".join(p.read_bytes() for p in [source, *sorted(twin.INCLUDE.rglob("*.h"))]))
+    binary = cache_dir() / "ascend_twin" / f"rules-{key.hexdigest()[:16]}"
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        tmp = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
+        subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{twin.INCLUDE}", str(source),
+                        "-o", str(tmp)], check=True)
+        os.replace(tmp, binary)  # atomic: a concurrent session never runs a partial binary
+    out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
     return dict(line.split("\t", 1) for line in out.splitlines())
 
 

@@ -135,6 +135,12 @@ inline void reset_core(int64_t idx, int64_t num) {
 
 inline bool defined(uint32_t addr, uint32_t bytes) {
   const uint8_t* s = run().core.shadow.data() + addr;
+  if (bytes == 4) {  // fast paths for the lane sizes of float and half
+    uint32_t v;
+    std::memcpy(&v, s, 4);
+    return v == 0xFFFFFFFFu;
+  }
+  if (bytes == 2) return s[0] == 0xFF && s[1] == 0xFF;
   for (uint32_t i = 0; i < bytes; ++i) {
     if (s[i] != 0xFF) return false;
   }
