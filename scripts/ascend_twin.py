@@ -1,6 +1,6 @@
 """Run the Ascend C LeakyReLU kernels (ops/csrc/ascendc) on the CPU through the strict Ascend C twin.
 
-    python scripts/ascend_twin.py --n 1000000 --dtype float16 --slope 0.2 --clamp 256
+    python scripts/ascend_twin.py --n 1000000 --dtype float16 --slope 0.2 --clamp 256   # float32|float16|bfloat16
     python scripts/ascend_twin.py --n 100 --dump --range 90:100
 
 Compiles the unmodified host tiling and kernels against tools/ascend_twin (cached), runs the forward and
@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +41,7 @@ def inputs(n: int, dtype: type, clamp: float | None, seed: int) -> tuple[np.ndar
     """x: random values with the boundary values (+-0, subnormals, extremes, NaN, +-inf, +-clamp) at the
     start and again at the end, so the first tile and the tail both see them; dy: random."""
     rng = np.random.default_rng(seed)
-    info = np.finfo(dtype)
+    info = ml_dtypes.finfo(dtype)
     special = [0.0, -0.0, 1.0, -1.0, float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
                -float(info.smallest_subnormal), float(info.max), -float(info.max), np.nan, np.inf, -np.inf]
     if clamp is not None:

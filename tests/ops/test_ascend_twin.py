@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from tools.ascend_twin import twin  # noqa: E402
 
 SOC = twin.SOCS[twin.DEFAULT_SOC]
-DTYPES = {"float32": np.float32, "float16": np.float16}
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 SLOPES = (0.0, 0.01, 0.2)
 CLAMP = 2.0
 
@@ -49,7 +50,7 @@ def data(n: int, dtype, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """x: boundary values (+-0, subnormals, extremes, NaN, +-inf, +-clamp and beyond) at the start and at the
     end (the tail), random values between; dy random."""
     rng = np.random.default_rng(seed)
-    info = np.finfo(dtype)
+    info = ml_dtypes.finfo(dtype)
     special = np.array([0.0, -0.0, 1.0, -1.0, info.tiny, -info.tiny, info.smallest_subnormal,
                         -info.smallest_subnormal, info.max, -info.max, np.nan, np.inf, -np.inf,
                         CLAMP, -CLAMP, 2 * CLAMP, -2 * CLAMP, -CLAMP / 0.2, -CLAMP / 0.01], dtype=dtype)

@@ -23,6 +23,9 @@ __attribute__((weak)) void leaky_relu_custom_float(GM_ADDR x, GM_ADDR y, GM_ADDR
 __attribute__((weak)) void leaky_relu_custom_half(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
 __attribute__((weak)) void leaky_relu_grad_custom_float(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
 __attribute__((weak)) void leaky_relu_grad_custom_half(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_custom_bfloat16_t(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling);
+__attribute__((weak)) void leaky_relu_grad_custom_bfloat16_t(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
+                                                             GM_ADDR tiling);
 }
 
 namespace {
@@ -41,10 +44,14 @@ const Kernel kKernels[] = {
      [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_float(in[0], out, ws, t); }},
     {"LeakyReluCustom", ge::DT_FLOAT16, leaky_relu_custom_half != nullptr,
      [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_half(in[0], out, ws, t); }},
+    {"LeakyReluCustom", ge::DT_BF16, leaky_relu_custom_bfloat16_t != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_custom_bfloat16_t(in[0], out, ws, t); }},
     {"LeakyReluGradCustom", ge::DT_FLOAT, leaky_relu_grad_custom_float != nullptr,
      [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_float(in[0], in[1], out, ws, t); }},
     {"LeakyReluGradCustom", ge::DT_FLOAT16, leaky_relu_grad_custom_half != nullptr,
      [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_half(in[0], in[1], out, ws, t); }},
+    {"LeakyReluGradCustom", ge::DT_BF16, leaky_relu_grad_custom_bfloat16_t != nullptr,
+     [](GM_ADDR* in, GM_ADDR out, GM_ADDR ws, GM_ADDR t) { leaky_relu_grad_custom_bfloat16_t(in[0], in[1], out, ws, t); }},
 };
 
 constexpr size_t kTilingCapacity = 64 * 1024;
@@ -177,7 +184,7 @@ int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* 
     return 1;
   }
 
-  const uint64_t esize = dtype == ge::DT_FLOAT ? 4 : 2;
+  const uint64_t esize = dtype == ge::DT_FLOAT ? 4 : 2;  // float16 and bfloat16: 2
   const uint64_t bytes = uint64_t(n) * esize;
   std::vector<std::vector<uint8_t>> memory;  // owns every GM tensor of the launch
   auto add = [&](const std::string& name, uint64_t size, const void* init, bool output) -> GM_ADDR {

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from ops.build import cache_dir, compiler
@@ -51,7 +52,8 @@ DEFAULT_SOC = "Ascend910B1"  # the default of scripts/build_ascend_ops.sh
 UB_ALLOC_BYTES = 184 * 1024  # of the 192 KiB UB, what TPipe may allocate (twin/state.h: kUbAllocBytes)
 
 # dtype name -> (C++ type of the kernel build, ge::DataType, numpy dtype)
-DTYPES = {"float32": ("float", 0, np.float32), "float16": ("half", 1, np.float16)}
+DTYPES = {"float32": ("float", 0, np.float32), "float16": ("half", 1, np.float16),
+          "bfloat16": ("bfloat16_t", 27, ml_dtypes.bfloat16)}
 OPS = {False: "LeakyReluCustom", True: "LeakyReluGradCustom"}
 
 # Deliberately broken kernels: exact edits of op_kernel/leaky_relu_kernel.h, one row per pitfall.
@@ -267,6 +269,6 @@ def live_tensors(elem_size: int, backward: bool, clamp: bool) -> int:
 
 def mismatches(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """Indices where the bits differ (any NaN matches any NaN)."""
-    bits = np.uint16 if actual.dtype == np.float16 else np.uint32
+    bits = np.uint16 if actual.dtype.itemsize == 2 else np.uint32
     same = (actual.view(bits) == expected.view(bits)) | (np.isnan(actual) & np.isnan(expected))
     return np.flatnonzero(~same)

@@ -29,6 +29,25 @@
 
 using half = _Float16;
 
+// bfloat16 as the device stores it: the upper 16 bits of a float. From float: round to nearest even, NaN
+// stays NaN; to float: exact.
+struct bfloat16_t {
+  uint16_t bits = 0;
+  bfloat16_t() = default;
+  bfloat16_t(float f) {  // NOLINT: implicit like the device type
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof(u));
+    bits = (u & 0x7FFFFFFFu) > 0x7F800000u ? static_cast<uint16_t>((u >> 16) | 0x40u)
+                                            : static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+  operator float() const {  // NOLINT
+    const uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof(f));
+    return f;
+  }
+};
+
 namespace AscendC {
 
 enum class TPosition : uint8_t { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC };
@@ -206,7 +225,7 @@ template <typename T>
 std::string format_lane(uint32_t addr) {
   if (!defined(addr, sizeof(T))) return "~";
   char text[32];
-  std::snprintf(text, sizeof(text), "%.9g", double(load<T>(addr)));
+  std::snprintf(text, sizeof(text), "%.9g", double(float(load<T>(addr))));
   return text;
 }
 
@@ -630,15 +649,15 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalar, const int32_t& count)
   twin::dump_tensor("Duplicate(" + twin::scalar_text(scalar) + ") -> " + dst.label(), dst, n);
 }
 
-// half -> float is exact (CAST_NONE); float -> half rounds to nearest even (CAST_RINT). Other pairs and
-// modes are not modelled and fail loudly.
+// half/bfloat16 -> float is exact (CAST_NONE); float -> half/bfloat16 rounds to nearest even (CAST_RINT).
+// Other pairs and modes are not modelled and fail loudly.
 template <typename D, typename S>
 void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& mode, const uint32_t count) {
-  constexpr bool widen = IsSameType<D, float>::value && IsSameType<S, half>::value;
-  constexpr bool narrow = IsSameType<D, half>::value && IsSameType<S, float>::value;
-  static_assert(widen || narrow, "the twin models Cast between half and float only");
+  constexpr bool widen = IsSameType<D, float>::value && (IsSameType<S, half>::value || IsSameType<S, bfloat16_t>::value);
+  constexpr bool narrow = IsSameType<S, float>::value && (IsSameType<D, half>::value || IsSameType<D, bfloat16_t>::value);
+  static_assert(widen || narrow, "the twin models Cast between float and half/bfloat16_t only");
   if ((widen && mode != RoundMode::CAST_NONE) || (narrow && mode != RoundMode::CAST_RINT)) {
-    twin::fail("Cast mode", "the twin models half->float with CAST_NONE and float->half with CAST_RINT only");
+    twin::fail("Cast mode", "the twin models widening with CAST_NONE and narrowing to half/bfloat16 with CAST_RINT only");
   }
   twin::unary(widen ? "Cast(NONE)" : "Cast(RINT)", dst, src, count, [](S v) { return static_cast<D>(v); });
 }
