@@ -95,14 +95,20 @@ def test_multi_core_tail_sizes_really_spread_the_tail() -> None:
         assert plan.used_cores == SOC.vector_cores and last.tail_len > 0
 
 
-def test_fp16_backward_decides_the_clamp_on_the_rounded_output(lib) -> None:
-    # 0.2 * -2 = -0.400000006 in fp32 is past -0.39995, but the fp16 forward output is -0.39990234, inside
-    # the clamp: the gradient passes (this was wrong in the kernel before the twin ran it).
-    x = np.array([-2.0] * 70 + [3.0], np.float16)
+@pytest.mark.parametrize("dtype, clamp, gradient", [
+    # fp16: 0.2 * -2 = -0.400000006 in fp32 is past -0.39995, but the stored output -0.39990234 is inside
+    ("float16", 0.39995, 0.2),
+    # bf16: -0.400000006 is inside -0.4002, but the stored output -0.400390625 is past it
+    ("bfloat16", 0.4002, 0.0),
+])
+def test_half_backward_decides_the_clamp_on_the_stored_output(lib, dtype: str, clamp: float, gradient: float) -> None:
+    # The gradient is cut where the forward output, as stored in the tensor's dtype, was clamped (this was
+    # decided on the unrounded fp32 product in the kernel before the twin ran it).
+    x = np.array([-2.0] * 70 + [3.0], DTYPES[dtype])
     dy = np.ones_like(x)
-    result = twin.run(x, dy=dy, slope=0.2, clamp=0.39995)
-    assert_bit_exact(result.output, ref.backward(x, dy, 0.2, 0.39995), "fp16 backward at the clamp edge")
-    assert result.output[0] == np.float16(0.2) and result.output[-1] == 0
+    result = twin.run(x, dy=dy, slope=0.2, clamp=clamp)
+    assert_bit_exact(result.output, ref.backward(x, dy, 0.2, clamp), f"{dtype} backward at the clamp edge")
+    assert float(result.output[0]) == float(np.array(gradient, DTYPES[dtype])) and result.output[-1] == 0
 
 
 @pytest.mark.parametrize("variant, rule, n", [
