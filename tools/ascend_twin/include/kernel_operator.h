@@ -118,13 +118,6 @@ class LocalTensor {
                                    : std::string("<unassigned LocalTensor>");
     return name + "[" + std::to_string((addr_ - base_) / sizeof(T)) + "]";
   }
-
-  template <typename U>
-  LocalTensor<U> Reinterpret() const {
-    LocalTensor<U> r;
-    r.addr_ = addr_, r.bytes_ = bytes_, r.base_ = base_, r.que_ = que_, r.slot_ = slot_, r.buf_ = buf_;
-    return r;
-  }
 };
 
 template <typename T>
@@ -140,8 +133,6 @@ class GlobalTensor {
     r.addr_ = addr_ + offset;
     return r;
   }
-  uint64_t GetSize() const { return static_cast<uint64_t>(end_ - begin_); }
-
   T *addr_ = nullptr, *begin_ = nullptr, *end_ = nullptr;  // access address, SetGlobalBuffer window
 };
 
@@ -161,16 +152,16 @@ inline const char* state_name(SlotState s) {
   }
 }
 
-// The slot state in which a pipe may touch a queue tile: producers write before EnQue, consumers after DeQue.
-inline SlotState required_state(int position, Pipe pipe) {
-  const bool vecin = position == int(AscendC::TPosition::VECIN);
-  const bool vecout = position == int(AscendC::TPosition::VECOUT);
-  if (pipe == Pipe::kMte2) return SlotState::kAllocated;
-  if (pipe == Pipe::kMte3) return SlotState::kDequeued;
-  if (vecin) return SlotState::kDequeued;
-  if (vecout) return SlotState::kAllocated;
-  return SlotState::kAllocated;  // VECCALC queues: either allocated or dequeued is fine (checked below)
-}
+// The slot state in which each pipe may touch a tile of a VECIN or VECOUT queue: the producer before EnQue,
+// the consumer after DeQue (columns: MTE2, V, MTE3). Tiles of other queues: allocated or dequeued.
+struct PipeRule {
+  AscendC::TPosition position;
+  SlotState state[3];
+};
+constexpr PipeRule kPipeRules[] = {
+    {AscendC::TPosition::VECIN, {SlotState::kAllocated, SlotState::kDequeued, SlotState::kDequeued}},
+    {AscendC::TPosition::VECOUT, {SlotState::kAllocated, SlotState::kAllocated, SlotState::kDequeued}},
+};
 
 template <typename T>
 void check_local(const AscendC::LocalTensor<T>& t, uint64_t bytes, const char* instr, const char* role, Pipe pipe) {
@@ -178,14 +169,14 @@ void check_local(const AscendC::LocalTensor<T>& t, uint64_t bytes, const char* i
   if (t.que_ >= 0) {
     const Queue& q = run().core.queues[t.que_];
     const SlotState s = q.slots[t.slot_].state;
-    const SlotState want = required_state(q.position, pipe);
-    const bool calc = q.position == int(AscendC::TPosition::VECCALC) &&
-                      (s == SlotState::kAllocated || s == SlotState::kDequeued);
-    if (s != want && !calc) {
+    const bool ok = s == SlotState::kAllocated || s == SlotState::kDequeued;
+    for (const PipeRule& rule : kPipeRules) {
+      if (q.position != int(rule.position) || s == rule.state[int(pipe)]) continue;
       fail("queue discipline", std::string(instr) + " " + role + " " + t.label() + " is " + state_name(s) +
-                                   "; this pipe may touch it only when " + state_name(want) +
+                                   "; this pipe may touch it only when " + state_name(rule.state[int(pipe)]) +
                                    " (EnQue/DeQue are what synchronise MTE2 -> V -> MTE3 on the device)");
     }
+    if (!ok) fail("queue discipline", std::string(instr) + " " + role + " " + t.label() + " is " + state_name(s));
   }
   if (t.addr_ % kBlockBytes != 0) {
     fail("UB alignment", std::string(instr) + " " + role + " " + t.label() + " starts at UB byte " +

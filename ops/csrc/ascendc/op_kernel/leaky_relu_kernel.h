@@ -104,8 +104,8 @@ class LeakyReluKernel {
         Leaky(y, x, x, neg, count);
         if constexpr (!kIsFloat) {
           // The clamp cut the forward output as stored in T: round y to T (through the still unused output
-          // tile) before comparing, as the reference and the CPU kernel do. Without this, an fp16 s * x just
-          // past -clamp that rounds back inside [-clamp, clamp] would wrongly get a zero gradient.
+          // tile) before comparing, as the reference and the CPU kernel do. Comparing the fp32 s * x instead
+          // gets the gradient wrong where rounding moves the output across the clamp (fp16 and bf16).
           AscendC::Cast(out, y, AscendC::RoundMode::CAST_RINT, count);
           AscendC::Cast(y, out, AscendC::RoundMode::CAST_NONE, count);
         }
