@@ -124,11 +124,15 @@ std::string dump_text;
 
 }  // namespace
 
+// The library is compiled with -fvisibility=hidden (each variant library keeps its own twin state, even
+// when several are loaded in one process); only this C API is exported.
+#define TWIN_API __attribute__((visibility("default")))
+
 extern "C" {
 
 // Host tiling only: out = {n, tile_len, used_cores, total_tiles, base_tiles, extra_tiles, block_dim,
 // has_clamp, tiling bytes, workspace bytes}; slope_clamp = {slope, clamp} as written into the tiling data.
-int twin_tiling(const char* op, int dtype, int64_t n, float slope, float clamp, uint64_t ub, uint32_t cores,
+TWIN_API int twin_tiling(const char* op, int dtype, int64_t n, float slope, float clamp, uint64_t ub, uint32_t cores,
                 int64_t* out, float* slope_clamp, char* err, size_t errlen) {
   Launched l = tile(op, dtype, n, slope, clamp, ub, cores);
   if (!l.error.empty()) {
@@ -148,7 +152,7 @@ int twin_tiling(const char* op, int dtype, int64_t n, float slope, float clamp, 
 // Tiles, then runs the kernel on every launched block. inputs: forward {x}; backward {dy, x}.
 // stats = {block_dim, largest UB allocation in bytes, tiles copied in}. The output is copied back even when a
 // rule broke (poison where nothing was written). Returns 0, or 1 with the broken rule in err.
-int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* in1, void* out, float slope, float clamp,
+TWIN_API int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* in1, void* out, float slope, float clamp,
              uint64_t ub, uint32_t cores, int64_t dump_lo, int64_t dump_hi, int64_t* stats, char* err, size_t errlen) {
   twin::Run& r = twin::run();
   r.gm.clear();
@@ -238,15 +242,15 @@ int twin_run(const char* op, int dtype, int64_t n, const void* in0, const void* 
   return 0;
 }
 
-const char* twin_dump() { return dump_text.c_str(); }
+TWIN_API const char* twin_dump() { return dump_text.c_str(); }
 
 // live_tensors the host tiling gives lrelu::plan_tiling (lrelu_ascend_layout.h).
-int64_t twin_live_tensors(int64_t elem_size, int backward, int clamp) {
+TWIN_API int64_t twin_live_tensors(int64_t elem_size, int backward, int clamp) {
   return lrelu::ascend_live_tensors(elem_size, backward != 0, clamp != 0);
 }
 
 // The op definition as text: "inputs=a,b;outputs=c;attrs=name:OPTION:type[=default],...".
-const char* twin_op_info(const char* op) {
+TWIN_API const char* twin_op_info(const char* op) {
   static std::string text;
   const ops::OpDef* def = find_op(op);
   if (def == nullptr) return "";

@@ -29,7 +29,7 @@ TWIN = ROOT / "tools" / "ascend_twin"
 INCLUDE = TWIN / "include"
 CSRC = ROOT / "ops" / "csrc"
 ASCENDC = CSRC / "ascendc"
-FLAGS = ("-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror")
+FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror")
 KERNEL_ENTRIES = ("leaky_relu_custom", "leaky_relu_grad_custom")
 TILING_HEADER = ASCENDC / "op_host" / "leaky_relu_custom_tiling.h"
 
