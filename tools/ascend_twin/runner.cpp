@@ -85,6 +85,7 @@ ge::graphStatus run_tiling(ops::OpDef& def, gert::TilingContext& ctx, std::strin
   char line[512];
   while (std::fgets(line, sizeof(line), capture) != nullptr) log += line;
   std::fclose(capture);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return status;
 }
 
