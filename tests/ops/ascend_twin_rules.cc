@@ -133,6 +133,19 @@ const std::vector<std::pair<const char*, std::function<void()>>> kCases = {
        Muls(buf.Get<float>(), t, 2.0f, 64);
      }},
     {"pad_zero_length", [] { ok_pipeline(0, 5); }},
+    {"stale_read", [] {  // the buffer held data before, but this allocation never loaded any
+       TPipe pipe;
+       TQue<TPosition::VECIN, 1> q;
+       TBuf<TPosition::VECCALC> buf;
+       pipe.InitBuffer(q, 1, 1024);
+       pipe.InitBuffer(buf, 1024);
+       LocalTensor<float> t = q.AllocTensor<float>();
+       DataCopy(t, gm(x_mem), 64);
+       q.EnQue(t);
+       q.FreeTensor(q.DeQue<float>());
+       q.EnQue(q.AllocTensor<float>());
+       Muls(buf.Get<float>(), q.DeQue<float>(), 2.0f, 128);
+     }},
     {"leak", [] {
        TPipe pipe;
        TQue<TPosition::VECOUT, 1> q;

@@ -115,6 +115,7 @@ def test_half_backward_decides_the_clamp_on_the_stored_output(lib, dtype: str, c
     ("full_tile_tail", "[GM bounds] DataCopy GM->UB touches x elements", 100),
     ("full_tile_tail", "(core 47 of 48)", None),
     ("short_tail_copy", "[UB uninitialised] DataCopyPad UB->GM writes y element 99", 100),
+    ("full_tile_compute", "[UB uninitialised] Muls(0.200000003) reads src VECIN#0.buf0[0] lane 100 of 4864", 100),
     ("skip_tail", "[GM coverage] y element 0 was written 0 times by the 1 cores", 100),
     ("no_free", "[queue discipline] VECOUT#0", 100),
 ])
@@ -160,6 +161,7 @@ def rule_cases() -> dict[str, str]:
     ("queue_depth", "[queue discipline] EnQue on VECIN#0 with 1 tensor(s) already queued: depth is 1"),
     ("vector_before_dequeue", "[queue discipline] Muls(2) src VECIN#0.buf0[0] is allocated (before EnQue)"),
     ("leak", "[queue discipline] VECOUT#0: 1 of 1 buffers still allocated"),
+    ("stale_read", "[UB uninitialised] Muls(2) reads src VECIN#0.buf0[0] lane 0 of 128, which nothing wrote since"),
     ("pad_zero_length", "[DataCopyPad params] DataCopyPad GM->UB: blockCount 1 must be in 1..4095 and blockLen 0"),
 ])
 def test_every_twin_rule_fires(rule_cases: dict[str, str], case: str, message: str) -> None:

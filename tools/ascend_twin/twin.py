@@ -64,6 +64,8 @@ VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
     # one element too few copied in on the tail: uninitialised UB reaches GM
     "short_tail_copy": (("AscendC::DataCopyPad(local, in_gm_[i][offset], Bytes(len),",
                          "AscendC::DataCopyPad(local, in_gm_[i][offset], Bytes(len - 1),"),),
+    # the tail computed over a full tile (the other leakyrelu_v2 pitfall): reads lanes nothing loaded
+    "full_tile_compute": (("(len + kAscendAlignElems - 1) / kAscendAlignElems * kAscendAlignElems)", "plan_.tile_len)"),),
     # the tail never processed: its output elements are never written
     "skip_tail": (("if (range_.tail_len > 0) Step<true>(offset, range_.tail_len);",
                    "if (false) Step<true>(offset, range_.tail_len);"),),

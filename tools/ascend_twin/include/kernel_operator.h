@@ -8,8 +8,9 @@
 //     allocated at the end, and pipe order (a VECIN tile is read by vector code only after DeQue, a VECOUT
 //     tile is copied out only after DeQue), which is what EnQue/DeQue synchronise on the device;
 //   - GM accesses inside the SetGlobalBuffer window and the launched tensors;
-//   - UB that was never written (poisoned with 0xFF = NaN) is tracked bit by bit through the vector
-//     instructions (like valgrind's memcheck) and may not reach GM.
+//   - UB that was never written (poisoned with 0xFF = NaN, again at every AllocTensor) is tracked bit by
+//     bit through the vector instructions (like valgrind's memcheck): it may be read only as the padding of
+//     an instruction's last 256-byte repeat, and may never reach GM.
 // Not modelled: instruction timing, real pipe concurrency, the CANN compiler, flush-to-zero of subnormals.
 #ifndef LRELU_TWIN_KERNEL_OPERATOR_H_
 #define LRELU_TWIN_KERNEL_OPERATOR_H_
@@ -316,6 +317,22 @@ void start_tile(const GmRegion& r, const T* p, uint32_t count) {
   dump_line("element", values);
 }
 
+// First lane of the last (possibly partial) 256-byte repeat of a count: only lanes from there on may be
+// unwritten padding when a vector instruction reads them (a tail rounded up to whole repeats). An unwritten
+// lane before it means the kernel computes on data it never loaded (e.g. a full tile on a tail).
+inline uint32_t last_repeat_start(uint32_t count, size_t widest_elem) {
+  const uint32_t per_repeat = static_cast<uint32_t>(kRepeatBytes / widest_elem);
+  return count == 0 ? 0 : (count - 1) / per_repeat * per_repeat;
+}
+
+template <typename T>
+[[noreturn]] void fail_unwritten_read(const std::string& what, const char* role, const AscendC::LocalTensor<T>& t,
+                                      uint32_t lane, uint32_t count) {
+  fail("UB uninitialised", what + " reads " + role + " " + t.label() + " lane " + std::to_string(lane) + " of " +
+                               std::to_string(count) + ", which nothing wrote since it was allocated (only the last "
+                               "256-byte repeat of a count may hold unwritten padding lanes)");
+}
+
 // Element-wise vector instruction: dst lane i = f(src lane i), written iff the source lane was written.
 template <typename D, typename S, typename F>
 void unary(const std::string& what, const AscendC::LocalTensor<D>& dst, const AscendC::LocalTensor<S>& src,
@@ -323,9 +340,12 @@ void unary(const std::string& what, const AscendC::LocalTensor<D>& dst, const As
   check_local(dst, uint64_t(count) * sizeof(D), what.c_str(), "dst", Pipe::kVector);
   check_local(src, uint64_t(count) * sizeof(S), what.c_str(), "src", Pipe::kVector);
   check_overlap(dst, uint64_t(count) * sizeof(D), src, uint64_t(count) * sizeof(S), what.c_str());
+  const uint32_t padding = last_repeat_start(count, sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S));
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t s = src.addr_ + i * sizeof(S);
-    store<D>(dst.addr_ + i * sizeof(D), f(load<S>(s)), defined(s, sizeof(S)));
+    const bool written = defined(s, sizeof(S));
+    if (!written && i < padding) fail_unwritten_read(what, "src", src, i, count);
+    store<D>(dst.addr_ + i * sizeof(D), f(load<S>(s)), written);
   }
   dump_tensor(what + "(" + src.label() + ") -> " + dst.label(), dst, count);
 }
@@ -368,7 +388,10 @@ class TQue {
     twin::Queue& q = queue("AllocTensor");
     for (size_t i = 0; i < q.slots.size(); ++i) {
       if (q.slots[i].state == twin::SlotState::kFree) {
+        // A fresh allocation holds whatever the previous tile left: poisoned, so stale data counts as unwritten.
         q.slots[i].state = twin::SlotState::kAllocated;
+        std::memset(twin::run().core.ub.data() + q.slots[i].offset, twin::kPoison, q.slots[i].bytes);
+        twin::mark(q.slots[i].offset, q.slots[i].bytes, false);
         return tensor<T>(static_cast<int>(i));
       }
     }
@@ -666,9 +689,12 @@ void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src, const T
   twin::check_local(dst, count / 8, what.c_str(), "dst", twin::Pipe::kVector);
   twin::check_local(src, uint64_t(count) * sizeof(T), what.c_str(), "src", twin::Pipe::kVector);
   twin::check_overlap(dst, count / 8, src, uint64_t(count) * sizeof(T), what.c_str());
+  const uint32_t padding = twin::last_repeat_start(count, sizeof(T));
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t s = src.addr_ + i * sizeof(T);
-    twin::set_bit(dst.addr_, i, twin::compare(twin::load<T>(s), src1Scalar, cmpMode), twin::defined(s, sizeof(T)));
+    const bool written = twin::defined(s, sizeof(T));
+    if (!written && i < padding) twin::fail_unwritten_read(what, "src", src, i, count);
+    twin::set_bit(dst.addr_, i, twin::compare(twin::load<T>(s), src1Scalar, cmpMode), written);
   }
   twin::dump_bits(what + "(" + src.label() + ")", dst.label(), dst.addr_, count);
 }
@@ -678,23 +704,30 @@ void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src, const T
 template <typename T, typename U>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
             const LocalTensor<T>& src1, SELMODE selMode, uint32_t count) {
-  const char* what = "Select";
+  const std::string what = "Select";
   if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE) {
     twin::fail("Select mode", "the twin models VSEL_TENSOR_TENSOR_MODE only");
   }
   const uint64_t bytes = uint64_t(count) * sizeof(T), mask_bytes = (count + 7) / 8;
-  twin::check_local(dst, bytes, what, "dst", twin::Pipe::kVector);
-  twin::check_local(selMask, mask_bytes, what, "selMask", twin::Pipe::kVector);
-  twin::check_local(src0, bytes, what, "src0", twin::Pipe::kVector);
-  twin::check_local(src1, bytes, what, "src1", twin::Pipe::kVector);
-  twin::check_overlap(dst, bytes, src0, bytes, what);
-  twin::check_overlap(dst, bytes, src1, bytes, what);
-  twin::check_overlap(dst, bytes, selMask, mask_bytes, what);
+  twin::check_local(dst, bytes, what.c_str(), "dst", twin::Pipe::kVector);
+  twin::check_local(selMask, mask_bytes, what.c_str(), "selMask", twin::Pipe::kVector);
+  twin::check_local(src0, bytes, what.c_str(), "src0", twin::Pipe::kVector);
+  twin::check_local(src1, bytes, what.c_str(), "src1", twin::Pipe::kVector);
+  twin::check_overlap(dst, bytes, src0, bytes, what.c_str());
+  twin::check_overlap(dst, bytes, src1, bytes, what.c_str());
+  twin::check_overlap(dst, bytes, selMask, mask_bytes, what.c_str());
+  const uint32_t padding = twin::last_repeat_start(count, sizeof(T));
   for (uint32_t i = 0; i < count; ++i) {
+    const bool bit_written = twin::bit_defined(selMask.addr_, i);
+    const bool written0 = twin::defined(src0.addr_ + i * sizeof(T), sizeof(T));
+    const bool written1 = twin::defined(src1.addr_ + i * sizeof(T), sizeof(T));
+    if (i < padding && !(bit_written && written0 && written1)) {
+      if (!bit_written) twin::fail_unwritten_read(what, "selMask bit", selMask, i, count);
+      twin::fail_unwritten_read(what, written0 ? "src1" : "src0", written0 ? src1 : src0, i, count);
+    }
     const bool bit = twin::bit_value(selMask.addr_, i);
-    const uint32_t s = (bit ? src0.addr_ : src1.addr_) + i * sizeof(T);
-    twin::store<T>(dst.addr_ + i * sizeof(T), twin::load<T>(s),
-                   twin::bit_defined(selMask.addr_, i) && twin::defined(s, sizeof(T)));
+    twin::store<T>(dst.addr_ + i * sizeof(T), twin::load<T>((bit ? src0.addr_ : src1.addr_) + i * sizeof(T)),
+                   bit_written && (bit ? written0 : written1));
   }
   twin::dump_tensor("Select(" + selMask.label() + " ? " + src0.label() + " : " + src1.label() + ") -> " + dst.label(),
                     dst, count);
