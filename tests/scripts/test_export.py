@@ -1,0 +1,81 @@
+"""scripts/export.py: MINDIR and ONNX exports of tiny checkpoints reload to the trained generator's outputs."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+import pytest
+
+from gan.checkpoint import latest_checkpoint
+from gan.config import compose_config
+from gan.deploy import run_mindir, run_onnx
+from gan.training import fixed_latents, generator_from_checkpoint, run
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=32",
+        "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
+
+
+def export(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "export.py"), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """A 2-step run: gemm convolutions, fused BatchNorm + LeakyReLU, a different slope per G layer, EMA."""
+    path = tmp_path_factory.mktemp("run")
+    run(compose_config(TINY + ["fusion=bn_act", "act.g_layers=[0.05,0.2,0.4]"]), path)
+    return latest_checkpoint(path)
+
+
+def trained_outputs(ckpt: Path, z: np.ndarray) -> np.ndarray:
+    net, _ = generator_from_checkpoint(ckpt)
+    return net(ms.Tensor(z)).asnumpy()
+
+
+def test_mindir_dynamic_batch_reloads_to_the_trained_generator(checkpoint, tmp_path):
+    result = export(str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "g"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "built-in LeakyReLU vs the project's op: max |diff| 0" in result.stdout
+    path = tmp_path / "g.mindir"
+    assert path.exists() and "dynamic batch" in result.stdout
+    for seed, n in ((5, 7), (6, 2)):  # batch sizes the script did not check
+        z = fixed_latents(seed, n, 16)
+        out = run_mindir(path, z)
+        assert out.shape == (n, 3, 32, 32)
+        np.testing.assert_allclose(out, trained_outputs(checkpoint, z), rtol=0, atol=1e-5)
+
+
+def test_mindir_fixed_batch(checkpoint, tmp_path):
+    result = export(str(checkpoint), "--format", "MINDIR", "--batch", "4", "--out", str(tmp_path / "g4.mindir"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    z = fixed_latents(3, 4, 16)
+    np.testing.assert_allclose(run_mindir(tmp_path / "g4.mindir", z), trained_outputs(checkpoint, z), atol=1e-5)
+
+
+def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
+    pytest.importorskip("onnxruntime")
+    result = export(str(checkpoint), "--format", "ONNX", "--out", str(tmp_path / "g.onnx"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dropped output_shape" in result.stdout
+    z = fixed_latents(4, 5, 16)
+    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=1e-5)
+
+
+def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
+    run_dir = tmp_path / "run"
+    run(compose_config(TINY + ["act.clamp=4.0"]), run_dir)
+    result = export(str(latest_checkpoint(run_dir)), "--format", "MINDIR", "--out", str(tmp_path / "c.mindir"))
+    assert result.returncode == 1 and "act0" in result.stderr and "clamp=4.0" in result.stderr
+    assert not (tmp_path / "c.mindir").exists()
+
+
+def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
+    bogus = tmp_path / "bogus.ckpt"
+    bogus.write_bytes(b"not a checkpoint")
+    result = export(str(bogus), "--format", "MINDIR", "--out", str(tmp_path / "x.mindir"))
+    assert result.returncode == 2 and "bogus.ckpt" in result.stderr
