@@ -1,6 +1,7 @@
-"""Write a grid of generated images from a training checkpoint.
+"""Write a grid of generated images from a training checkpoint (or an int8 generator of scripts/quantize.py).
 
     python scripts/generate.py outputs/DATE/TIME/checkpoints/step_00001000.ckpt --n 64 --out grid.png
+    python scripts/generate.py --int8 DIR --n 64 --out grid.png
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence it
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, sample `--n` images with a seeded latent batch, save the PNG grid."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
+    parser.add_argument("checkpoint", nargs="?", help="a .ckpt file written by train.py")
+    parser.add_argument("--int8", metavar="DIR", help="sample the int8-activation generator that "
+                        "scripts/quantize.py wrote to DIR instead of a checkpoint")
     parser.add_argument("--n", type=int, default=64, help="number of images (default 64)")
     parser.add_argument("--out", default="grid.png", help="output PNG path (default grid.png)")
     parser.add_argument("--seed", type=int, default=0,
@@ -23,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n={args.n} must be at least 1")
+    if (args.checkpoint is None) == (args.int8 is None):
+        parser.error("give either a checkpoint or --int8 DIR")
 
     from mindspore import Tensor
 
@@ -30,13 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     from gan.report import image_grid, save_png
     from gan.training import fixed_latents, generator_from_checkpoint
 
+    from gan.quantize import QuantError, load_quantized
+
     try:
-        net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError) as err:
+        if args.int8 is not None:
+            qnet, conf = load_quantized(args.int8)
+        else:
+            net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
+    except (CheckpointError, QuantError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     z = fixed_latents(args.seed, args.n, conf.model.nz)
-    path = save_png(image_grid(net(Tensor(z)).asnumpy()), args.out)
+    images = qnet(z) if args.int8 is not None else net(Tensor(z)).asnumpy()
+    path = save_png(image_grid(images), args.out)
     print(f"wrote {args.n} samples to {path}")
     return 0
 
