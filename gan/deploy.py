@@ -8,6 +8,7 @@ wherever MindSpore (or an ONNX runtime) does.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -108,6 +109,7 @@ def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batc
         raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
     if not path.exists():
         raise ExportError(f"MindSpore's {fmt} exporter reported success but {path} does not exist")
+    os.chmod(path, 0o644)  # MindSpore leaves its files read-only (and the ONNX repair rewrites the file)
     return path
 
 

@@ -7,8 +7,10 @@ The exported graph uses only MindSpore built-in layers (native transposed convol
 inference mode, nn.LeakyReLU with each layer's trained slope, Tanh): the project's aot kernels exist only
 where their compiled .so does. Checks, on 16 seeded latents (exit status 1 when one fails):
   1. the built-in LeakyReLU gives the same generator outputs as the project's op, within 1e-6;
-  2. the exported file, loaded back (MINDIR: mindspore.load + nn.GraphCell; ONNX: ONNX Runtime), gives the
-     training-time generator's outputs within 1e-5, also for another batch size when the batch is dynamic.
+  2. the exported file, loaded back, gives the training-time generator's outputs, also for another batch
+     size when the batch is dynamic: MINDIR (mindspore.load + nn.GraphCell) within 1e-5; ONNX (ONNX
+     Runtime) within 1e-4, as its convolutions sum in another order (measured: up to 2.2e-5 on a
+     300-step DCGAN-32 generator, 5.3e-6 on another batch of the same).
 The batch axis is dynamic unless --batch fixes it. ONNX (needs `onnx` and `onnxruntime`): MindSpore
 exports a static batch only and writes ConvTranspose's output_shape malformed; the file is repaired (that
 attribute dropped, the batch axis made symbolic unless --batch). Input: latents (N, nz, 1, 1) float32; output: images in [-1, 1].
@@ -22,7 +24,7 @@ import sys
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
 BUILTIN_TOLERANCE = 1e-6
-EXPORT_TOLERANCE = 1e-5
+EXPORT_TOLERANCE = {"MINDIR": 1e-5, "ONNX": 1e-4}
 CHECK_LATENTS = 16
 
 
@@ -86,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as err:  # the runtime's own error names the node and operator it rejects
                 raise ExportError(f"the exported {args.format} file {path} does not run: {err}") from err
             print(f"reloaded {args.format}, batch {len(latents)}: max |diff| vs the trained generator {diff:.3g} "
-                  f"(allowed {EXPORT_TOLERANCE})")
-            if not diff <= EXPORT_TOLERANCE:
+                  f"(allowed {EXPORT_TOLERANCE[args.format]})")
+            if not diff <= EXPORT_TOLERANCE[args.format]:
                 print(f"error: the exported file {path} does not reproduce the generator", file=sys.stderr)
                 return 1
     except ExportError as err:

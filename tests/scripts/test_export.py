@@ -63,7 +63,7 @@ def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dropped output_shape" in result.stdout
     z = fixed_latents(4, 5, 16)
-    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=1e-5)
+    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=1e-4)
 
 
 def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
