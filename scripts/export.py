@@ -5,7 +5,8 @@
 
 The exported graph uses only MindSpore built-in layers (native transposed convolutions, BatchNorm in
 inference mode, nn.LeakyReLU with each layer's trained slope, Tanh): the project's aot kernels exist only
-where their compiled .so does. Checks, on 16 seeded latents (exit status 1 when one fails):
+where their compiled .so does. Checks, on 16 seeded latents (exit status 1 when one fails, and an exported
+file that fails its check is removed):
   1. the built-in LeakyReLU gives the same generator outputs as the project's op, within 1e-6;
   2. the exported file, loaded back, gives the training-time generator's outputs, also for another batch
      size when the batch is dynamic: MINDIR (mindspore.load + nn.GraphCell) within 1e-5; ONNX (ONNX
@@ -86,11 +87,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 diff = max_abs_diff(run(path, latents), expected)
             except Exception as err:  # the runtime's own error names the node and operator it rejects
-                raise ExportError(f"the exported {args.format} file {path} does not run: {err}") from err
+                path.unlink()
+                raise ExportError(f"the exported {args.format} file does not run ({path} removed): {err}") from err
             print(f"reloaded {args.format}, batch {len(latents)}: max |diff| vs the trained generator {diff:.3g} "
                   f"(allowed {EXPORT_TOLERANCE[args.format]})")
             if not diff <= EXPORT_TOLERANCE[args.format]:
-                print(f"error: the exported file {path} does not reproduce the generator", file=sys.stderr)
+                path.unlink()
+                print(f"error: the exported file did not reproduce the generator; {path} removed", file=sys.stderr)
                 return 1
     except ExportError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """scripts/export.py: MINDIR and ONNX exports of tiny checkpoints reload to the trained generator's outputs."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -79,3 +80,23 @@ def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
     bogus.write_bytes(b"not a checkpoint")
     result = export(str(bogus), "--format", "MINDIR", "--out", str(tmp_path / "x.mindir"))
     assert result.returncode == 2 and "bogus.ckpt" in result.stderr
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("export_script", REPO / "scripts" / "export.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatch, capsys):
+    module = load_script()
+    monkeypatch.setattr(module, "BUILTIN_TOLERANCE", -1.0)  # no difference can pass
+    assert module.main([str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "a.mindir")]) == 1
+    assert "built-in LeakyReLU does not reproduce" in capsys.readouterr().err
+    assert not (tmp_path / "a.mindir").exists()
+    module = load_script()
+    monkeypatch.setattr(module, "EXPORT_TOLERANCE", {"MINDIR": -1.0})
+    assert module.main([str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "b.mindir")]) == 1
+    assert "did not reproduce the generator" in capsys.readouterr().err
+    assert not (tmp_path / "b.mindir").exists()
