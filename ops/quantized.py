@@ -17,6 +17,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 from mindspore import ops as msops
+from mindspore.ops import constexpr
 
 from . import build
 from .api import _same, check_negative_slope, num_threads, pack_scalars
@@ -68,12 +69,15 @@ def quant_scalars(dtype: ms.Type, negative_slope: float, in_scale: float, in_zer
     return pack_scalars(values)
 
 
+_graph_quant_scalars = constexpr(quant_scalars)  # the same checks at compile time inside ms.jit
+
+
 def quantized_leaky_relu(q: ms.Tensor, negative_slope: float, in_scale: float, in_zero_point: int,
                          out_scale: float, out_zero_point: int) -> ms.Tensor:
     """LeakyReLU of quantised codes q (int8 or uint8): codes of the same dtype in the output quantisation."""
     if not isinstance(q, ms.Tensor):
         raise TypeError(f"quantized_leaky_relu expects a mindspore.Tensor, got {type(q).__name__}")
-    scalars = quant_scalars(q.dtype, negative_slope, in_scale, in_zero_point, out_scale, out_zero_point)
+    scalars = _graph_quant_scalars(q.dtype, negative_slope, in_scale, in_zero_point, out_scale, out_zero_point)
     return kernel()(q, scalars)
 
 

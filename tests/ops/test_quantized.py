@@ -104,6 +104,12 @@ def test_layer_and_graph_mode():
         return layer(t)
 
     np.testing.assert_array_equal(graph(ms.Tensor(q)).asnumpy(), expected)
+
+    @ms.jit
+    def graph_fn(t):
+        return quantized_leaky_relu(t, *p)
+
+    np.testing.assert_array_equal(graph_fn(ms.Tensor(q)).asnumpy(), expected)
     with pytest.raises(TypeError, match="built for Int8 codes, got dtype UInt8"):
         layer(ms.Tensor(all_codes("uint8")))
 
