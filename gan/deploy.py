@@ -113,19 +113,22 @@ def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batc
     return path
 
 
-def repair_onnx(path: str | Path, dynamic_batch: bool = True) -> list[str]:
-    """Fix what MindSpore 2.10's ONNX exporter gets wrong for this graph, in place; returns what was changed.
+def repair_onnx(path: str | Path, batch: int, dynamic_batch: bool = True) -> list[str]:
+    """Fix what MindSpore 2.10's ONNX exporter gets wrong for these graphs, in place; returns what was changed.
 
     It writes ConvTranspose's `output_shape` as the full (N, C, H, W) shape where ONNX specifies the
     spatial (H, W) only, which ONNX Runtime rejects ("Attribute output_shape has incorrect size"). The
     attribute is dropped: the explicit pads and strides it also writes give the same output size. With
-    `dynamic_batch` the batch axis of the input and output is then made symbolic ("batch"): nothing else
-    in the graph depends on it.
+    `dynamic_batch` the batch axis of the input and output is made symbolic ("batch"), and Reshape targets
+    that start with the exported `batch` (the 2D generator's dense layers) start with 0 instead ("copy the
+    input's first axis"); the caller's check on another batch size confirms the result.
     """
     import onnx
+    from onnx import numpy_helper
 
     model = onnx.load(str(path))
     changes = []
+    constants = {node.output[0]: node for node in model.graph.node if node.op_type == "Constant"}
     for node in model.graph.node:
         if node.op_type == "ConvTranspose":
             kept = [a for a in node.attribute if a.name != "output_shape"]
@@ -133,6 +136,13 @@ def repair_onnx(path: str | Path, dynamic_batch: bool = True) -> list[str]:
                 del node.attribute[:]
                 node.attribute.extend(kept)
                 changes.append(f"{node.name}: dropped output_shape")
+        elif node.op_type == "Reshape" and dynamic_batch and node.input[1] in constants:
+            value = constants[node.input[1]].attribute[0]
+            shape = numpy_helper.to_array(value.t).copy()
+            if shape.size and shape[0] == batch:
+                shape[0] = 0
+                value.t.CopyFrom(numpy_helper.from_array(shape, value.t.name))
+                changes.append(f"{node.name}: target shape starts with 0 (the input's batch) instead of {batch}")
     if dynamic_batch:
         for value in (*model.graph.input, *model.graph.output):
             value.type.tensor_type.shape.dim[0].dim_param = "batch"

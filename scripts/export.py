@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         export_batch = args.batch if args.format == "MINDIR" else n
         path = export_generator(portable, conf.model.nz, args.format, args.out, export_batch)
         if args.format == "ONNX":
-            for change in repair_onnx(path, dynamic_batch=args.batch is None):
+            for change in repair_onnx(path, export_batch, dynamic_batch=args.batch is None):
                 print(f"repaired: {change}")
         run = run_mindir if args.format == "MINDIR" else run_onnx
         checks = [z] if args.batch else [z, fixed_latents(1, 3, conf.model.nz)]

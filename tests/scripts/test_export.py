@@ -100,3 +100,18 @@ def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatc
     assert module.main([str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "b.mindir")]) == 1
     assert "did not reproduce the generator" in capsys.readouterr().err
     assert not (tmp_path / "b.mindir").exists()
+
+
+def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
+    """The 2D generator's dense layers reshape by the batch size: the ONNX repair keeps them batch-free."""
+    pytest.importorskip("onnxruntime")
+    run_dir = tmp_path / "run"
+    run(compose_config(["data=ring8", "train.dry_run=true", "model.ngf=16", "model.ndf=16", "train.ema_beta=0.5",
+                        "eval.num_samples=100"]), run_dir)
+    ckpt = latest_checkpoint(run_dir)
+    for fmt, run_file in (("ONNX", run_onnx), ("MINDIR", run_mindir)):
+        out = tmp_path / f"g2d.{fmt.lower()}"
+        result = export(str(ckpt), "--format", fmt, "--out", str(out))
+        assert result.returncode == 0, result.stderr[-3000:]
+        z = fixed_latents(8, 5, 2)
+        np.testing.assert_allclose(run_file(out, z), trained_outputs(ckpt, z), atol=1e-5)
