@@ -50,27 +50,32 @@ def _plain_bn(cell: nn.BatchNorm2d) -> nn.BatchNorm2d:
     return bn
 
 
+def _act(name: str, cell: nn.Cell, act: ActFactory) -> nn.Cell:
+    """act(cell's slope); ExportError for a clamped activation, which has no built-in counterpart here."""
+    if cell.clamp is not None:
+        raise ExportError(f"layer {name!r} has clamp={cell.clamp}; export supports act.clamp=null only")
+    return act(cell.negative_slope)
+
+
+# (layer types, their built-in replacement), first match wins: subclasses before their bases.
+_REPLACEMENTS: tuple[tuple[tuple[type, ...], Callable[[str, nn.Cell, ActFactory], list[nn.Cell]]], ...] = (
+    ((GemmConv2d, GemmConv2dTranspose), lambda name, cell, act: [_plain_conv(cell)]),
+    ((BatchNormAct,), lambda name, cell, act: [_plain_bn(cell), _act(name, cell, act)]),
+    ((LeakyReLU,), lambda name, cell, act: [_act(name, cell, act)]),
+    ((nn.BatchNorm2d,), lambda name, cell, act: [_plain_bn(cell)]),
+    ((nn.Conv2d, nn.Conv2dTranspose, nn.Dense, nn.Tanh), lambda name, cell, act: [cell]),
+)
+
+
 def portable_generator(net: nn.Cell, act: ActFactory = builtin_act) -> nn.SequentialCell:
-    """`net`'s layers rebuilt from built-in cells, each LeakyReLU made by `act(slope)`; ExportError for
-    layers or options that have no built-in counterpart here (a clamp)."""
+    """`net`'s layers rebuilt from built-in cells, each LeakyReLU made by `act(slope)`; ExportError naming
+    a layer that has no built-in counterpart here."""
     layers = []
     for name, cell in net.layers.name_cells().items():
-        if isinstance(cell, (GemmConv2d, GemmConv2dTranspose)):
-            layers.append(_plain_conv(cell))
-        elif isinstance(cell, BatchNormAct):
-            if cell.clamp is not None:
-                raise ExportError(f"layer {name!r} has clamp={cell.clamp}; export supports act.clamp=null only")
-            layers += [_plain_bn(cell), act(cell.negative_slope)]
-        elif isinstance(cell, LeakyReLU):
-            if cell.clamp is not None:
-                raise ExportError(f"layer {name!r} has clamp={cell.clamp}; export supports act.clamp=null only")
-            layers.append(act(cell.negative_slope))
-        elif isinstance(cell, nn.BatchNorm2d):
-            layers.append(_plain_bn(cell))
-        elif isinstance(cell, (nn.Conv2d, nn.Conv2dTranspose, nn.Dense, nn.Tanh)):
-            layers.append(cell)
-        else:
+        replace = next((fn for types, fn in _REPLACEMENTS if isinstance(cell, types)), None)
+        if replace is None:
             raise ExportError(f"layer {name!r} ({type(cell).__name__}) has no built-in counterpart for export")
+        layers += replace(name, cell, act)
     portable = nn.SequentialCell(layers)
     portable.set_train(False)
     return portable

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from mindspore import Tensor
 
     from gan.checkpoint import CheckpointError
-    from gan.quantize import CALIBRATION_METHOD, calibrate, load_quantized, save_quantized
+    from gan.quantize import CALIBRATION_METHOD, CHUNK, calibrate, load_quantized, save_quantized
     from gan.report import save_png
     from gan.tasks import build_task
     from gan.training import _EVAL_Z, fixed_latents, generator_from_checkpoint, latents
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     qnet, _ = load_quantized(args.out)  # evaluate exactly what was saved
 
     def float_g(z: np.ndarray) -> np.ndarray:
-        return np.concatenate([net(Tensor(z[i:i + 250])).asnumpy() for i in range(0, len(z), 250)])
+        return np.concatenate([net(Tensor(z[i:i + CHUNK])).asnumpy() for i in range(0, len(z), CHUNK)])
 
     n = args.eval_n or conf.eval.num_samples
     z = latents(conf.seed, 0, _EVAL_Z, n, nz)
