@@ -2,6 +2,7 @@
 
     python scripts/generate.py outputs/DATE/TIME/checkpoints/step_00001000.ckpt --n 64 --out grid.png
     python scripts/generate.py outputs/DATE/TIME --n 100000 --npz samples.npz   # the run's newest checkpoint
+    python scripts/generate.py --int8 DIR --n 64 --out grid.png   # the int8 generator of scripts/quantize.py
 
 Samples are generated --batch-size latents at a time and streamed to the .npz (array `samples`, float32
 (n, C, H, W) in [-1, 1]), so memory stays bounded for any --n; a progress bar shows on stderr when there
@@ -16,7 +17,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -44,14 +45,13 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise ValueError(f"{path} is a directory without training checkpoints ({CHECKPOINT_DIR}/step_*.ckpt){hint}")
 
 
-def sample_batches(net, seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
-    """Generator outputs for the run's fixed latents, `batch` at a time."""
-    from mindspore import Tensor
-
+def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
+                   batch: int) -> Iterator[np.ndarray]:
+    """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
     from gan.training import fixed_latent_batches
 
     for z in fixed_latent_batches(seed, n, nz, batch):
-        yield net(Tensor(z)).asnumpy()
+        yield forward(z)
 
 
 def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
@@ -76,7 +76,10 @@ def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, generate `--n` samples from the run's fixed latents, save the grid and/or the .npz."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py, or a run directory (its newest one)")
+    parser.add_argument("checkpoint", nargs="?",
+                        help="a .ckpt file written by train.py, or a run directory (its newest one)")
+    parser.add_argument("--int8", metavar="DIR", help="sample the int8-activation generator that "
+                        "scripts/quantize.py wrote to DIR instead of a checkpoint")
     parser.add_argument("--n", type=int, default=64, help="number of samples (default 64)")
     parser.add_argument("--out", default=None,
                         help=f"output PNG grid of at most {MAX_GRID} images (default grid.png unless --npz is given)")
@@ -90,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("n", "batch_size"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be at least 1")
+    if (args.checkpoint is None) == (args.int8 is None):
+        parser.error("give either a checkpoint or --int8 DIR")
     grid = args.out or (None if args.npz else "grid.png")
     if grid is not None and args.n > MAX_GRID:
         parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
@@ -97,19 +102,26 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
+    from mindspore import Tensor
+
     from gan.checkpoint import CheckpointError
+    from gan.quantize import QuantError, load_quantized
     from gan.report import image_grid, save_png
     from gan.training import generator_from_checkpoint
 
     try:
-        path = resolve_checkpoint(args.checkpoint)
-        net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError, ValueError) as err:
+        if args.int8 is not None:
+            forward, conf = load_quantized(args.int8)
+        else:
+            path = resolve_checkpoint(args.checkpoint)
+            net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
+            forward = lambda z: net(Tensor(z)).asnumpy()  # noqa: E731
+            if path != Path(args.checkpoint):
+                print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
+    except (CheckpointError, QuantError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if path != Path(args.checkpoint):
-        print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
-    batches = tqdm(sample_batches(net, args.seed, args.n, conf.model.nz, args.batch_size), file=sys.stderr,
+    batches = tqdm(sample_batches(forward, args.seed, args.n, conf.model.nz, args.batch_size), file=sys.stderr,
                    total=math.ceil(args.n / args.batch_size), unit="batch", disable=args.n <= args.batch_size)
     kept: list[np.ndarray] = []  # for the grid: n <= MAX_GRID, small
     if args.npz is not None:
