@@ -5,8 +5,10 @@ pair per process step by step; each step is ~280 tiny kernels, so its cost is la
 arithmetic. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
 layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
 jitted function does the D step and the G step of all trials. The trials stay independent: the loss is the
-sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics, Adam moments, bias
-corrections and the non-finite skip are per trial. Each trial t reproduces `python train.py data=D
+sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments are
+per trial (nn.Adam's fused kernel on the stacked tensors: element-wise, so per trial by construction).
+One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
+skips it for that run only); fp32 2D training did not produce one in our runs, and `train_to` reports them. Each trial t reproduces `python train.py data=D
 seed=seeds[t]` with diagnostics off: the same initial weights (built by gan.models), the same batches
 (gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G runs in the D step
 and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
@@ -28,7 +30,6 @@ from ops import leaky_relu
 
 _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
-_ADAM_EPS = 1e-8  # nn.Adam's default
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
              ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False))
@@ -102,21 +103,15 @@ class BatchedGAN(nn.Cell):
         self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"]) for i in range(MLP_D_DEPTH + 1)])
         self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
         self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b])
+        # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).
+        self._state = tuple((*self.g_params, *self.moving_mean, *self.moving_var, *self.d_params))
+        self._names = tuple(p.name for p in self._state)
         t = conf.train
-        self.lr, self.beta1, self.beta2 = t.lr, t.beta1, t.beta2
-        self.adam_g = self._adam_state("adam_g", self.g_params)
-        self.adam_d = self._adam_state("adam_d", self.d_params)
+        self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
+        self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
+        self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps", requires_grad=False)
         self.grad_d = ms.value_and_grad(self._d_loss, None, self.d_params, has_aux=True)
         self.grad_g = ms.value_and_grad(self._g_loss, None, self.g_params, has_aux=True)
-
-    def _adam_state(self, prefix: str, params: ms.ParameterTuple) -> tuple:
-        """(first moments, second moments, per-trial beta1^t, beta2^t) for `params`, all zero / one."""
-        zeros = lambda p, kind: ms.Parameter(Tensor(np.zeros(p.shape, np.float32)), name=f"{prefix}.{kind}.{p.name}",
-                                             requires_grad=False)
-        ones = lambda kind: ms.Parameter(Tensor(np.ones(self.trials, np.float32)), name=f"{prefix}.{kind}",
-                                         requires_grad=False)
-        return (ms.ParameterTuple([zeros(p, "m") for p in params]), ms.ParameterTuple([zeros(p, "v") for p in params]),
-                ones("beta1_power"), ones("beta2_power"))
 
     def generator(self, z: Tensor, training: bool) -> Tensor:
         """(T, N, nz) latents -> (T, N, 2) points; training: batch statistics per trial, moving ones updated."""
@@ -154,43 +149,30 @@ class BatchedGAN(nn.Cell):
         per_trial = _bce_rows(self.discriminator(self.generator(z, True)), 1.0)  # non-saturating
         return per_trial.sum(), per_trial
 
-    def _adam(self, params: ms.ParameterTuple, grads: tuple, state: tuple) -> Tensor:
-        """nn.Adam's update, per trial, skipped for trials whose gradient norm is not finite; returns finite (T,)."""
-        moments, seconds, beta1_power, beta2_power = state
-        sq = ops.addn([ops.square(g).reshape(self.trials, -1).sum(1) for g in grads])
-        finite = ops.isfinite(sq)
-        b1 = ops.select(finite, beta1_power * self.beta1, beta1_power)
-        b2 = ops.select(finite, beta2_power * self.beta2, beta2_power)
-        step = self.lr * ops.sqrt(1.0 - b2) / (1.0 - b1)
-        for p, g, m, v in zip(params, grads, moments, seconds):
-            view = (self.trials,) + (1,) * (p.ndim - 1)
-            keep = finite.reshape(view)
-            g = ops.select(ops.broadcast_to(keep, g.shape), g, ops.zeros_like(g))
-            new_m = self.beta1 * m + (1.0 - self.beta1) * g
-            new_v = self.beta2 * v + (1.0 - self.beta2) * ops.square(g)
-            new_p = p - step.reshape(view) * new_m / (ops.sqrt(new_v) + _ADAM_EPS)
-            mask = ops.broadcast_to(keep, p.shape)
-            ops.assign(m, ops.select(mask, new_m, m))
-            ops.assign(v, ops.select(mask, new_v, v))
-            ops.assign(p, ops.select(mask, new_p, p))
-        ops.assign(beta1_power, b1)
-        ops.assign(beta2_power, b2)
-        return finite
+    def _per_trial_finite(self, grads: tuple) -> Tensor:
+        """(T,) whether each trial's gradients are all finite (a non-finite value makes its squared norm so)."""
+        return ops.isfinite(ops.addn([ops.square(g).reshape(self.trials, -1).sum(1) for g in grads]))
 
     def construct(self, real: Tensor, z: Tensor) -> tuple:
         """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents."""
         (_, loss_d, d_real, d_fake), grads_d = self.grad_d(real, z)
-        finite_d = self._adam(self.d_params, grads_d, self.adam_d)
+        finite_d = self._per_trial_finite(grads_d)
+        if finite_d.all():
+            self.opt_d(grads_d)
         (_, loss_g), grads_g = self.grad_g(real, z)
-        finite_g = self._adam(self.g_params, grads_g, self.adam_g)
-        return loss_d, loss_g, d_real, d_fake, ops.logical_and(finite_d, finite_g)
+        finite_g = self._per_trial_finite(grads_g)
+        if finite_g.all():
+            self.opt_g(grads_g)
+        finite = ops.logical_and(finite_d, finite_g)
+        ops.assign_add(self.skipped, ops.logical_not(finite).astype(ms.float32))
+        return loss_d, loss_g, d_real, d_fake, finite
 
     def trial_arrays(self, trial: int) -> dict[str, np.ndarray]:
         """Trial `trial`'s G and D parameters under the single-run names and layouts (dense weights (out, in))."""
         arrays = {}
-        for p in (*self.g_params, *self.moving_mean, *self.moving_var, *self.d_params):
+        for name, p in zip(self._names, self._state):
             value = p.asnumpy()[trial]
-            arrays[p.name] = value.T if p.name.endswith(".weight") else value
+            arrays[name] = value.T if name.endswith(".weight") else value
         return arrays
 
 
@@ -203,6 +185,7 @@ class TrialBatch:
     d_real: np.ndarray
     d_fake: np.ndarray
     finite: np.ndarray
+    skipped_steps: np.ndarray  # per trial, since the start: steps with a non-finite gradient in that trial
 
 
 class BatchedTrainer:
@@ -231,7 +214,7 @@ class BatchedTrainer:
             real, z = self.inputs(self.step)
             outputs = self._step(Tensor(real), Tensor(z))
             self.step += 1
-        return TrialBatch(*(o.asnumpy() for o in outputs))
+        return TrialBatch(*(o.asnumpy() for o in outputs), self.model.skipped.asnumpy().astype(np.int64))
 
     def generate(self, z: np.ndarray) -> np.ndarray:
         """(T, N, nz) latents -> (T, N, 2) points, BatchNorm in inference mode (as gan.evaluation does)."""

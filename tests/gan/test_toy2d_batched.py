@@ -13,9 +13,9 @@ SMALL = ["data=ring8", "model.ngf=32", "model.ndf=24", f"train.steps={STEPS}", "
          "eval.num_samples=500", f"eval.interval={STEPS}", f"train.ckpt_every={STEPS}", f"train.sample_every={STEPS}",
          "runtime.threads=1"]
 SEEDS = [3, 7]
-# float32, 20 Adam steps: the batched BatchNorm and Adam arithmetic is ordered differently from MindSpore's
-# kernels, so weights agree to rounding, not bit for bit (measured max abs difference ~1e-6).
-ATOL = 2e-5
+# float32, 20 steps: the batched BatchNorm is computed with other kernels than nn.BatchNorm2d's, so weights
+# agree to rounding, not bit for bit (differences seen: up to ~5e-8, a few float32 ulps).
+ATOL = 1e-6
 
 
 @pytest.fixture(scope="module")
