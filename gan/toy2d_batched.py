@@ -150,8 +150,9 @@ class BatchedGAN(nn.Cell):
         return per_trial.sum(), per_trial
 
     def _per_trial_finite(self, grads: tuple) -> Tensor:
-        """(T,) whether each trial's gradients are all finite (a non-finite value makes its squared norm so)."""
-        return ops.isfinite(ops.addn([ops.square(g).reshape(self.trials, -1).sum(1) for g in grads]))
+        """(T,) whether each trial's gradients are all finite: one reduction per tensor, as an inf or NaN makes
+        the sum non-finite (a sum of finite values overflowing, far beyond any gradient here, would skip too)."""
+        return ops.isfinite(ops.addn([g.reshape(self.trials, -1).sum(1) for g in grads]))
 
     def construct(self, real: Tensor, z: Tensor) -> tuple:
         """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents."""

@@ -1,5 +1,6 @@
 """gan.toy2d_batched: T trials trained as one batched model reproduce T separate `train.py data=ring8` runs."""
 import numpy as np
+from mindspore import Tensor
 import pytest
 
 from gan.checkpoint import load_checkpoint
@@ -55,3 +56,18 @@ def test_unsupported_settings_are_named(override, key):
     conf = to_config(compose_config(SMALL + [override]))
     with pytest.raises(ConfigError, match=key):
         check_batchable(conf)
+
+
+def test_a_non_finite_trial_skips_the_step_and_is_counted():
+    """A NaN gradient in one trial skips the update of every trial (documented) and counts for that trial."""
+    trainer = BatchedTrainer(to_config(compose_config(SMALL)), SEEDS)
+    before = [trainer.model.trial_arrays(t) for t in range(len(SEEDS))]
+    real, z = trainer.inputs(0)
+    real[1, 0, 0] = np.nan
+    *_, finite = trainer._step(Tensor(real), Tensor(z))
+    assert finite.asnumpy().tolist() == [True, False]
+    assert trainer.model.skipped.asnumpy().tolist() == [0.0, 1.0]
+    for t, arrays in enumerate(before):
+        for name, value in trainer.model.trial_arrays(t).items():
+            if "moving" not in name:  # BatchNorm statistics come from G's forward pass, which ran
+                np.testing.assert_array_equal(value, arrays[name], err_msg=name)
