@@ -1,17 +1,17 @@
 """All trials of one 2D setting trained as one batched model: the trial index leads every weight.
 
-The 2D recipe (`data=ring8|grid25`, gan.models' MLPs, Adam, non-saturating BCE) trains one small network
-pair per process step by step; each step is ~280 tiny kernels, so its cost is launch overhead, not
-arithmetic. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
+The 2D recipe (`data=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
+pair per run. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
 layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
-jitted function does the D step and the G step of all trials. The trials stay independent: the loss is the
-sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments are
-per trial (nn.Adam's fused kernel on the stacked tensors: element-wise, so per trial by construction).
+jitted function does the D step and the G step of all trials, so per-trial launches and host work go away
+(the arithmetic stays; docs/sweeps.md has the measured costs). The trials stay independent: the loss is
+the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
+are per trial (nn.Adam's kernel on the stacked tensors is element-wise). Each trial t is built to reproduce
+`python train.py data=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
+gan.models), batches (gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G
+runs in the D step and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
 One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
-skips it for that run only); fp32 2D training did not produce one in our runs, and `train_to` reports them. Each trial t reproduces `python train.py data=D
-seed=seeds[t]` with diagnostics off: the same initial weights (built by gan.models), the same batches
-(gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G runs in the D step
-and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
+skips it for that run only); each trial's count of such steps is reported.
 """
 from __future__ import annotations
 
