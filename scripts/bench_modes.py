@@ -133,10 +133,11 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
             start = time.perf_counter()
             trainer = BatchedTrainer(conf, list(range(args.trials)))
             for steps in args.eval_at or [conf.train.steps]:
-                trainer.train_to(steps)
+                skipped = trainer.train_to(steps).skipped_steps
                 seconds = time.perf_counter() - start
                 for seed, metrics in enumerate(trainer.evaluate()):
                     records.append({"dataset": dataset, "slope": slope, "seed": seed, "steps": steps,
+                                    "skipped_steps": int(skipped[seed]),
                                     "seconds": seconds / args.trials, "batch_seconds": seconds,
                                     "load_avg_1min": os.getloadavg()[0], **metrics})
                     print(json.dumps(records[-1]), flush=True)

@@ -94,7 +94,8 @@ def test_batched_trials_evaluated_at_each_length(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     assert (data["complete"], data["finished_runs"], data["batched"]) == (True, 4, True)
-    assert [(r["seed"], r["steps"]) for r in data["records"]] == [(0, 2), (1, 2), (0, 4), (1, 4)]
+    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(0, 2, 0), (1, 2, 0), (0, 4, 0),
+                                                                                 (1, 4, 0)]
     assert "| ring8 | 0.2 | 4 | 2 |" in data["table"]
 
 
