@@ -38,7 +38,8 @@ _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda
 def check_batchable(conf: Config) -> None:
     """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces."""
     if conf.data.name not in POINT_DATASETS:
-        raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, one of {list(POINT_DATASETS)}")
+        raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, "
+                          f"one of {list(POINT_DATASETS)}")
     for key, get, needed in _REQUIRED:
         if get(conf) != needed:
             raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
@@ -100,7 +101,8 @@ class BatchedGAN(nn.Cell):
         self.moving_var = ms.ParameterTuple([param(f"{g}bn{i}.moving_variance", init[f"{g}bn{i}.moving_variance"],
                                                    False) for i in range(MLP_G_DEPTH)])
         self.d_w = ms.ParameterTuple([weight(f"{d}conv{i}.weight") for i in range(MLP_D_DEPTH + 1)])
-        self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"]) for i in range(MLP_D_DEPTH + 1)])
+        self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"])
+                                      for i in range(MLP_D_DEPTH + 1)])
         self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
         self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b])
         # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).
@@ -109,7 +111,8 @@ class BatchedGAN(nn.Cell):
         t = conf.train
         self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
-        self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps", requires_grad=False)
+        self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps",
+                                    requires_grad=False)
         self.grad_d = ms.value_and_grad(self._d_loss, None, self.d_params, has_aux=True)
         self.grad_g = ms.value_and_grad(self._g_loss, None, self.g_params, has_aux=True)
 

@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(blocks[-1]), flush=True)
     summary = {name: {key: min(b[key] for b in blocks if b["side"] == name)
                       for key in ("wall_ms_per_trial_step", "cpu_ms_per_trial_step")} for name in sides}
-    summary["speedup_wall"] = summary["separate"]["wall_ms_per_trial_step"] / summary["batched"]["wall_ms_per_trial_step"]
-    summary["speedup_cpu"] = summary["separate"]["cpu_ms_per_trial_step"] / summary["batched"]["cpu_ms_per_trial_step"]
+    for kind in ("wall", "cpu"):
+        key = f"{kind}_ms_per_trial_step"
+        summary[f"speedup_{kind}"] = summary["separate"][key] / summary["batched"][key]
     report = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "trials": args.trials, "steps_per_block": args.steps, "blocks": blocks, "best": summary}
     print(json.dumps(summary, indent=1))
