@@ -26,8 +26,10 @@ from mindspore import nn
 from mindspore import ops as msops
 from mindspore.ops import constexpr
 
-from . import build
-from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads, pack_scalars
+from . import params
+from ._custom import FLOAT_DTYPES, aot, num_threads
+from .activations import check_clamp, check_negative_slope
+from .api import LeakyReLU
 
 FUSION_KINDS = ("none", "bn_act", "graph_kernel")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
@@ -70,11 +72,6 @@ def _stats_dtypes(*_):
     return ms.float32, ms.float32, ms.float32, ms.float32
 
 
-def _same(x, *_):
-    """Custom out_shape/out_dtype: shaped and typed like the first input."""
-    return x
-
-
 def _grad_outputs(x, _dy, gamma, *_):
     """BnActBackward outputs: dx like x, dgamma and dbeta like gamma."""
     return x, gamma, gamma
@@ -85,13 +82,12 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
            momentum: float, threads: int) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
-    Scalars travel as a tensor input (`pack_scalars`; not attributes: MindSpore keeps the attribute values
-    of the first registration of a Custom op name). One primitive serves float32 and float16.
+    Scalars travel as a tensor input (ops/csrc/params.h's BnActParams, packed by ops.params; not attributes,
+    see ops._custom). One primitive serves float32 and float16.
     """
-    lib = build.library_path()
-    scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, gain, threads,
-                            float(batch_stats), eps, momentum))
-    grad = msops.Custom(f"{lib}:BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs, func_type="aot")
+    scalars = params.pack("bn_act", slope=negative_slope, clamp=math.inf if clamp is None else clamp, gain=gain,
+                          threads=threads, batch_stats=float(batch_stats), eps=eps, momentum=momentum)
+    grad = aot("BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs)
 
     def bprop(x, gamma, beta, mean, var, params, out, dout):
         dx, dgamma, dbeta = grad(x, dout, gamma, beta, mean, var, params)
@@ -104,8 +100,8 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
         dvar = -0.5 * g32 * dgamma.astype(ms.float32) / (var32 + eps)
         return dx, dgamma, dbeta, dmean.astype(mean.dtype), dvar.astype(var.dtype), msops.zeros_like(params)
 
-    forward = msops.Custom(f"{lib}:BnActForward", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop)
-    stats = msops.Custom(f"{lib}:BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes, func_type="aot")
+    forward = aot("BnActForward", bprop=bprop)
+    stats = aot("BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes)
     return forward, stats, scalars
 
 

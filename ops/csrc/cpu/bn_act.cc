@@ -5,8 +5,8 @@
 //     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
 // in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
-// Scalars travel as 7 float32 values {slope, clamp (+inf = none), gain, threads, batch_stats, eps, momentum}
-// stored as int32 bit patterns, which mixed precision does not cast (kernel_common.h). Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
+// Scalars travel as one lrelu::BnActParams (../params.h: slope, clamp (+inf = none), gain, threads, batch_stats,
+// eps, momentum) in an int32 tensor of float32 bit patterns, which mixed precision does not cast. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
 // concat/split ops, whose launch costs more than the kernels at DCGAN sizes.
 //
 // BnActStats   (x, moving_mean, moving_var, scalars)  -> mean, var (biased), new moving_mean, moving_var
@@ -30,61 +30,10 @@ namespace {
 
 using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
-struct Scalars {
-  float slope;
-  float clamp;  // +inf when no clamp
-  float gain;
-  int64_t threads;
-  bool batch_stats;
-  float eps;
-  float momentum;
-};
+using Scalars = lrelu::BnActParams;
 
-Scalars read_scalars(const void* p) {
-  const float threads = scalar_at(p, 3);
-  return {scalar_at(p, 0), scalar_at(p, 1), scalar_at(p, 2), threads >= 1.0f ? static_cast<int64_t>(threads) : 1,
-          scalar_at(p, 4) != 0.0f, scalar_at(p, 5), scalar_at(p, 6)};
-}
-
-struct Layout {
-  int64_t n, channels, inner;  // elements; C; product of the dims after the channel axis
-};
-
-Layout read_layout(int ndim, const int64_t* shape) {
-  int64_t inner = 1;
-  for (int i = 2; i < ndim; ++i) inner *= shape[i];
-  return {element_count(ndim, shape), ndim >= 2 ? shape[1] : 0, inner};
-}
-
-// Call run_fn(c, start, len) for the maximal single-channel runs of elements [start, start + len).
-template <typename RunFn>
-void for_each_run(const Layout& l, int64_t start, int64_t len, const RunFn& run_fn) {
-  const int64_t end = start + len;
-  while (start < end) {
-    const int64_t plane = start / l.inner;
-    const int64_t stop = (plane + 1) * l.inner < end ? (plane + 1) * l.inner : end;
-    run_fn(plane % l.channels, start, stop - start);
-    start = stop;
-  }
-}
-
-// Per-channel sums over x with one partial row of `width` doubles per (channel, tile), added in tile
-// order. run_fn(c, start, len, acc) adds the run's contribution to acc[0 .. width).
-template <typename RunFn>
-std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout& l, int width,
-                                    const RunFn& run_fn) {
-  const int64_t row = width * l.channels;
-  std::vector<double> partial(static_cast<size_t>(plan.total_tiles * row), 0.0);
-  for_each_tile(plan, [&](int64_t start, int64_t len) {
-    double* tile_acc = partial.data() + start / plan.tile_len * row;
-    for_each_run(l, start, len, [&](int64_t c, int64_t s, int64_t n) { run_fn(c, s, n, tile_acc + width * c); });
-  });
-  std::vector<double> total(static_cast<size_t>(row), 0.0);
-  for (int64_t t = 0; t < plan.total_tiles; ++t) {
-    for (int64_t k = 0; k < row; ++k) total[k] += partial[t * row + k];
-  }
-  return total;
-}
+// Threads as an integer, read once per call.
+inline int64_t threads_of(const Scalars& s) { return lrelu::thread_count(s.threads); }
 
 // Per-channel constants of the element formulas.
 struct Affine {
@@ -212,7 +161,7 @@ int stats(const void* xv, const float* moving_mean, const float* moving_var, con
   const T* x = static_cast<const T*>(xv);
   const int64_t m = l.channels > 0 ? l.n / l.channels : 0;  // elements per channel
   if (m == 0) return l.channels > 0 ? 3 : 0;
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 1);
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 1);
   if (plan.tile_len == 0) return 2;
   // Sums of (x - pivot), pivot = the channel's first element: no cancellation when |mean| >> std.
   std::vector<float> pivot(static_cast<size_t>(l.channels));
@@ -234,7 +183,7 @@ int stats(const void* xv, const float* moving_mean, const float* moving_var, con
 
 template <typename T>
 int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& s, void* yv) {
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 2);
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 2);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
@@ -248,7 +197,7 @@ int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& 
 template <typename T>
 int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& l, const Scalars& s, void* dxv,
              float* dgamma, float* dbeta) {
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 3);
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 3);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   const T* dy = static_cast<const T*>(dyv);
@@ -264,7 +213,7 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
     const double rstd = f[c].rstd;
     dgamma[c] = static_cast<float>(rstd * sums[2 * c + 1]);
     dbeta[c] = static_cast<float>(sums[2 * c]);
-    if (s.batch_stats && m > 0) {
+    if (s.batch_stats != 0.0f && m > 0) {
       k1[c] = static_cast<float>(sums[2 * c] / m);
       k2[c] = static_cast<float>(rstd * rstd * sums[2 * c + 1] / m);
     }
@@ -277,40 +226,6 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
   return 0;
 }
 
-bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
-
-bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16"); }
-
-// True when inputs first .. first + count - 1 are float32 or float16.
-bool floats_ok(const char** dtypes, int first, int count) {
-  for (int k = first; k < first + count; ++k) {
-    if (!is_float(dtypes[k])) return false;
-  }
-  return true;
-}
-
-// A per-channel tensor (float32 or float16, checked by floats_ok) as float32.
-std::vector<float> widen(const void* p, const char* dtype, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  if (is(dtype, "float32")) {
-    std::memcpy(out.data(), p, sizeof(float) * static_cast<size_t>(n));
-  } else {
-    const half* h = static_cast<const half*>(p);
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
-  }
-  return out;
-}
-
-// Write float32 values to an output of dtype float32 or float16 (rounded to nearest even once).
-void narrow(const std::vector<float>& v, const char* dtype, void* out) {
-  if (is(dtype, "float32")) {
-    std::memcpy(out, v.data(), sizeof(float) * v.size());
-  } else {
-    half* h = static_cast<half*>(out);
-    for (size_t i = 0; i < v.size(); ++i) h[i] = static_cast<half>(v[i]);
-  }
-}
-
 Channels read_channels(void** params, const char** dtypes, int first, int64_t channels) {
   return {widen(params[first], dtypes[first], channels), widen(params[first + 1], dtypes[first + 1], channels),
           widen(params[first + 2], dtypes[first + 2], channels), widen(params[first + 3], dtypes[first + 3], channels)};
@@ -320,17 +235,17 @@ Channels read_channels(void** params, const char** dtypes, int first, int64_t ch
 
 extern "C" {
 
-// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (BnActParams);
 // outputs: mean, var, new moving_mean, new moving_var (float32 (C,)).
 // Returns 3 when a channel has no elements (a batch statistic is undefined).
 int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                void* /*stream*/, void* /*extra*/) {
-  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 2) || !scalars_dtype_ok(dtypes[3])) return 1;
+  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 2) || !lrelu::params_ok<Scalars>(dtypes[3], ndims[3], shapes[3])) return 1;
   for (int k = 4; k < 8; ++k) {
     if (!is(dtypes[k], "float32")) return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[3]);
+  const Scalars s = lrelu::read_params<Scalars>(params[3]);
   const std::vector<float> mm = widen(params[1], dtypes[1], l.channels);
   const std::vector<float> mv = widen(params[2], dtypes[2], l.channels);
   float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
@@ -340,29 +255,29 @@ int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const ch
   return 1;
 }
 
-// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
 // output: y (dtype of x).
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
-  if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !scalars_dtype_ok(dtypes[5])) return 1;
+  if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !lrelu::params_ok<Scalars>(dtypes[5], ndims[5], shapes[5])) return 1;
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[5]);
+  const Scalars s = lrelu::read_params<Scalars>(params[5]);
   const Channels ch = read_channels(params, dtypes, 1, l.channels);
   if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[6]);
   if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[6]);
   return 1;
 }
 
-// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
 // outputs: dx (dtype of x), dgamma, dbeta (dtype of gamma, float32 math).
 int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                   void* /*stream*/, void* /*extra*/) {
   if (nparam != 10 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !floats_ok(dtypes, 2, 4) ||
-      !scalars_dtype_ok(dtypes[6]) || !floats_ok(dtypes, 8, 2)) {
+      !lrelu::params_ok<Scalars>(dtypes[6], ndims[6], shapes[6]) || !floats_ok(dtypes, 8, 2)) {
     return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[6]);
+  const Scalars s = lrelu::read_params<Scalars>(params[6]);
   const Channels ch = read_channels(params, dtypes, 2, l.channels);
   std::vector<float> dgamma(static_cast<size_t>(l.channels)), dbeta(static_cast<size_t>(l.channels));
   int status = 1;
