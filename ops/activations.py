@@ -268,14 +268,18 @@ class RReLU(nn.Cell):
         super().__init__()
         self.lower, self.upper = _rrelu_bounds(lower, upper)
         self.clamp = check_clamp(clamp)
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 31:
-            raise ValueError(f"seed={seed!r} is not allowed: it must be an integer in [0, 2**31)")
-        self.seed = seed
-        self.seed_tensor = Tensor([seed], ms.int32)
+        self.reseed(seed)
         self.counter = Parameter(Tensor([0], ms.int32), name="counter", requires_grad=False)
         self.one = Tensor([1], ms.int32)
         self.scalars = _rrelu_scalars(self.lower, self.upper, self.clamp)
         self.train_op, self.eval_op = _kernel("rrelu"), _kernel("leaky_relu")
+
+    def reseed(self, seed: int) -> None:
+        """Set the layer's seed (before the network is compiled)."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 31:
+            raise ValueError(f"seed={seed!r} is not allowed: it must be an integer in [0, 2**31)")
+        self.seed = seed
+        self.seed_tensor = Tensor([seed], ms.int32)
 
     def construct(self, x: Tensor) -> Tensor:
         check_dtype("rrelu", x.dtype)

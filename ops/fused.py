@@ -272,7 +272,7 @@ class BatchNormAct(nn.BatchNorm2d):
 
 
 def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
-                    clamp: float | None = None, sync: bool = False) -> dict[str, nn.Cell]:
+                    clamp: float | None = None, sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
     "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
@@ -280,14 +280,19 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     parameter names, so checkpoints move between the kinds. channels=None (no BatchNorm): every kind is the
     LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
+    `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); "bn_act" fuses BatchNorm
+    with a LeakyReLU (its slope and clamp) and nothing else (ValueError naming the cell).
     """
     check_fusion_kind(kind)
-    act = {"act": LeakyReLU(negative_slope, clamp=clamp)}
+    layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
     if channels is None:
-        return act
+        return layers
     if kind == "bn_act":
-        return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp, sync=sync)}
-    return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **act}
+        leaky = layers["act"]
+        if type(leaky) is not LeakyReLU:
+            raise ValueError(f"fusion=bn_act fuses BatchNorm with LeakyReLU only, got {type(leaky).__name__}")
+        return {"bn": BatchNormAct(channels, leaky.negative_slope, clamp=leaky.clamp, sync=sync)}
+    return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **layers}
 
 
 def jit_level(kind: str, device_target: str) -> str:
