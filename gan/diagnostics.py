@@ -32,12 +32,12 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
-from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, LeakyReLU, PReLU, RReLU, batch_moments
+from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
 
 # The project's activation cells (BatchNormAct: fused BN + LeakyReLU), and the learnable slope tensor of those
 # that learn one: recorded per channel at every check ("slopes" in diagnostics.jsonl, TensorBoard histograms).
 PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU)
-LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha"}
+LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight"}
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
 # Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
 # beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.

@@ -12,11 +12,11 @@ os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence it
 from .activations import (ACTIVATIONS, ELU, AdaptiveLeakyReLU, PReLU, RReLU, elu, prelu,  # noqa: E402
                           rrelu)
 from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
-from .fused import (FUSION_KINDS, BatchNormAct, SyncBatchNorm2d, batch_moments, bias_act,  # noqa: E402
+from .fused import (FUSION_KINDS, BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act,  # noqa: E402
                     check_graph_kernel_supported, fused_bn_act, jit_level, norm_act_layers)
 from .im2col import col2im, im2col  # noqa: E402
 from .reference import FORMULATIONS  # noqa: E402
 
-__all__ = ["ACTIVATIONS", "AdaptiveLeakyReLU", "ELU", "FLOAT_DTYPES", "FORMULATIONS", "PReLU", "RReLU", "FUSION_KINDS", "BatchNormAct", "LeakyReLU", "SyncBatchNorm2d",
-           "batch_moments", "bias_act", "check_graph_kernel_supported", "col2im", "fused_bn_act", "im2col",
+__all__ = ["ACTIVATIONS", "AdaptiveLeakyReLU", "BatchNormAct", "BatchNormPReLU", "ELU", "FLOAT_DTYPES", "FORMULATIONS",
+           "FUSION_KINDS", "LeakyReLU", "PReLU", "RReLU", "SyncBatchNorm2d", "batch_moments", "bias_act", "check_graph_kernel_supported", "col2im", "fused_bn_act", "im2col",
            "jit_level", "leaky_relu", "norm_act_layers", "elu", "prelu", "rrelu"]

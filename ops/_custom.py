@@ -99,3 +99,11 @@ def check_dtype(op: str, dtype: ms.Type) -> None:
     if dtype not in FLOAT_DTYPES + ((ms.bfloat16,) if on_ascend else ()):
         names = "float32, float16 and bfloat16" if on_ascend else "float32 and float16"
         raise TypeError(f"{op} supports {names} tensors on {device_target()}, got dtype {dtype}")
+
+
+@constexpr
+def check_cpu(op: str) -> None:
+    """RuntimeError naming the op unless MindSpore runs on CPU: its kernel exists for the CPU only."""
+    if device_target() != "CPU":
+        raise RuntimeError(f"{op} has a CPU kernel only (ops/csrc/cpu), device_target={device_target()!r}; "
+                           f"on Ascend only leaky_relu has a kernel (ops/csrc/ascendc)")

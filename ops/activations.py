@@ -28,7 +28,7 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import params, reference
-from ._custom import check_dtype, num_threads, primitive
+from ._custom import check_cpu, check_dtype, num_threads, primitive
 
 logger = logging.getLogger("ops")
 
@@ -192,6 +192,7 @@ def prelu(x: Tensor, weight: Tensor, *, clamp: float | None = None) -> Tensor:
     """PReLU (torch.nn.functional.prelu): x > 0 ? x : weight[c] * x, weight (1,) or (C,) along axis 1;
     differentiable in x and weight (the weight gradient is reduced over batch and space in the kernel)."""
     _check_tensor("prelu", x)
+    check_cpu("prelu")
     check_dtype("prelu", x.dtype)
     check_dtype("prelu weight", weight.dtype)
     _check_weight("prelu", x.shape, weight.shape)
@@ -201,6 +202,7 @@ def prelu(x: Tensor, weight: Tensor, *, clamp: float | None = None) -> Tensor:
 def elu(x: Tensor, alpha: float = 1.0, *, clamp: float | None = None) -> Tensor:
     """ELU (torch.nn.functional.elu): x > 0 ? x : alpha * expm1(x), float32 math for float16 inputs."""
     _check_tensor("elu", x)
+    check_cpu("elu")
     check_dtype("elu", x.dtype)
     return _kernel("elu")(x, _elu_scalars(alpha, clamp))
 
@@ -211,6 +213,7 @@ def rrelu(x: Tensor, lower: float = 1 / 8, upper: float = 1 / 3, *, training: bo
     element x_i <= 0 gets its own slope drawn uniformly in [lower, upper] from `key` = int32 [seed, counter]
     (reference.rrelu_slopes: a pure function of key and i), and the backward uses the same slopes."""
     _check_tensor("rrelu", x)
+    check_cpu("rrelu")
     check_dtype("rrelu", x.dtype)
     scalars = _rrelu_scalars(lower, upper, clamp)
     if not training:
@@ -282,6 +285,7 @@ class RReLU(nn.Cell):
         self.seed_tensor = Tensor([seed], ms.int32)
 
     def construct(self, x: Tensor) -> Tensor:
+        check_cpu("rrelu")
         check_dtype("rrelu", x.dtype)
         if not self.training:
             return self.eval_op(x, self.scalars)

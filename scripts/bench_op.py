@@ -1,13 +1,15 @@
-"""Benchmark the project's LeakyReLU op against MindSpore's nn.LeakyReLU and a memory-copy baseline.
+"""Benchmark the project's activations against MindSpore's built-in equivalents and a memory-copy baseline.
 
-For each size and dtype: forward and forward+backward time of every formulation of ops.leaky_relu and of
-nn.LeakyReLU, all in graph mode (ms.jit), median of repeats after a warm-up, timed round-robin;
+For each kind (--kinds, rows of KINDS: leaky_relu, prelu, rrelu, elu), size and dtype: forward and
+forward+backward time of every implementation of the kind (LeakyReLU: each formulation; RReLU: eval and
+train) and of its MindSpore counterpart (nn.LeakyReLU, nn.PReLU, nn.RReLU in the same mode, nn.ELU), side by
+side, all in graph mode (ms.jit), median of repeats after a warm-up, timed round-robin;
 forward+backward is ms.value_and_grad of the op (the backward gets dy = ones). Bandwidth counts one read and one
 write of the tensor. The copy baseline is the faster of a single-threaded numpy copy (np.copyto) of the same
 bytes and the same copy split over one thread per available core (numpy releases the GIL), timed in the
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
 
-    python scripts/bench_op.py [--quick] [--sizes 65536 ...] --json PATH
+    python scripts/bench_op.py [--quick] [--kinds leaky_relu,prelu,rrelu,elu] [--sizes 65536 ...] --json PATH
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from ops import FORMULATIONS, leaky_relu  # noqa: E402
+from ops import FORMULATIONS, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
 FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
-RECORD_KEYS = ("n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
+RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
                "copy_gbps")
 
 
@@ -81,38 +83,81 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor, wo
     return lambda: list(pool.map(lambda pair: np.copyto(*pair), chunks))
 
 
-def custom_forward(formulation: str) -> Callable[[ms.Tensor], ms.Tensor]:
-    """The project's op with one formulation, as a plain function for ms.jit."""
+Forward = Callable[[ms.Tensor], ms.Tensor]
+
+
+def _leaky_relu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """Each formulation of ops.leaky_relu against nn.LeakyReLU."""
+    def ours(formulation: str) -> Forward:
+        def forward(x: ms.Tensor) -> ms.Tensor:
+            return leaky_relu(x, SLOPE, formulation=formulation)
+        return forward
+    return (n,), {f: (ours(f), nn.LeakyReLU(SLOPE)) for f in FORMULATIONS}
+
+
+def _prelu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.prelu with one shared weight (its gradient reduced in the kernel) against nn.PReLU(channel=1)."""
+    weight = ms.Tensor(np.full(1, 0.25, np.float32))
+
     def forward(x: ms.Tensor) -> ms.Tensor:
-        return leaky_relu(x, SLOPE, formulation=formulation)
-    return forward
+        return prelu(x, weight)
+    return (1, 1, n), {"kernel": (forward, nn.PReLU(1, 0.25))}
 
 
-def bench_case(n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
-    """Records for one (size, dtype): one per formulation, sharing the built-in and copy measurements."""
+def _rrelu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.rrelu in eval and in training (per-element slopes) against nn.RReLU in the same mode."""
+    key = ms.Tensor(np.int32([1, 0]))
+
+    def evaluate(x: ms.Tensor) -> ms.Tensor:
+        return rrelu(x)
+
+    def train(x: ms.Tensor) -> ms.Tensor:
+        return rrelu(x, training=True, key=key)
+    builtin_eval, builtin_train = nn.RReLU(), nn.RReLU()
+    builtin_eval.set_train(False)
+    builtin_train.set_train(True)
+    return (n,), {"eval": (evaluate, builtin_eval), "train": (train, builtin_train)}
+
+
+def _elu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.elu against nn.ELU (alpha 1)."""
+    def forward(x: ms.Tensor) -> ms.Tensor:
+        return elu(x, 1.0)
+    return (n,), {"kernel": (forward, nn.ELU(1.0))}
+
+
+# kind -> (element count -> (input shape, {impl: (our forward, MindSpore's equivalent)})): one row per kind.
+KINDS: dict[str, Callable[[int], tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]]] = {
+    "leaky_relu": _leaky_relu, "prelu": _prelu, "rrelu": _rrelu, "elu": _elu}
+
+
+def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
+    """Records for one (kind, size, dtype): one per implementation, each beside its built-in, sharing the copy."""
     np_dtype, _ = DTYPES[dtype]
-    host = np.random.default_rng(0).standard_normal(n).astype(np_dtype)
+    shape, impls = KINDS[kind](n)
+    host = np.random.default_rng(0).standard_normal(n).astype(np_dtype).reshape(shape)
     copy_dst = np.empty_like(host)
     x = ms.Tensor(host)
-    fns = {"copy": lambda: np.copyto(copy_dst, host), "copy_mt": parallel_copy(copy_dst, host, pool, workers)}
-    fns["builtin_fwd"], fns["builtin_fwdbwd"] = jitted_pair(nn.LeakyReLU(SLOPE), x)
-    for formulation in FORMULATIONS:
-        fns[f"{formulation}_fwd"], fns[f"{formulation}_fwdbwd"] = jitted_pair(custom_forward(formulation), x)
+    fns = {"copy": lambda: np.copyto(copy_dst, host), "copy_mt": parallel_copy(copy_dst.reshape(-1), host.reshape(-1),
+                                                                                pool, workers)}
+    for impl, (ours, builtin) in impls.items():
+        fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = jitted_pair(ours, x)
+        fns[f"{impl}_builtin_fwd"], fns[f"{impl}_builtin_fwdbwd"] = jitted_pair(builtin, x)
     t = interleaved_medians(fns, repeats)
-    return [{"n": n, "dtype": dtype, "impl": formulation, "fwd_ms": t[f"{formulation}_fwd"],
-             "fwdbwd_ms": t[f"{formulation}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{formulation}_fwd"]),
-             "builtin_fwd_ms": t["builtin_fwd"], "builtin_fwdbwd_ms": t["builtin_fwdbwd"],
+    return [{"kind": kind, "n": n, "dtype": dtype, "impl": impl, "fwd_ms": t[f"{impl}_fwd"],
+             "fwdbwd_ms": t[f"{impl}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{impl}_fwd"]),
+             "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
              "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"]))}
-            for formulation in FORMULATIONS]
+            for impl in impls]
 
 
 def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
-    head = (f"{'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
+    head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
             f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6}")
     rows = [head]
     for r in records:
-        rows.append(f"{r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
+        rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
@@ -135,11 +180,22 @@ def positive_size(text: str) -> int:
     return value
 
 
+def kinds_list(text: str) -> list[str]:
+    """argparse type: comma-separated names of KINDS."""
+    kinds = [k for k in text.split(",") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [text]}; choose from {','.join(KINDS)}")
+    return kinds
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write the JSON records."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
     parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
+    parser.add_argument("--kinds", type=kinds_list, default=["leaky_relu"],
+                        help=f"comma-separated activations, of {','.join(KINDS)} (default leaky_relu)")
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32", "float16"])
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
     parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
@@ -152,10 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     workers = len(os.sched_getaffinity(0))
     records = []
     with ThreadPoolExecutor(workers) as pool:
-        for n in sizes:
-            for dtype in args.dtypes:
-                records += bench_case(n, dtype, repeats, pool, workers)
-                print(table(records[-len(FORMULATIONS):]).split("\n", 1)[1], flush=True, file=sys.stderr)
+        for kind in args.kinds:
+            for n in sizes:
+                for dtype in args.dtypes:
+                    case = bench_case(kind, n, dtype, repeats, pool, workers)
+                    records += case
+                    print(table(case).split("\n", 1)[1], flush=True, file=sys.stderr)
     print(table(records))
     write_json_atomic(args.json, records)
     return 0

@@ -34,6 +34,7 @@ def test_factory_builds_each_kind_with_its_parameters():
     assert make_activation(act, "d", 0, 0.2, 16).negative_slope == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ACT_KINDS)
 def test_dry_run_with_every_kind_in_both_networks(kind, tmp_path, capsys):
     summary = train(tmp_path, "train.dry_run=true", f"act.d_kind={kind}", f"act.g_kind={kind}", "train.ema_beta=0.9")
@@ -50,6 +51,7 @@ def test_dry_run_with_every_kind_in_both_networks(kind, tmp_path, capsys):
         assert slopes is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rrelu", "prelu"])
 def test_resume_is_exact(kind, tmp_path):
     kinds = [f"act.d_kind={kind}", f"act.g_kind={kind}"]
@@ -61,6 +63,7 @@ def test_resume_is_exact(kind, tmp_path):
     assert len(set(losses)) == 4
 
 
+@pytest.mark.slow
 def test_rrelu_layers_draw_per_run_seed(tmp_path):
     kinds = ["act.d_kind=rrelu", "act.g_kind=rrelu", "train.steps=2"]
     first, other = train(tmp_path / "a", *kinds), train(tmp_path / "b", *kinds, "seed=1")
@@ -95,3 +98,36 @@ def test_negative_slope_one_is_accepted_by_config_and_op():
     """The op and the config agree: slopes in [0, 1], 1 being the identity."""
     assert OmegaConf.to_object(compose_config(["act.negative_slope=1.0"])).act.negative_slope == 1.0
     assert LeakyReLU(1.0).negative_slope == 1.0
+
+
+def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
+    from mindspore import Tensor, nn
+    from tensorboardX import SummaryWriter
+
+    from gan.dashboard import read_jsonl
+    from gan.diagnostics import Criteria, TrainingDiagnostics, attach
+    from test_diagnostics import read_events
+
+    net = nn.SequentialCell([nn.Conv2d(1, 4, 1, has_bias=True), PReLU(4, 0.3)])
+    probes = attach(net, Tensor(np.ones((2, 1, 3, 3), np.float32)), "D")
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    diag = TrainingDiagnostics(probes, Criteria(), 1, writer, tmp_path)
+    net(Tensor(np.ones((2, 1, 3, 3), np.float32)))
+    record = diag.check(1)
+    writer.close()
+    assert record["slopes"] == {"D/1": [0.3] * 4}
+    assert read_jsonl(tmp_path / "diagnostics.jsonl")[-1]["slopes"] == {"D/1": [0.3] * 4}
+    assert "diag_slopes/D/1" in {v.tag for e in read_events(tmp_path / "tb") for v in e.summary.value}
+
+
+@pytest.mark.slow
+def test_bn_act_fusion_trains_prelu_and_relu(tmp_path):
+    from ops import BatchNormPReLU
+
+    train(tmp_path, "train.dry_run=true", "fusion=bn_act", "act.d_kind=prelu", "act.g_kind=relu")
+    record = [json.loads(line) for line in (tmp_path / "diagnostics.jsonl").read_text().splitlines()][-1]
+    # D: act0 is a plain PReLU (no BatchNorm before it), bn1.. are fused BatchNorm + PReLU; G has no slopes
+    assert sorted(record["slopes"]) == ["D/act0", "D/bn1", "D/bn2"]
+    act = OmegaConf.to_object(compose_config(TINY + ["fusion=bn_act", "act.d_kind=prelu"]))
+    d = Discriminator(act.model, act.act, 3, "native", "bn_act")
+    assert type(dict(d.layers.name_cells())["bn1"]) is BatchNormPReLU

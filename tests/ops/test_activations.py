@@ -297,3 +297,48 @@ def test_optional_torch_agreement():
     assert_bitwise(prelu(ms.Tensor(x), ms.Tensor(w)).asnumpy(), F.prelu(torch.from_numpy(x), torch.from_numpy(w)).numpy())
     assert_bitwise(rrelu(ms.Tensor(x), 0.1, 0.3).asnumpy(), F.rrelu(torch.from_numpy(x), 0.1, 0.3).numpy())
     assert_within_one_ulp(elu(ms.Tensor(x)).asnumpy(), F.elu(torch.from_numpy(x)).numpy())
+
+
+# ---- BatchNorm + PReLU fused (fusion=bn_act with act.*_kind=prelu) ----
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("num_parameters", [1, 5])
+@pytest.mark.parametrize("training", [True, False])
+def test_fused_bn_prelu_matches_batchnorm_then_prelu(dtype, num_parameters, training):
+    from mindspore import nn
+
+    from ops import BatchNormPReLU
+
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 5, 6, 3)) * 2 + 1).astype(dtype)
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    init = rng.uniform(-0.5, 0.8, num_parameters).astype(np.float32)
+    fused, bn, act = BatchNormPReLU(5, num_parameters, 0.25), nn.BatchNorm2d(5), PReLU(num_parameters, 0.25)
+    moving = rng.normal(0, 1, 5).astype(np.float32)
+    for cell in (fused, bn):
+        cell.moving_mean.set_data(ms.Tensor(moving))
+        cell.set_train(training)
+    fused.prelu_weight.set_data(ms.Tensor(init))
+    act.weight.set_data(ms.Tensor(init))
+
+    def unfused(t):
+        return act(bn(t))
+
+    results = []
+    for f, params in ((fused, fused.trainable_params()), (unfused, bn.trainable_params() + act.trainable_params())):
+        y, grads = ms.value_and_grad(lambda t: (f(t) * ms.Tensor(dy)).sum(), 0, params)(ms.Tensor(x))
+        results.append([g.asnumpy().astype(np.float64) for g in (grads[0], *grads[1])])
+    names = ["dx", "dgamma", "dbeta", "dweight"]
+    for name, a, b in zip(names, *results):
+        scale = np.abs(b).max() + 1
+        tol = 2e-2 if dtype == np.float16 else 1e-4
+        assert np.abs(a - b).max() <= tol * scale, (name, a, b)
+    np.testing.assert_allclose(fused.moving_mean.asnumpy(), bn.moving_mean.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_kinds_without_an_ascend_kernel_say_so(monkeypatch):
+    from ops import _custom
+
+    monkeypatch.setattr(_custom, "device_target", lambda: "Ascend")
+    with pytest.raises(RuntimeError, match="elu has a CPU kernel only"):
+        elu(ms.Tensor(np.ones(3, np.float32)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_op.py"
-KEYS = {"n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps"}
+KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps"}
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -29,8 +29,8 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
     assert sorted((r["dtype"], r["impl"]) for r in records) == sorted(
         (d, f) for d in ("float32", "float16") for f in FORMULATIONS)
     for r in records:
-        assert set(r) == KEYS and r["n"] == 65536
-        times = [r[k] for k in KEYS - {"n", "dtype", "impl"}]
+        assert set(r) == KEYS and r["n"] == 65536 and r["kind"] == "leaky_relu"
+        times = [r[k] for k in KEYS - {"kind", "n", "dtype", "impl"}]
         assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in times)
         nbytes = 65536 * (4 if r["dtype"] == "float32" else 2)
         assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
@@ -41,3 +41,19 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
 def test_rejects_a_zero_size(tmp_path: Path) -> None:
     result = run_bench("--sizes", "0", "--json", str(tmp_path / "b.json"))
     assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
+
+
+def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = run_bench("--kinds", "prelu,rrelu,elu", "--sizes", "4096", "--dtypes", "float32", "--repeats", "1",
+                       "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    records = json.loads(out.read_text())
+    assert [(r["kind"], r["impl"]) for r in records] == [("prelu", "kernel"), ("rrelu", "eval"), ("rrelu", "train"),
+                                                         ("elu", "kernel")]
+    assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in records)
+
+
+def test_rejects_an_unknown_kind(tmp_path: Path) -> None:
+    result = run_bench("--kinds", "leaky_relu,swish", "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and "unknown kind(s) ['swish']" in result.stderr
