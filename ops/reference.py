@@ -19,6 +19,8 @@ becomes +0.0 (select keeps -0.0), and it turns NaN into +0.0 (select propagates 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 FORMULATIONS = ("select", "maxmin")
@@ -197,22 +199,61 @@ def prelu_backward(x: np.ndarray, dy: np.ndarray, weight: np.ndarray, clamp: flo
     return dx, terms.sum(axes).reshape(np.shape(weight)).astype(np.float32).astype(np.asarray(weight).dtype)
 
 
-def elu_forward(x: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
-    """ELU as torch.nn.functional.elu: x > 0 ? x : alpha * expm1(x); expm1 in float64 rounded to float32,
-    times the float32 alpha in float32, rounded once to x's dtype."""
-    xf = _as_f32(x)
+_LOG2E, _LN2_HI, _LN2_LO = np.float32(1.44269504088896341), np.float32(0.693359375), np.float32(-2.12194440e-4)
+_TAYLOR = [np.float32(1.0 / math.factorial(n)) for n in range(2, 9)]
+
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to float32 (the float32 product is exact in float64; the float64 sum is then
+    rounded to float32, which equals one rounding except in ties too rare to occur in the tests)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def _pow2(k: np.ndarray) -> np.ndarray:
+    """2^k as float32 for integral float32 k (NaN stays NaN)."""
+    return np.where(np.isnan(k), k, np.ldexp(np.float32(1), np.nan_to_num(k).astype(np.int32))).astype(np.float32)
+
+
+def elu_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(expm1(x), exp(x)) for float32 x <= 0, step by step as the ELU kernel computes them (activations.cc):
+    x limited to [-104, 0], k = rint(x * log2(e)), r = x - k * ln2 (two fmas), p = fma(r * r, q(r), r) with q
+    the Taylor polynomial of (expm1(r) - r) / r^2 to degree 6 (Horner, fmas), 2^k = a * b with
+    a = 2^max(k, -126); expm1 = fma(a * b, p, a * b - 1), exp = fma(a, p, a) * b."""
     with np.errstate(invalid="ignore", over="ignore"):
-        e = np.expm1(xf.astype(np.float64)).astype(np.float32)
-        y = np.where(xf > 0, xf, (np.float32(alpha) * e).astype(x.dtype).astype(np.float32))
+        x = np.asarray(x, np.float32)
+        x = np.where(x < -104, np.float32(-104), x)
+        x = np.where(x > 0, np.float32(0), x)
+        k = np.rint(x * _LOG2E).astype(np.float32)
+        r = _fma32(-k, _LN2_HI, x)
+        r = _fma32(-k, _LN2_LO, r)
+        q = np.full(x.shape, _TAYLOR[-1], np.float32)
+        for c in _TAYLOR[-2::-1]:
+            q = _fma32(q, r, c)
+        p = _fma32((r * r).astype(np.float32), q, r)
+        ka = np.where(k < -126, np.float32(-126), k)
+        a, b = _pow2(ka), _pow2((k - ka).astype(np.float32))
+        s = (a * b).astype(np.float32)
+        em1 = np.where(x == 0, x, _fma32(s, p, (s - np.float32(1)).astype(np.float32)))  # expm1(-0) = -0
+        return em1, (_fma32(a, p, a) * b).astype(np.float32)
+
+
+def elu_forward(x: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
+    """ELU as torch.nn.functional.elu: x > 0 ? x : alpha * expm1(x), with expm1 from elu_parts (float32, within
+    1 ulp of the exact value), times the float32 alpha, rounded once to x's dtype."""
+    xf = _as_f32(x)
+    em1, _ = elu_parts(xf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = np.where(xf > 0, xf, (np.float32(alpha) * em1).astype(x.dtype).astype(np.float32))
     return _clamp_f32(y, clamp).astype(x.dtype)
 
 
 def elu_backward(x: np.ndarray, dy: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
-    """dx = dy where x > 0, else dy * (alpha * exp(x)) (exp in float64 rounded to float32, float32 products),
-    0 where the clamp cut the output off; rounded once to x's dtype."""
+    """dx = dy where x > 0, else dy * (alpha * exp(x)) with exp from elu_parts (float32 products), 0 where the
+    clamp cut the output off; rounded once to x's dtype."""
     xf, dyf = _as_f32(x), _as_f32(dy)
+    _, ex = elu_parts(xf)
     with np.errstate(invalid="ignore", over="ignore"):
-        g = np.float32(alpha) * np.exp(xf.astype(np.float64)).astype(np.float32)
+        g = (np.float32(alpha) * ex).astype(np.float32)
         dx = np.where(xf > 0, dyf, (dyf * g).astype(x.dtype).astype(np.float32))
         y = elu_forward(x, alpha).astype(np.float32)
         dx = np.where(_clamped_out(y, clamp), np.float32(0.0), dx)

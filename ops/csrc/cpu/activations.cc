@@ -1,13 +1,14 @@
 // CPU aot kernels of the activation family beyond LeakyReLU (ops/activations.py has the table):
 //
 //   prelu  y = x > 0 ? x : w[c] * x           dx = x > 0 ? dy : w[c] * dy    dw[c] = sum_{x <= 0} x * dy
-//   elu    y = x > 0 ? x : alpha * expm1(x)   dx = x > 0 ? dy : dy * (alpha * exp(x))
+//   elu    y = x > 0 ? x : alpha * expm1(x)   dx = x > 0 ? dy : dy * (alpha * exp(x)), with expm1 and exp
+//          of x <= 0 from one float32 evaluation (elu_parts below, 8 lanes; mirrored by reference.elu_parts)
 //   rrelu  (training) y = x > 0 ? x : s_i * x, dx = x > 0 ? dy : s_i * dy, with per-element slopes
 //          s_i = lower + (upper - lower) * u_i, u_i = counter_uniform(seed, counter, i) (below); in eval
 //          RReLU is leaky_relu with slope (lower + upper) / 2 and runs leaky_relu.cc's kernels.
 //
 // Every output is then clamped to [-clamp, clamp] (NaN kept) and the gradient is 0 where the forward output
-// was clamped. Math in float32 (ELU's expm1/exp in double, rounded to float32), one rounding to the
+// was clamped. Math in float32, one rounding to the
 // tensor's dtype; c is the index on axis 1 (one weight of shape (1,) serves every channel). The PReLU
 // weight gradient is reduced per channel inside the backward kernel: float32 products, double sums, one
 // partial row per tile added in tile order (deterministic for any thread count).
@@ -61,16 +62,60 @@ inline float slope_backward(float x, float dy, float slope, float clamp) {
   return (y > clamp) | (y < -clamp) ? 0.0f : pass;
 }
 
-template <typename R>
-inline float elu_unclamped(float x, float alpha) {
-  return x > 0.0f ? x : R::apply(alpha * static_cast<float>(std::expm1(static_cast<double>(x))));
+// ---- expm1 and exp of x <= 0 in float32 for ELU: every step an exact float32 operation or one fused
+// multiply-add, so the 8-lane and the scalar paths and the numpy mirror give the same bits ----
+//   x' = x limited to [-104, 0] (NaN kept; below, exp rounds to 0), k = rint(x' * log2(e)),
+//   r = x' - k * ln2 (two fmas, Cody-Waite), p = expm1(r) = r + r^2 * q(r) (Taylor to r^8, |r| <= 0.35),
+//   2^k = a * b with a = 2^max(k, -126), b = 2^(k - max(k, -126)) (both normal); then
+//   expm1(x) = fma(a * b, p, a * b - 1) and exp(x) = fma(a, p, a) * b (b < 1 only where exp is subnormal).
+constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kTaylor[7] = {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320};
+
+inline float fma_v(float a, float b, float c) { return std::fma(a, b, c); }
+inline float rint_v(float v) { return std::nearbyint(v); }
+inline float pow2_v(float k) { return k == k ? std::ldexp(1.0f, static_cast<int>(k)) : k; }  // NaN stays NaN
+#if defined(__AVX2__) && defined(__FMA__)
+#define LRELU_ELU_LANES 1
+inline f8 fma_v(f8 a, f8 b, f8 c) { return _mm256_fmadd_ps(a, b, c); }
+inline f8 rint_v(f8 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline f8 pow2_v(f8 k) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+}
+#endif
+
+template <typename V>
+struct EluParts {
+  V a, b, p;  // 2^k = a * b
+  V expm1() const { const V s = a * b; return fma_v(s, p, s - 1.0f); }  // +0 for x = -0 (elu_unclamped)
+  V exp() const { return fma_v(a, p, a) * b; }
+};
+
+template <typename V>
+inline EluParts<V> elu_parts(V x) {
+  x = x < -104.0f ? splat<V>(-104.0f) : x;
+  x = x > 0.0f ? splat<V>(0.0f) : x;  // the positive side does not use the parts
+  const V k = rint_v(x * kLog2e);
+  V r = fma_v(-k, splat<V>(kLn2Hi), x);
+  r = fma_v(-k, splat<V>(kLn2Lo), r);
+  V q = splat<V>(kTaylor[6]);
+  for (int i = 5; i >= 0; --i) q = fma_v(q, r, splat<V>(kTaylor[i]));
+  const V rr = r * r;
+  const V ka = k < -126.0f ? splat<V>(-126.0f) : k;
+  return {pow2_v(ka), pow2_v(k - ka), fma_v(rr, q, r)};
 }
 
-template <typename R>
-inline float elu_backward(float x, float dy, float alpha, float clamp) {
-  const float y = elu_unclamped<R>(x, alpha);
-  const float pass = x > 0.0f ? dy : R::apply(dy * (alpha * static_cast<float>(std::exp(static_cast<double>(x)))));
-  return (y > clamp) | (y < -clamp) ? 0.0f : pass;
+template <typename V, typename R>
+inline V elu_unclamped(V x, float alpha) {
+  const V neg = R::apply(alpha * (x == 0.0f ? x : elu_parts(x).expm1()));  // keeps the sign of -0
+  return x > 0.0f ? x : neg;
+}
+
+template <typename V, typename R>
+inline V elu_backward(V x, V dy, float alpha, float clamp) {
+  const EluParts<V> e = elu_parts(x);
+  const V y = x > 0.0f ? x : R::apply(alpha * (x == 0.0f ? x : e.expm1()));
+  const V pass = x > 0.0f ? dy : R::apply(dy * (alpha * e.exp()));
+  return (y > clamp) | (y < -clamp) ? splat<V>(0.0f) : pass;
 }
 
 template <typename T> struct RoundOf { using type = NoRound; };
@@ -167,7 +212,13 @@ int elu_forward(const void* xv, const Scalars& s, void* yv, int64_t n) {
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    for (int64_t i = start; i < start + len; ++i) y[i] = static_cast<T>(clamped<R>(elu_unclamped<R>(widen1(x[i]), s.slope), s.clamp));
+    int64_t i = start;
+#if defined(LRELU_ELU_LANES)
+    for (; i + 8 <= start + len; i += 8) {
+      store8(y + i, R::apply(clamp_value(elu_unclamped<f8, R>(load8(x + i), s.slope), s.clamp)));
+    }
+#endif
+    for (; i < start + len; ++i) y[i] = static_cast<T>(clamped<R>(elu_unclamped<float, R>(widen1(x[i]), s.slope), s.clamp));
   });
   return 0;
 }
@@ -181,8 +232,14 @@ int elu_backward_all(const void* xv, const void* dyv, const Scalars& s, void* dx
   const T* dy = static_cast<const T*>(dyv);
   T* dx = static_cast<T*>(dxv);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    for (int64_t i = start; i < start + len; ++i) {
-      dx[i] = static_cast<T>(elu_backward<R>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp));
+    int64_t i = start;
+#if defined(LRELU_ELU_LANES)
+    for (; i + 8 <= start + len; i += 8) {
+      store8(dx + i, elu_backward<f8, R>(load8(x + i), load8(dy + i), s.slope, s.clamp));
+    }
+#endif
+    for (; i < start + len; ++i) {
+      dx[i] = static_cast<T>(elu_backward<float, R>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp));
     }
   });
   return 0;
