@@ -9,12 +9,20 @@ write of the tensor. The copy baseline is the faster of a single-threaded numpy 
 bytes and the same copy split over one thread per available core (numpy releases the GIL), timed in the
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
 
-    python scripts/bench_op.py [--quick] [--kinds leaky_relu,prelu,rrelu,elu] [--sizes 65536 ...] --json PATH
+`--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
+`kind`):
+  leaky_relu, prelu, rrelu, elu   the above (default leaky_relu)
+  qleaky_relu  the int8 LeakyReLU (ops.quantized_leaky_relu, a table lookup) against the fp32 op's forward
+               on the same number of elements, both in graph mode, timed round-robin: elements/s and bytes/s
+               (one read and one write: 1 byte per element for int8, 4 for fp32); --dtypes does not apply.
+
+    python scripts/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu,prelu,rrelu,elu,qleaky_relu] --json PATH
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -23,7 +31,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 os.environ.setdefault("GLOG_v", "3")
 
@@ -31,14 +39,17 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from ops import FORMULATIONS, elu, leaky_relu, prelu, rrelu  # noqa: E402
+from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
 FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
-RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
-               "copy_gbps")
+RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
+               "builtin_fwdbwd_ms", "copy_gbps")
+QLEAKY_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwd_gbps", "elems_per_s", "fp32_fwd_ms", "fp32_gbps",
+               "fp32_elems_per_s", "speedup")
+QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2) -> dict[str, float]:
@@ -83,16 +94,19 @@ def parallel_copy(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor, wo
     return lambda: list(pool.map(lambda pair: np.copyto(*pair), chunks))
 
 
+def custom_forward(formulation: str) -> Callable[[ms.Tensor], ms.Tensor]:
+    """The project's op with one formulation, as a plain function for ms.jit."""
+    def forward(x: ms.Tensor) -> ms.Tensor:
+        return leaky_relu(x, SLOPE, formulation=formulation)
+    return forward
+
+
 Forward = Callable[[ms.Tensor], ms.Tensor]
 
 
 def _leaky_relu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
     """Each formulation of ops.leaky_relu against nn.LeakyReLU."""
-    def ours(formulation: str) -> Forward:
-        def forward(x: ms.Tensor) -> ms.Tensor:
-            return leaky_relu(x, SLOPE, formulation=formulation)
-        return forward
-    return (n,), {f: (ours(f), nn.LeakyReLU(SLOPE)) for f in FORMULATIONS}
+    return (n,), {f: (custom_forward(f), nn.LeakyReLU(SLOPE)) for f in FORMULATIONS}
 
 
 def _prelu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
@@ -126,15 +140,15 @@ def _elu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
     return (n,), {"kernel": (forward, nn.ELU(1.0))}
 
 
-# kind -> (element count -> (input shape, {impl: (our forward, MindSpore's equivalent)})): one row per kind.
-KINDS: dict[str, Callable[[int], tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]]] = {
+# element-wise kind -> (element count -> (input shape, {impl: (our forward, MindSpore's equivalent)})).
+ELEMENTWISE: dict[str, Callable[[int], tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]]] = {
     "leaky_relu": _leaky_relu, "prelu": _prelu, "rrelu": _rrelu, "elu": _elu}
 
 
 def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
     """Records for one (kind, size, dtype): one per implementation, each beside its built-in, sharing the copy."""
     np_dtype, _ = DTYPES[dtype]
-    shape, impls = KINDS[kind](n)
+    shape, impls = ELEMENTWISE[kind](n)
     host = np.random.default_rng(0).standard_normal(n).astype(np_dtype).reshape(shape)
     copy_dst = np.empty_like(host)
     x = ms.Tensor(host)
@@ -151,6 +165,41 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
             for impl in impls]
 
 
+def bench_elementwise(kind: str, n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor,
+                      workers: int) -> list[dict]:
+    """An element-wise kind (ELEMENTWISE): bench_case for each dtype."""
+    return [r for dtype in dtypes for r in bench_case(kind, n, dtype, repeats, pool, workers)]
+
+
+def bench_qleaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
+    """The qleaky_relu kind: one record, the int8 op's forward against the fp32 op's on n elements."""
+    codes = np.random.default_rng(0).integers(-128, 128, n, dtype=np.int8)
+    q = ms.Tensor(codes)
+    x = ms.Tensor((codes.astype(np.float32) - QUANT[1]) * QUANT[0])
+    layer = QuantizedLeakyReLU(ms.int8, SLOPE, *QUANT)
+
+    def int8_forward(t: ms.Tensor) -> ms.Tensor:
+        return layer(t)
+
+    int8_fwd, fp32_fwd = ms.jit(int8_forward), ms.jit(custom_forward("select"))
+    t = interleaved_medians({"int8": lambda: int8_fwd(q).asnumpy(), "fp32": lambda: fp32_fwd(x).asnumpy()}, repeats)
+    return [{"kind": "qleaky_relu", "n": n, "dtype": "int8", "impl": "table", "fwd_ms": t["int8"],
+             "fwd_gbps": gbps(n, t["int8"]), "elems_per_s": n / (t["int8"] * 1e-3), "fp32_fwd_ms": t["fp32"],
+             "fp32_gbps": gbps(4 * n, t["fp32"]), "fp32_elems_per_s": n / (t["fp32"] * 1e-3),
+             "speedup": t["fp32"] / t["int8"]}]
+
+
+def qleaky_table(records: list[dict]) -> str:
+    """Aligned text table of the int8 op next to the fp32 op: ms, elements/s, GB/s, speed-up in elements/s."""
+    rows = [f"{'n':>10} {'int8 ms':>8} {'int8 Gel/s':>10} {'int8 GB/s':>9} {'fp32 ms':>8} {'fp32 Gel/s':>10} "
+            f"{'fp32 GB/s':>9} {'int8 x':>7}"]
+    for r in records:
+        rows.append(f"{r['n']:>10} {r['fwd_ms']:>8.3f} {r['elems_per_s'] / 1e9:>10.2f} {r['fwd_gbps']:>9.1f} "
+                    f"{r['fp32_fwd_ms']:>8.3f} {r['fp32_elems_per_s'] / 1e9:>10.2f} {r['fp32_gbps']:>9.1f} "
+                    f"{r['speedup']:>7.2f}")
+    return "\n".join(rows)
+
+
 def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
     head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
@@ -162,6 +211,26 @@ def table(records: list[dict]) -> str:
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
     return "\n".join(rows)
+
+
+class Kind(NamedTuple):
+    """One benchmark kind: how to measure one size, and how to print its records."""
+
+    bench: Callable[[int, list[str], int, ThreadPoolExecutor, int], list[dict]]
+    table: Callable[[list[dict]], str]
+
+
+KINDS = {**{kind: Kind(functools.partial(bench_elementwise, kind), table) for kind in ELEMENTWISE},
+         "qleaky_relu": Kind(bench_qleaky_relu, qleaky_table)}
+
+
+def kinds_list(text: str) -> list[str]:
+    """argparse type: comma-separated names of KINDS."""
+    kinds = [k for k in text.split(",") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [text]}; choose from {','.join(KINDS)}")
+    return kinds
 
 
 def write_json_atomic(path: Path, records: list[dict]) -> None:
@@ -180,26 +249,18 @@ def positive_size(text: str) -> int:
     return value
 
 
-def kinds_list(text: str) -> list[str]:
-    """argparse type: comma-separated names of KINDS."""
-    kinds = [k for k in text.split(",") if k]
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown or not kinds:
-        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [text]}; choose from {','.join(KINDS)}")
-    return kinds
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the table, write the JSON records."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
     parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
-    parser.add_argument("--kinds", type=kinds_list, default=["leaky_relu"],
-                        help=f"comma-separated activations, of {','.join(KINDS)} (default leaky_relu)")
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32", "float16"])
+    parser.add_argument("--kinds", nargs="+", type=kinds_list, default=[["leaky_relu"]],
+                        help=f"benchmarks to run, comma- or space-separated, of {','.join(KINDS)} (default leaky_relu)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
     parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
     args = parser.parse_args(argv)
+    args.kinds = [kind for group in args.kinds for kind in group]
     repeats = args.repeats or (3 if args.quick else 10)
     if repeats < 1:
         parser.error(f"--repeats must be >= 1, got {repeats}")
@@ -208,13 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     workers = len(os.sched_getaffinity(0))
     records = []
     with ThreadPoolExecutor(workers) as pool:
-        for kind in args.kinds:
-            for n in sizes:
-                for dtype in args.dtypes:
-                    case = bench_case(kind, n, dtype, repeats, pool, workers)
-                    records += case
-                    print(table(case).split("\n", 1)[1], flush=True, file=sys.stderr)
-    print(table(records))
+        for n in sizes:
+            for kind in args.kinds:
+                new = KINDS[kind].bench(n, args.dtypes, repeats, pool, workers)
+                records += new
+                print(KINDS[kind].table(new).split("\n", 1)[1], flush=True, file=sys.stderr)
+    for kind in args.kinds:
+        print(KINDS[kind].table([r for r in records if r["kind"] == kind]))
     write_json_atomic(args.json, records)
     return 0
 

@@ -20,6 +20,9 @@
 // Fused per-channel affine + LeakyReLU (bn_act.cc); batch_stats is 0 or 1.
 #define LRELU_BN_ACT_PARAMS(X) X(slope) X(clamp) X(gain) X(threads) X(batch_stats) X(eps) X(momentum)
 
+// Quantised LeakyReLU (quantized_leaky_relu.cc); the zero points are integral values.
+#define LRELU_QUANTIZED_PARAMS(X) X(slope) X(in_scale) X(in_zero_point) X(out_scale) X(out_zero_point) X(threads)
+
 namespace lrelu {
 
 #define LRELU_PARAM_FIELD(name) float name;
@@ -28,6 +31,9 @@ struct ActParams {
 };
 struct BnActParams {
   LRELU_BN_ACT_PARAMS(LRELU_PARAM_FIELD)
+};
+struct QuantizedParams {
+  LRELU_QUANTIZED_PARAMS(LRELU_PARAM_FIELD)
 };
 #undef LRELU_PARAM_FIELD
 

@@ -373,7 +373,7 @@ int RreluTrainBackward(int nparam, void** params, int* ndims, int64_t** shapes, 
   });
 }
 
-// The field names of a params.h layout ("act" or "bn_act"), comma-separated, into out[0 .. cap); returns
+// The field names of a params.h layout ("act", "bn_act" or "quantized"), comma-separated, into out[0 .. cap); returns
 // sizeof the struct, or -1 for an unknown layout or a too small buffer. The test of ops/params.py reads it.
 int64_t LreluParamsLayout(const char* which, char* out, int64_t cap) {
 #define LRELU_NAME(name) #name ","
@@ -385,6 +385,9 @@ int64_t LreluParamsLayout(const char* which, char* out, int64_t cap) {
   } else if (std::strcmp(which, "bn_act") == 0) {
     names = LRELU_BN_ACT_PARAMS(LRELU_NAME);
     size = sizeof(lrelu::BnActParams);
+  } else if (std::strcmp(which, "quantized") == 0) {
+    names = LRELU_QUANTIZED_PARAMS(LRELU_NAME);
+    size = sizeof(lrelu::QuantizedParams);
   }
 #undef LRELU_NAME
   if (names == nullptr || static_cast<int64_t>(std::strlen(names)) >= cap) return -1;
