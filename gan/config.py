@@ -100,9 +100,9 @@ _FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
 
 
 def _float32(key: str, value: float) -> None:
-    """Raise ConfigError unless float32 (the kernels' compute dtype) holds a non-zero `value` as non-zero and
-    finite (e.g. 1e-50 would become 0)."""
-    if value != 0 and not _FLOAT32_TINY <= abs(value) <= _FLOAT32_MAX:
+    """Raise ConfigError unless float32 (the kernels' compute dtype) holds a finite non-zero `value` as non-zero
+    and finite (e.g. 1e-50 would become 0); NaN and inf are left to Config's finiteness check."""
+    if value != 0 and math.isfinite(value) and not _FLOAT32_TINY <= abs(value) <= _FLOAT32_MAX:
         raise ConfigError(f"{key}={value!r} cannot be represented in float32, the kernels' compute dtype; use 0 or "
                           f"a magnitude between {_FLOAT32_TINY:.3g} and {_FLOAT32_MAX:.3g}")
 
@@ -151,7 +151,7 @@ class ActConfig:
         _positive("act.clamp", self.clamp, allow_none=True)
         for key, value in slopes + [(f"act.{k}", getattr(self, k)) for k in ("prelu_init", "elu_alpha",
                                                                               "adaptive_init", "clamp")]:
-            if value is not None and not (key == "act.clamp" and value == math.inf):
+            if value is not None:
                 _float32(key, value)
 
 
