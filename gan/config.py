@@ -62,7 +62,7 @@ class ModelConfig:
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
-        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
 
 
 @dataclass

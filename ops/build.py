@@ -67,27 +67,32 @@ def _check_white_list(directory: Path) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def library_path() -> str:
-    """Absolute path of the compiled kernel library, building it on first use."""
+def library_path(stem: str = "leaky_relu", units: tuple[Path, ...] = UNITS, sources: tuple[Path, ...] = SOURCES,
+                 link_flags: tuple[str, ...] = ()) -> str:
+    """Absolute path of a compiled kernel library, building it on first use.
+
+    The default is the project's kernel library; ops/onednn.py builds its own from one unit, with the
+    oneDNN include and link flags as `link_flags` and the oneDNN version header among `sources` (hashed).
+    """
     cxx = compiler()
     flags = BASE_FLAGS + arch_flags(cxx)
     key = hashlib.sha256()
-    for part in (mindspore.__version__, cxx, *flags):
+    for part in (mindspore.__version__, cxx, *flags, *link_flags):
         key.update(part.encode() + b"\0")
-    for src in SOURCES:
+    for src in sources:
         key.update(src.read_bytes())
     directory = cache_dir()
     _check_white_list(directory)
-    target = directory / f"leaky_relu-{key.hexdigest()[:16]}.so"
+    target = directory / f"{stem}-{key.hexdigest()[:16]}.so"
     if target.exists():
         return str(target)
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
     os.close(fd)
     try:
-        done = subprocess.run([cxx, *flags, *map(str, UNITS), "-o", tmp], capture_output=True, text=True)
+        done = subprocess.run([cxx, *flags, *map(str, units), *link_flags, "-o", tmp], capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"compiling {', '.join(map(str, UNITS))} with {cxx} failed:\n{done.stderr}")
+            raise RuntimeError(f"compiling {', '.join(map(str, units))} with {cxx} failed:\n{done.stderr}")
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

@@ -1,0 +1,167 @@
+"""Conv2d and Conv2dTranspose through oneDNN's convolution primitives (ops/csrc/cpu/onednn_conv.cc), CPU only.
+
+Which oneDNN: the one MindSpore 2.10 ships and loads itself (`mindspore/lib/libdnnl.so.3`, oneDNN 3.10.1,
+a threadpool build). The kernel library links that file by path (rpath), so the process holds one library
+with the SONAME libdnnl.so.3 and the kernels cannot bind to another copy. It compiles with the headers of
+the `onednn-devel` package (pinned in pyproject.toml, extra `onednn`): oneDNN keeps its C API backward
+compatible within a major version and the C++ API is an inline wrapper over it, so headers of an older 3.x
+release work with the newer library; `dnnl_info()` checks that at load time and reports the library's file.
+Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the package's own dependency
+`onednn` is a second (SYCL) libdnnl.so.3 with about 1 GB of Intel runtimes that nothing here loads.
+
+`conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
+adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them. Each is differentiable in x and
+w: the three primitives (forward, backward-data, backward-weights) are each other's gradients.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.metadata
+import logging
+from pathlib import Path
+from typing import Callable
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops as msops
+from mindspore.ops import constexpr
+
+from . import build
+from .api import num_threads
+from .im2col import check_geometry, conv_output_size
+
+SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
+HEADERS_PACKAGE = "onednn-devel"
+_log = logging.getLogger(__name__)
+
+
+def mindspore_dnnl() -> Path:
+    """MindSpore's bundled oneDNN library (the one the kernels link); RuntimeError when the wheel lacks it."""
+    lib = Path(ms.__file__).resolve().parent / "lib" / "libdnnl.so.3"
+    if not lib.is_file():
+        raise RuntimeError(f"conv_impl=onednn links MindSpore's own oneDNN, but {lib} does not exist in this "
+                           f"MindSpore {ms.__version__} installation; use model.conv_impl=gemm")
+    return lib
+
+
+def headers() -> Path:
+    """The include directory holding oneapi/dnnl/dnnl.hpp, from the onednn-devel package."""
+    try:
+        files = importlib.metadata.files(HEADERS_PACKAGE) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for f in files:
+        if str(f).endswith("include/oneapi/dnnl/dnnl_version.h"):
+            return Path(f.locate()).resolve().parents[2]
+    raise RuntimeError(f"conv_impl=onednn compiles against the oneDNN headers of the {HEADERS_PACKAGE} package, "
+                       f"which is not installed; run `pip install --no-deps {HEADERS_PACKAGE}==2025.3.0` "
+                       f"or use model.conv_impl=gemm")
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str:
+    """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
+    include, lib = headers(), mindspore_dnnl()
+    flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
+    return build.library_path("onednn_conv", (SOURCE,), (SOURCE, include / "oneapi" / "dnnl" / "dnnl_version.h"),
+                              flags)
+
+
+@functools.lru_cache(maxsize=None)
+def dnnl_info() -> dict:
+    """{"version", "headers", "library"} of the oneDNN the kernels call, logged once.
+
+    RuntimeError when the loaded library's major version differs from the headers' or its minor version is
+    older (the C API is only backward compatible).
+    """
+    lib = ctypes.CDLL(library_path())
+    values, path = (ctypes.c_int32 * 6)(), ctypes.create_string_buffer(4096)
+    lib.LreluDnnlVersion(values, path, len(path))
+    loaded, compiled = tuple(values[:3]), tuple(values[3:])
+    info = {"version": ".".join(map(str, loaded)), "headers": ".".join(map(str, compiled)),
+            "library": path.value.decode()}
+    if loaded[0] != compiled[0] or loaded[1] < compiled[1]:
+        raise RuntimeError(f"the oneDNN kernels were compiled with oneDNN {info['headers']} headers but bound to "
+                           f"oneDNN {info['version']} ({info['library']}); install {HEADERS_PACKAGE} with "
+                           f"headers of major {loaded[0]} and minor <= {loaded[1]}")
+    _log.info("oneDNN convolutions: oneDNN %s from %s (headers %s)", info["version"], info["library"],
+              info["headers"])
+    return info
+
+
+def available() -> bool:
+    """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
+    try:
+        dnnl_info()
+    except (RuntimeError, OSError):
+        return False
+    return True
+
+
+def _shape_of(shape: tuple) -> Callable[..., list[int]]:
+    """Custom out_shape: always `shape`."""
+    return lambda *_: list(shape)
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, transpose: bool,
+            threads: int) -> tuple[msops.Custom, ms.Tensor]:
+    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape."""
+    lib = library_path()
+    dnnl_info()
+    geometry = ms.Tensor(np.array([stride, padding, threads], np.int32))
+    n, _, h, w = x_shape
+    k = w_shape[2]
+    if transpose:  # x is the conv's dst (N, C_in, h, w); y its src (N, C_out, H, W)
+        y_shape = (n, w_shape[1], (h - 1) * stride - 2 * padding + k, (w - 1) * stride - 2 * padding + k)
+    else:
+        y_shape = (n, w_shape[0], conv_output_size(h, k, stride, padding), conv_output_size(w, k, stride, padding))
+
+    def custom(name: str, shape: tuple, bprop=None) -> msops.Custom:
+        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda a, *_: a,
+                            func_type="aot", bprop=bprop)
+        # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
+        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose))
+        return prim
+
+    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
+    if transpose:
+        forward = custom("DnnlConvForward", x_shape)
+
+        def bprop(x, wt, params, out, dout):
+            return forward(dout, wt, params), weights_grad(dout, x, params), msops.zeros_like(params)
+        op = custom("DnnlConvBackwardData", y_shape, bprop)
+    else:
+        backward_data = custom("DnnlConvBackwardData", x_shape)
+
+        def bprop(x, wt, params, out, dout):
+            return backward_data(dout, wt, params), weights_grad(x, dout, params), msops.zeros_like(params)
+        op = custom("DnnlConvForward", y_shape, bprop)
+    return op, geometry
+
+
+@constexpr
+def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool,
+             dtype: ms.Type) -> tuple[msops.Custom, ms.Tensor]:
+    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit."""
+    if dtype != ms.float32:
+        raise TypeError(f"the oneDNN convolutions compute in float32, got dtype {dtype}")
+    check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
+    channels = w_shape[0] if transpose else w_shape[1]
+    if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[1] != channels or w_shape[2] != w_shape[3]:
+        raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x (N, {channels}, H, W) and a "
+                         f"square 4-d weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
+    return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads())
+
+
+def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
+    """Conv2d of the float32 NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
+    op, geometry = _resolve(x.shape, weight.shape, stride, padding, False, x.dtype)
+    return op(x, weight, geometry)
+
+
+def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
+    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
+    op, geometry = _resolve(x.shape, weight.shape, stride, padding, True, x.dtype)
+    return op(x, weight, geometry)

@@ -1,0 +1,138 @@
+"""gan.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers.
+
+Forward, input and weight gradients, with and without bias: the odd geometries of test_layers against
+MindSpore's native layers, every DCGAN-32/64/128 layer geometry (real widths, batch 2) against the gemm
+layers (themselves tested against native), a jitted G/D stack, and a gemm checkpoint resumed under onednn.
+
+Tolerance: fp32, |onednn - reference| <= 1e-5 + 1e-4 * |reference| elementwise for the small cases; the
+DCGAN layers sum up to 8192 products (512 channels x 4x4), so there atol scales with the output's magnitude:
+1e-4 * max|reference| (summation order differs between oneDNN's blocked kernels and a GEMM).
+"""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor, nn
+
+from gan.config import compose_config
+from gan.layers import OnednnConv2d, OnednnConv2dTranspose, make_conv, resolve_conv_impl
+from gan.models import num_blocks
+from gan.training import run
+from ops import onednn
+
+from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
+
+RTOL, ATOL = 1e-4, 1e-5
+
+pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers (onednn-devel) not installed")
+
+
+def _pair(case: tuple, transpose: bool, has_bias: bool, reference: str, batch: int = 2):
+    """A reference layer, an onednn layer carrying its parameters, and an input batch."""
+    cin, cout, k, s, p, h, w = case
+    rng = np.random.default_rng(sum(case) + transpose)
+    ref = make_conv(cin, cout, k, s, p, transpose=transpose, has_bias=has_bias, impl=reference)
+    if has_bias:
+        ref.bias.set_data(Tensor(rng.standard_normal(cout).astype(np.float32)))
+    dnn = make_conv(cin, cout, k, s, p, transpose=transpose, has_bias=has_bias, impl="onednn")
+    ms.load_param_into_net(dnn, {q.name: q.clone() for q in ref.get_parameters()}, strict_load=True)
+    return ref, dnn, Tensor(rng.standard_normal((batch, cin, h, w)).astype(np.float32))
+
+
+def _check(ref: nn.Cell, dnn: nn.Cell, x: Tensor, scaled: bool = False) -> None:
+    want_y = ref(x).asnumpy()
+    seed = np.random.default_rng(1).standard_normal(want_y.shape).astype(np.float32)
+    names = ["y", "dx"] + [q.name for q in ref.trainable_params()]
+    for name, got, want in zip(names, _grads(dnn, x, seed), _grads(ref, x, seed)):
+        atol = 1e-4 * float(np.abs(want).max()) if scaled else ATOL
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("has_bias", [False, True])
+@pytest.mark.parametrize("transpose,case", [(False, c) for c in CASES] + [(True, c) for c in TRANSPOSE_CASES])
+def test_onednn_matches_native_forward_and_grads(transpose: bool, case: tuple, has_bias: bool) -> None:
+    _check(*_pair(case, transpose, has_bias, "native"))
+
+
+def _dcgan_geometries(size: int, nz: int, width: int, channels: int = 3) -> list[tuple[bool, tuple]]:
+    """(transpose, case) of every conv layer of gan.models' DCGAN G and D at `size` px."""
+    n = num_blocks(size)
+    g, in_ch = [], nz
+    for i in range(n):
+        out, side = width * 2 ** (n - 1 - i), 4 * 2 ** i
+        g.append((True, (in_ch, out, 4, 1, 0, 1, 1) if i == 0 else (in_ch, out, 4, 2, 1, side // 2, side // 2)))
+        in_ch = out
+    g.append((True, (in_ch, channels, 4, 2, 1, size // 2, size // 2)))
+    d, in_ch = [], channels
+    for i in range(n):
+        out = width * 2 ** i
+        d.append((False, (in_ch, out, 4, 2, 1, size >> i, size >> i)))
+        in_ch = out
+    d.append((False, (in_ch, 1, 4, 1, 0, 4, 4)))
+    return g + d
+
+
+DCGAN = ([("dcgan32", t, c) for t, c in _dcgan_geometries(32, 64, 32)]
+         + [("dcgan64", t, c) for t, c in _dcgan_geometries(64, 100, 64)]
+         + [("dcgan128", t, c) for t, c in _dcgan_geometries(128, 100, 64)])
+
+
+@pytest.mark.parametrize("model,transpose,case", DCGAN, ids=[f"{m}-{'T' if t else 'C'}{c}" for m, t, c in DCGAN])
+def test_onednn_matches_gemm_on_dcgan_layers(model: str, transpose: bool, case: tuple) -> None:
+    _check(*_pair(case, transpose, False, "gemm"), scaled=True)
+
+
+def test_onednn_stack_grads_match_gemm_in_graph_mode() -> None:
+    """A jitted G-like stack (transposed convs, BatchNorm, LeakyReLU, conv back down): loss and all grads."""
+    nets = {}
+    for impl in ("gemm", "onednn"):
+        nets[impl] = nn.SequentialCell(
+            make_conv(8, 16, 4, 1, 0, transpose=True, impl=impl), nn.BatchNorm2d(16), nn.LeakyReLU(0.2),
+            make_conv(16, 8, 4, 2, 1, transpose=True, impl=impl), nn.LeakyReLU(0.2),
+            make_conv(8, 4, 4, 2, 1, impl=impl), nn.LeakyReLU(0.2), make_conv(4, 1, 4, 1, 0, impl=impl))
+    ms.load_param_into_net(nets["onednn"], {q.name: q.clone() for q in nets["gemm"].get_parameters()},
+                           strict_load=True)
+    rng = np.random.default_rng(0)
+    z = Tensor(rng.standard_normal((4, 8, 1, 1)).astype(np.float32))
+    seed = Tensor(rng.standard_normal((4, 1, 1, 1)).astype(np.float32))
+    results = {}
+    for impl, net in nets.items():
+        net.set_train(True)
+        _, (gz, gparams) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(z)
+        results[impl] = [net(z).asnumpy(), gz.asnumpy(), *(g.asnumpy() for g in gparams)]
+    for got, want in zip(results["onednn"], results["gemm"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_make_conv_builds_the_onednn_classes() -> None:
+    assert type(make_conv(2, 3, 4, 2, 1, impl="onednn")) is OnednnConv2d
+    assert type(make_conv(2, 3, 4, 2, 1, transpose=True, impl="onednn")) is OnednnConv2dTranspose
+    assert resolve_conv_impl("onednn", "CPU") == "onednn"
+    with pytest.raises(ValueError, match="runs on CPU only"):
+        resolve_conv_impl("onednn", "Ascend")
+
+
+def test_kernels_call_mindspores_own_onednn() -> None:
+    """One libdnnl.so.3 in the process: the kernels bind to the file inside the MindSpore wheel, version 3.x."""
+    info = onednn.dnnl_info()
+    assert info["library"] == str(onednn.mindspore_dnnl())
+    major, minor, _ = map(int, info["version"].split("."))
+    h_major, h_minor, _ = map(int, info["headers"].split("."))
+    assert major == h_major == 3 and h_minor <= minor
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if "libdnnl" in line}
+    assert mapped == {str(onednn.mindspore_dnnl())}
+
+
+def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
+    """4 gemm steps == 2 gemm steps, a checkpoint, then 2 onednn steps resumed from it (losses to 1e-4)."""
+    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
+            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "train.ckpt_every=2"]
+    whole = run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=4"]), tmp_path / "gemm")
+    run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=2"]), tmp_path / "mixed")
+    resumed = run(compose_config(tiny + ["model.conv_impl=onednn", "train.steps=4", "train.resume=auto"]),
+                  tmp_path / "mixed")
+    got = [(s.loss_d, s.loss_g) for s in resumed.history]
+    want = [(s.loss_d, s.loss_g) for s in whole.history][2:]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
