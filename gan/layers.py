@@ -13,7 +13,6 @@ and calls oneDNN's convolution primitives in blocked layouts (`ops.onednn`, Mind
 from __future__ import annotations
 
 from mindspore import Tensor, nn, ops
-from mindspore.common import dtype as mstype
 from mindspore.ops import constexpr
 
 from ops import col2im, im2col, onednn
@@ -31,14 +30,14 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
 
 
 def resolve_conv_impl(impl: str, device_target: str) -> str:
-    """Map `auto` to the fastest implementation for the device: gemm on CPU, native elsewhere.
-
-    `onednn` is CPU only (ValueError naming the device otherwise) and needs its kernels to build and load.
-    """
+    """Map `auto` to the fastest implementation for the device: on CPU onednn when its kernels build and load
+    here (else gemm), native elsewhere. `onednn` itself is CPU only (ValueError naming the device otherwise)."""
     if impl not in CONV_IMPLS:
         raise ValueError(f"model.conv_impl={impl!r} is not one of {CONV_IMPLS}")
     if impl == "auto":
-        return "gemm" if device_target == "CPU" else "native"
+        if device_target != "CPU":
+            return "native"
+        return "onednn" if onednn.available() else "gemm"
     if impl == "onednn" and device_target != "CPU":
         raise ValueError(f"model.conv_impl=onednn runs on CPU only, not on runtime.device_target={device_target!r}; "
                          f"use model.conv_impl=auto")
@@ -100,23 +99,23 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
 
 
 class OnednnConv2d(_SquareConv, nn.Conv2d):
-    """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive; float32 compute."""
+    """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv2d(x.astype(mstype.float32), self.weight.astype(mstype.float32), self._s, self._p)
+        y = onednn.conv2d(x, self.weight.astype(x.dtype), self._s, self._p)
         if self.has_bias:
-            y = y + self.bias.astype(mstype.float32).reshape(1, -1, 1, 1)
-        return y.astype(x.dtype)
+            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
+        return y
 
 
 class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv_transpose2d(x.astype(mstype.float32), self.weight.astype(mstype.float32), self._s, self._p)
+        y = onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p)
         if self.has_bias:
-            y = y + self.bias.astype(mstype.float32).reshape(1, -1, 1, 1)
-        return y.astype(x.dtype)
+            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
+        return y
 
 
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,

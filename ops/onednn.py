@@ -9,7 +9,8 @@ release work with the newer library; `dnnl_info()` checks that at load time and 
 Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the package's own dependency
 `onednn` is a second (SYCL) libdnnl.so.3 with about 1 GB of Intel runtimes that nothing here loads.
 
-`conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
+float32 and float16 tensors (each input on its own, as amp casts them) are converted by the reorders; the
+convolutions compute in float32. `conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
 adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them. Each is differentiable in x and
 w: the three primitives (forward, backward-data, backward-weights) are each other's gradients.
 """
@@ -28,7 +29,7 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import build
-from .api import num_threads
+from .api import FLOAT_DTYPES, num_threads
 from .im2col import check_geometry, conv_output_size
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
@@ -94,7 +95,8 @@ def available() -> bool:
     """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
     try:
         dnnl_info()
-    except (RuntimeError, OSError):
+    except (RuntimeError, OSError) as err:
+        _log.info("oneDNN convolutions unavailable: %s", err)
         return False
     return True
 
@@ -145,8 +147,8 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
 def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool,
              dtype: ms.Type) -> tuple[msops.Custom, ms.Tensor]:
     """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit."""
-    if dtype != ms.float32:
-        raise TypeError(f"the oneDNN convolutions compute in float32, got dtype {dtype}")
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
     check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
     channels = w_shape[0] if transpose else w_shape[1]
     if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[1] != channels or w_shape[2] != w_shape[3]:

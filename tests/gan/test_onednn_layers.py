@@ -105,6 +105,18 @@ def test_onednn_stack_grads_match_gemm_in_graph_mode() -> None:
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
 
 
+@pytest.mark.parametrize("transpose,case", [(False, CASES[0]), (True, TRANSPOSE_CASES[0])])
+def test_onednn_layers_take_fp16_and_compute_in_fp32(transpose: bool, case: tuple) -> None:
+    """A float16 cell (amp) keeps float16 in and out; the convolution itself runs in float32."""
+    ref, dnn, x = _pair(case, transpose, True, "native")
+    dnn.to_float(ms.float16)
+    x16 = x.astype(ms.float16)
+    got = dnn(x16)
+    assert got.dtype == ms.float16
+    want = ref(x16.astype(ms.float32)).asnumpy()
+    np.testing.assert_allclose(got.asnumpy().astype(np.float32), want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+
+
 def test_make_conv_builds_the_onednn_classes() -> None:
     assert type(make_conv(2, 3, 4, 2, 1, impl="onednn")) is OnednnConv2d
     assert type(make_conv(2, 3, 4, 2, 1, transpose=True, impl="onednn")) is OnednnConv2dTranspose

@@ -13,9 +13,11 @@
 // DnnlConvForward        (src (N,C,H,W),      weights (O,C,K,K), geometry) -> dst (N,O,Ho,Wo)
 // DnnlConvBackwardData   (diff_dst (N,O,Ho,Wo), weights (O,C,K,K), geometry) -> diff_src (N,C,H,W)
 // DnnlConvBackwardWeights(src (N,C,H,W),      diff_dst (N,O,Ho,Wo), geometry) -> diff_weights (O,C,K,K)
-// geometry: int32[3] {stride, padding, threads}; float32 only.
+// geometry: int32[3] {stride, padding, threads}. Tensors are float32 or float16 (each on its own: amp casts
+// every floating input of a float16 cell); the primitives compute in float32, the reorders convert.
 #include <dlfcn.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -90,8 +92,9 @@ struct Entry {
       : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
 };
 
-Edge make_edge(int arg, const memory::dims& dims, tag plain_tag, const memory::desc& chosen, bool is_input) {
-  Edge e{arg, memory::desc(dims, memory::data_type::f32, plain_tag), chosen, {}, {}, false};
+Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag plain_tag, const memory::desc& chosen,
+               bool is_input) {
+  Edge e{arg, memory::desc(dims, type, plain_tag), chosen, {}, {}, false};
   e.reordered = e.plain != e.chosen;
   if (e.reordered) {
     e.blocked = memory(chosen, cpu_engine());
@@ -103,9 +106,11 @@ Edge make_edge(int arg, const memory::dims& dims, tag plain_tag, const memory::d
 
 memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, tag::any); }
 
+using Types = std::array<memory::data_type, 3>;  // of the kernel's in0, in1 and output
+
 // Build the primitive of `kind` for src (N,C,H,W), weights (O,C,K,K), dst (N,O,Ho,Wo).
 std::unique_ptr<Entry> create(Kind kind, const memory::dims& src, const memory::dims& wei, const memory::dims& dst,
-                              int64_t stride, int64_t pad, int threads) {
+                              int64_t stride, int64_t pad, int threads, const Types& t) {
   auto entry = std::make_unique<Entry>(threads);
   const memory::dims strides = {stride, stride}, padding = {pad, pad};
   dnnl::primitive_attr attr;
@@ -116,27 +121,27 @@ std::unique_ptr<Entry> create(Kind kind, const memory::dims& src, const memory::
   memory::desc scratch;
   if (kind == kForward) {
     entry->prim = dnnl::convolution_forward(fwd);
-    entry->in0 = make_edge(DNNL_ARG_SRC, src, tag::nchw, fwd.src_desc(), true);
-    entry->in1 = make_edge(DNNL_ARG_WEIGHTS, wei, tag::oihw, fwd.weights_desc(), true);
-    entry->out = make_edge(DNNL_ARG_DST, dst, tag::nchw, fwd.dst_desc(), false);
+    entry->in0 = make_edge(DNNL_ARG_SRC, src, t[0], tag::nchw, fwd.src_desc(), true);
+    entry->in1 = make_edge(DNNL_ARG_WEIGHTS, wei, t[1], tag::oihw, fwd.weights_desc(), true);
+    entry->out = make_edge(DNNL_ARG_DST, dst, t[2], tag::nchw, fwd.dst_desc(), false);
     scratch = fwd.scratchpad_desc();
   } else if (kind == kBackwardData) {
     const auto pd = dnnl::convolution_backward_data::primitive_desc(
         cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(src), any_desc(wei), any_desc(dst), strides,
         padding, padding, fwd, attr);
     entry->prim = dnnl::convolution_backward_data(pd);
-    entry->in0 = make_edge(DNNL_ARG_DIFF_DST, dst, tag::nchw, pd.diff_dst_desc(), true);
-    entry->in1 = make_edge(DNNL_ARG_WEIGHTS, wei, tag::oihw, pd.weights_desc(), true);
-    entry->out = make_edge(DNNL_ARG_DIFF_SRC, src, tag::nchw, pd.diff_src_desc(), false);
+    entry->in0 = make_edge(DNNL_ARG_DIFF_DST, dst, t[0], tag::nchw, pd.diff_dst_desc(), true);
+    entry->in1 = make_edge(DNNL_ARG_WEIGHTS, wei, t[1], tag::oihw, pd.weights_desc(), true);
+    entry->out = make_edge(DNNL_ARG_DIFF_SRC, src, t[2], tag::nchw, pd.diff_src_desc(), false);
     scratch = pd.scratchpad_desc();
   } else {
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
         cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(src), any_desc(wei), any_desc(dst), strides,
         padding, padding, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
-    entry->in0 = make_edge(DNNL_ARG_SRC, src, tag::nchw, pd.src_desc(), true);
-    entry->in1 = make_edge(DNNL_ARG_DIFF_DST, dst, tag::nchw, pd.diff_dst_desc(), true);
-    entry->out = make_edge(DNNL_ARG_DIFF_WEIGHTS, wei, tag::oihw, pd.diff_weights_desc(), false);
+    entry->in0 = make_edge(DNNL_ARG_SRC, src, t[0], tag::nchw, pd.src_desc(), true);
+    entry->in1 = make_edge(DNNL_ARG_DIFF_DST, dst, t[1], tag::nchw, pd.diff_dst_desc(), true);
+    entry->out = make_edge(DNNL_ARG_DIFF_WEIGHTS, wei, t[2], tag::oihw, pd.diff_weights_desc(), false);
     scratch = pd.scratchpad_desc();
   }
   entry->scratch = memory(scratch, cpu_engine());
@@ -145,14 +150,15 @@ std::unique_ptr<Entry> create(Kind kind, const memory::dims& src, const memory::
 
 // The cached entry of one geometry (created on first use; entries live for the process).
 Entry& lookup(Kind kind, const memory::dims& src, const memory::dims& wei, const memory::dims& dst, int64_t stride,
-              int64_t pad, int threads) {
+              int64_t pad, int threads, const Types& types) {
   static std::mutex mu;
   static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
   std::vector<int64_t> key = {kind, stride, pad, threads};
+  for (memory::data_type t : types) key.push_back(static_cast<int64_t>(t));
   for (const memory::dims* d : {&src, &wei, &dst}) key.insert(key.end(), d->begin(), d->end());
   const std::lock_guard<std::mutex> lock(mu);
   std::unique_ptr<Entry>& slot = cache[key];
-  if (!slot) slot = create(kind, src, wei, dst, stride, pad, threads);
+  if (!slot) slot = create(kind, src, wei, dst, stride, pad, threads, types);
   return *slot;
 }
 
@@ -187,8 +193,11 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
       std::strcmp(dtypes[2], "int32") != 0) {
     return 1;
   }
+  Types types;
   for (int i : {0, 1, 3}) {
-    if (std::strcmp(dtypes[i], "float32") != 0) return 1;
+    const bool f32 = std::strcmp(dtypes[i], "float32") == 0;
+    if (!f32 && std::strcmp(dtypes[i], "float16") != 0) return 1;
+    types[i == 3 ? 2 : i] = f32 ? memory::data_type::f32 : memory::data_type::f16;
   }
   const int32_t* g = static_cast<const int32_t*>(params[2]);
   const int threads = g[2] > 1 ? g[2] : 1;
@@ -198,7 +207,7 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   const memory::dims& wei = kind == kBackwardWeights ? o : b;
   const memory::dims& dst = kind == kForward ? o : kind == kBackwardData ? a : b;
   try {
-    run(lookup(kind, src, wei, dst, g[0], g[1], threads), params[0], params[1], params[3]);
+    run(lookup(kind, src, wei, dst, g[0], g[1], threads, types), params[0], params[1], params[3]);
   } catch (const dnnl::error&) {
     return 2;
   }
