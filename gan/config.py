@@ -126,6 +126,7 @@ class Fusion(StrEnum):
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+    conv_act = "conv_act"  # bn_act, and conv + bias + LeakyReLU as one oneDNN primitive (conv_impl=onednn)
 
 
 @dataclass

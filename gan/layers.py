@@ -118,6 +118,37 @@ class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         return y
 
 
+class OnednnConv2dAct(OnednnConv2d):
+    """OnednnConv2d followed by LeakyReLU (+ clamp) as one oneDNN primitive (bias and activation as post-ops).
+
+    Same parameters as the conv (the activation has none), so checkpoints move to and from the unfused layers.
+    """
+
+    def __init__(self, *args, negative_slope: float, clamp: float | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.negative_slope, self.clamp = negative_slope, clamp
+
+    def construct(self, x: Tensor) -> Tensor:
+        bias = self.bias.astype(x.dtype) if self.has_bias else ops.zeros((self.out_channels,), x.dtype)
+        return onednn.conv2d_act(x, self.weight.astype(x.dtype), bias, self._s, self._p, self.negative_slope,
+                                 self.clamp)
+
+
+def fuse_conv_act(conv: nn.Cell, negative_slope: float, clamp: float | None) -> nn.Cell | None:
+    """A fresh OnednnConv2dAct with the geometry and parameter names of `conv` (an OnednnConv2d), else None."""
+    if type(conv) is not OnednnConv2d:
+        return None
+    return OnednnConv2dAct(conv.in_channels, conv.out_channels, conv._k, conv._s, pad_mode="pad", padding=conv._p,
+                           has_bias=conv.has_bias, weight_init="normal", negative_slope=negative_slope, clamp=clamp)
+
+
+def check_fusion_impl(fusion: str, impl: str) -> None:
+    """ValueError naming both keys when fusion=conv_act runs with a conv impl other than onednn."""
+    if fusion == "conv_act" and impl != "onednn":
+        raise ValueError(f"fusion=conv_act fuses convolutions through oneDNN and needs model.conv_impl=onednn "
+                         f"(auto on CPU), not {impl!r}; use fusion=bn_act with other implementations")
+
+
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,
               transpose: bool = False, has_bias: bool = False, impl: str = "native") -> nn.Cell:
     """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's."""

@@ -20,6 +20,7 @@ import ctypes
 import functools
 import importlib.metadata
 import logging
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -29,7 +30,7 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import build
-from .api import FLOAT_DTYPES, num_threads
+from .api import FLOAT_DTYPES, check_clamp, check_negative_slope, num_threads
 from .im2col import check_geometry, conv_output_size
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
@@ -106,13 +107,24 @@ def _shape_of(shape: tuple) -> Callable[..., list[int]]:
     return lambda *_: list(shape)
 
 
+def _geometry(stride: int, padding: int, threads: int, slope: float, clamp: float) -> ms.Tensor:
+    """The kernels' int32 geometry input {stride, padding, threads, slope, clamp}, the floats as float32 bits
+    (an integer input, so amp never casts it)."""
+    floats = np.array([slope, clamp], np.float32).view(np.int32)
+    return ms.Tensor(np.concatenate([np.array([stride, padding, threads], np.int32), floats]))
+
+
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, transpose: bool,
-            threads: int) -> tuple[msops.Custom, ms.Tensor]:
-    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape."""
+            threads: int, act: tuple[float, float] | None = None) -> tuple[msops.Custom, ms.Tensor]:
+    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
+
+    act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
+    backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
+    """
     lib = library_path()
     dnnl_info()
-    geometry = ms.Tensor(np.array([stride, padding, threads], np.int32))
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)))
     n, _, h, w = x_shape
     k = w_shape[2]
     if transpose:  # x is the conv's dst (N, C_in, h, w); y its src (N, C_out, H, W)
@@ -124,7 +136,7 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
         prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda a, *_: a,
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
-        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose))
+        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose, *(act or ())))
         return prim
 
     weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
@@ -133,19 +145,24 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
 
         def bprop(x, wt, params, out, dout):
             return forward(dout, wt, params), weights_grad(dout, x, params), msops.zeros_like(params)
-        op = custom("DnnlConvBackwardData", y_shape, bprop)
-    else:
-        backward_data = custom("DnnlConvBackwardData", x_shape)
-
+        return custom("DnnlConvBackwardData", y_shape, bprop), geometry
+    backward_data = custom("DnnlConvBackwardData", x_shape)
+    if act is None:
         def bprop(x, wt, params, out, dout):
             return backward_data(dout, wt, params), weights_grad(x, dout, params), msops.zeros_like(params)
-        op = custom("DnnlConvForward", y_shape, bprop)
-    return op, geometry
+        return custom("DnnlConvForward", y_shape, bprop), geometry
+    act_grad = custom("DnnlActBackward", y_shape)
+
+    def act_bprop(x, wt, bias, params, out, dout):
+        dz = act_grad(out, dout, params)
+        dbias = dz.astype(ms.float32).sum((0, 2, 3)).astype(bias.dtype)
+        return backward_data(dz, wt, params), weights_grad(x, dz, params), dbias, msops.zeros_like(params)
+    return custom("DnnlConvActForward", y_shape, act_bprop), geometry
 
 
 @constexpr
-def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool,
-             dtype: ms.Type) -> tuple[msops.Custom, ms.Tensor]:
+def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
+             act: tuple[float, float] | None = None) -> tuple[msops.Custom, ms.Tensor]:
     """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit."""
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
@@ -154,11 +171,12 @@ def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpos
     if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[1] != channels or w_shape[2] != w_shape[3]:
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x (N, {channels}, H, W) and a "
                          f"square 4-d weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
-    return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads())
+    return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
+                   act)
 
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
-    """Conv2d of the float32 NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
+    """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
     op, geometry = _resolve(x.shape, weight.shape, stride, padding, False, x.dtype)
     return op(x, weight, geometry)
 
@@ -167,3 +185,15 @@ def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int)
     """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
     op, geometry = _resolve(x.shape, weight.shape, stride, padding, True, x.dtype)
     return op(x, weight, geometry)
+
+
+def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int, padding: int, negative_slope: float,
+               clamp: float | None = None) -> ms.Tensor:
+    """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,).
+
+    The backward reads the activation's gradient from the output's sign; an output exactly at +-clamp counts
+    as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
+    """
+    act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
+    op, geometry = _resolve(x.shape, weight.shape, stride, padding, False, x.dtype, act)
+    return op(x, weight, bias, geometry)

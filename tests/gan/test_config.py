@@ -72,7 +72,7 @@ def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=conv_bn_act"])
     text = _error_text(info.value)
-    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel]" in text
+    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel, conv_act]" in text
 
 
 def test_bad_enum_lists_the_allowed_values():

@@ -1,4 +1,5 @@
-"""gan.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers.
+"""gan.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers; fusion=conv_act
+(conv + bias + LeakyReLU + clamp as one primitive) matches the unfused layers.
 
 Forward, input and weight gradients, with and without bias: the odd geometries of test_layers against
 MindSpore's native layers, every DCGAN-32/64/128 layer geometry (real widths, batch 2) against the gemm
@@ -15,11 +16,12 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.config import compose_config
-from gan.layers import OnednnConv2d, OnednnConv2dTranspose, make_conv, resolve_conv_impl
-from gan.models import num_blocks
+from gan.config import ActConfig, ModelConfig, compose_config
+from gan.layers import (OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, check_fusion_impl, fuse_conv_act,
+                        make_conv, resolve_conv_impl)
+from gan.models import Discriminator, init_dcgan_weights, num_blocks
 from gan.training import run
-from ops import onednn
+from ops import LeakyReLU, onednn
 
 from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
 
@@ -148,3 +150,62 @@ def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
     got = [(s.loss_d, s.loss_g) for s in resumed.history]
     want = [(s.loss_d, s.loss_g) for s in whole.history][2:]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# fusion=conv_act: conv + bias + LeakyReLU (+ clamp) as one primitive against the unfused onednn conv + op.
+ACT_CASES = [(CASES[0], 0.2, None), (CASES[1], 0.0, None), (CASES[3], 0.2, 0.5), (CASES[4], 0.01, 1.0)]
+
+
+@pytest.mark.parametrize("has_bias", [False, True])
+@pytest.mark.parametrize("case,slope,clamp", ACT_CASES)
+def test_conv_act_matches_conv_then_leaky_relu(case: tuple, slope: float, clamp: float | None,
+                                               has_bias: bool) -> None:
+    cin, cout, k, s, p, h, w = case
+    conv, _, x = _pair(case, False, has_bias, "onednn")
+    fused = fuse_conv_act(conv, slope, clamp)
+    ms.load_param_into_net(fused, {q.name: q.clone() for q in conv.get_parameters()}, strict_load=True)
+    unfused = nn.SequentialCell([conv, LeakyReLU(slope, clamp=clamp)])
+    want_y = unfused(x).asnumpy()
+    seed = np.random.default_rng(2).standard_normal(want_y.shape).astype(np.float32)
+    names = ["y", "dx"] + [q.name for q in conv.trainable_params()]
+    for name, got, want in zip(names, _grads(fused, x, seed), _grads(unfused, x, seed)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def test_conv_act_discriminator_matches_bn_act_in_graph_mode() -> None:
+    """D with fusion=conv_act (first conv + act fused, BatchNormAct after the others) == fusion=bn_act: same
+    parameter names, and in a jitted step the same logits and gradients."""
+    model, act = ModelConfig(ngf=8, ndf=8, nz=16, conv_impl="onednn"), ActConfig(clamp=4.0)
+    nets = {kind: Discriminator(model, act, 3, "onednn", kind) for kind in ("bn_act", "conv_act")}
+    assert type(nets["conv_act"].layers.conv0) is OnednnConv2dAct and "act0" not in nets["conv_act"].layers.name_cells()
+    assert [q.name for q in nets["conv_act"].get_parameters()] == [q.name for q in nets["bn_act"].get_parameters()]
+    init_dcgan_weights(nets["bn_act"], np.random.default_rng(0))
+    ms.load_param_into_net(nets["conv_act"], {q.name: q.clone() for q in nets["bn_act"].get_parameters()},
+                           strict_load=True)
+    rng = np.random.default_rng(1)
+    x = Tensor(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
+    seed = Tensor(rng.standard_normal(4).astype(np.float32))
+    results = {}
+    for kind, net in nets.items():
+        net.set_train(True)
+        loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
+        results[kind] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
+    for got, want in zip(results["conv_act"], results["bn_act"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_conv_act_needs_onednn() -> None:
+    with pytest.raises(ValueError, match="fusion=conv_act.*model.conv_impl=onednn.*'gemm'"):
+        check_fusion_impl("conv_act", "gemm")
+    check_fusion_impl("conv_act", "onednn")
+    check_fusion_impl("bn_act", "gemm")
+    assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), 0.2, None) is None
+
+
+def test_conv_act_training_matches_unfused(tmp_path) -> None:
+    """2 graph-mode training steps with fusion=conv_act give fusion=none's losses (onednn both, 1e-4)."""
+    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
+            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "model.conv_impl=onednn", "train.steps=2"]
+    got, want = (run(compose_config(tiny + [f"fusion={kind}"]), tmp_path / kind) for kind in ("conv_act", "none"))
+    np.testing.assert_allclose([(s.loss_d, s.loss_g) for s in got.history],
+                               [(s.loss_d, s.loss_g) for s in want.history], rtol=1e-4, atol=1e-5)
