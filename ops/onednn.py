@@ -9,10 +9,11 @@ release work with the newer library; `dnnl_info()` checks that at load time and 
 Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the package's own dependency
 `onednn` is a second (SYCL) libdnnl.so.3 with about 1 GB of Intel runtimes that nothing here loads.
 
-float32 and float16 tensors (each input on its own, as amp casts them) are converted by the reorders; the
-convolutions compute in float32. `conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
-adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them. Each is differentiable in x and
-w: the three primitives (forward, backward-data, backward-weights) are each other's gradients.
+`conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
+adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them; `conv2d_act` fuses bias +
+LeakyReLU (+ clamp) into the Conv2d. Each is differentiable in its tensors: the three primitives (forward,
+backward-data, backward-weights) are each other's gradients. float32 and float16 tensors (each input on its
+own, as amp casts them) are converted by the reorders; the convolutions compute in float32.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .api import FLOAT_DTYPES, check_clamp, check_negative_slope, num_threads
 from .im2col import check_geometry, conv_output_size
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
-HEADERS_PACKAGE = "onednn-devel"
+HEADERS_PACKAGE, HEADERS_VERSION = "onednn-devel", "2025.3.0"  # oneDNN 3.9.1 headers; pinned in pyproject.toml
 _log = logging.getLogger(__name__)
 
 
@@ -57,7 +58,7 @@ def headers() -> Path:
         if str(f).endswith("include/oneapi/dnnl/dnnl_version.h"):
             return Path(f.locate()).resolve().parents[2]
     raise RuntimeError(f"conv_impl=onednn compiles against the oneDNN headers of the {HEADERS_PACKAGE} package, "
-                       f"which is not installed; run `pip install --no-deps {HEADERS_PACKAGE}==2025.3.0` "
+                       f"which is not installed; run `pip install --no-deps {HEADERS_PACKAGE}=={HEADERS_VERSION}` "
                        f"or use model.conv_impl=gemm")
 
 
@@ -161,9 +162,12 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
 
 
 @constexpr
-def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
-             act: tuple[float, float] | None = None) -> tuple[msops.Custom, ms.Tensor]:
-    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit."""
+def _conv_kernels(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
+                  act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
+    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
+
+    Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
+    a DCGAN-64 step once failed to compile with "Miss argument input for parameter:transpose" here."""
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
     check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
@@ -177,13 +181,13 @@ def _resolve(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpos
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
     """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
-    op, geometry = _resolve(x.shape, weight.shape, stride, padding, False, x.dtype)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None)
     return op(x, weight, geometry)
 
 
 def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
     """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
-    op, geometry = _resolve(x.shape, weight.shape, stride, padding, True, x.dtype)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None)
     return op(x, weight, geometry)
 
 
@@ -195,5 +199,5 @@ def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int, pa
     as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
-    op, geometry = _resolve(x.shape, weight.shape, stride, padding, False, x.dtype, act)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act)
     return op(x, weight, bias, geometry)
