@@ -274,13 +274,14 @@ class Config:
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes, and reporting. Every other key (model, act, data, precision, fusion, seed,
+# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
+# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers",
+    "data.num_workers", "model.conv_impl",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",
