@@ -11,6 +11,8 @@ DCGAN layers sum up to 8192 products (512 channels x 4x4), so there atol scales 
 """
 from __future__ import annotations
 
+import importlib.metadata
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -209,3 +211,22 @@ def test_conv_act_training_matches_unfused(tmp_path) -> None:
     got, want = (run(compose_config(tiny + [f"fusion={kind}"]), tmp_path / kind) for kind in ("conv_act", "none"))
     np.testing.assert_allclose([(s.loss_d, s.loss_g) for s in got.history],
                                [(s.loss_d, s.loss_g) for s in want.history], rtol=1e-4, atol=1e-5)
+
+
+def test_missing_headers_fall_back_to_gemm_and_name_the_package(monkeypatch) -> None:
+    """Without onednn-devel, auto resolves to gemm on CPU and conv_impl=onednn says what to install."""
+    def no_package(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "files", no_package)
+    for cached in (onednn.dnnl_info, onednn.library_path):
+        cached.cache_clear()
+    try:
+        assert resolve_conv_impl("auto", "CPU") == "gemm"
+        with pytest.raises(RuntimeError, match="pip install --no-deps onednn-devel==2025.3.0"):
+            resolve_conv_impl("onednn", "CPU")
+    finally:
+        monkeypatch.undo()
+        for cached in (onednn.dnnl_info, onednn.library_path):
+            cached.cache_clear()
+    assert resolve_conv_impl("auto", "CPU") == "onednn"
