@@ -72,7 +72,7 @@ class ModelConfig:
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
-        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
 
 
 @dataclass
@@ -177,6 +177,7 @@ class Fusion(StrEnum):
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+    conv_act = "conv_act"  # bn_act, and conv + bias + LeakyReLU as one oneDNN primitive (conv_impl=onednn)
 
 
 @dataclass
@@ -308,11 +309,11 @@ class Config:
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")
-        if self.fusion.name == "bn_act":
+        if self.fusion.name in ("bn_act", "conv_act"):
             for net in ("d", "g"):
                 kind = getattr(self.act, f"{net}_kind")
                 if kind not in BN_ACT_KINDS:
-                    raise ConfigError(f"fusion=bn_act fuses BatchNorm with {list(BN_ACT_KINDS)} only, got "
+                    raise ConfigError(f"fusion={self.fusion.name} fuses BatchNorm with {list(BN_ACT_KINDS)} only, got "
                                       f"act.{net}_kind={kind!r}; use fusion=none for it")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
@@ -320,13 +321,14 @@ class Config:
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes, and reporting. Every other key (model, act, data, precision, fusion, seed,
+# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
+# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers",
+    "data.num_workers", "model.conv_impl",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",

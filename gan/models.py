@@ -11,7 +11,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
-from gan.layers import make_conv
+from gan.layers import fuse_conv_act, make_conv
 from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU, norm_act_layers
 
 # act.{d,g}_kind -> the layer's activation cell from (act config, LeakyReLU slope, channels, RReLU seed).
@@ -69,11 +69,18 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
            clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell) -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and the activation
-    `act` as `fusion` builds them, as block `index`; a LeakyReLU there is built by norm_act_layers itself."""
+    `act` as `fusion` builds them, as block `index` (a LeakyReLU there is built by norm_act_layers itself).
+    fusion=conv_act makes a conv without BatchNorm and its LeakyReLU one layer (same parameters, under the
+    conv's name); other activations stay separate layers."""
+    leaky = type(act) is LeakyReLU
+    fused = fuse_conv_act(conv, act.negative_slope, clamp) if leaky and fusion == "conv_act" and width is None \
+        else None
+    if fused is not None:
+        layers[f"conv{index}"] = fused
+        return
     layers[f"conv{index}"] = conv
-    custom = None if type(act) is LeakyReLU else act
-    slope = act.negative_slope if custom is None else slope
-    for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp, sync=sync_bn, act=custom).items():
+    for role, cell in norm_act_layers(fusion, width, act.negative_slope if leaky else slope, clamp=clamp,
+                                      sync=sync_bn, act=None if leaky else act).items():
         layers[f"{role}{index}"] = cell
 
 

@@ -32,7 +32,7 @@ from ._custom import FLOAT_DTYPES, aot, num_threads
 from .activations import PReLU, check_clamp, check_finite, check_negative_slope
 from .api import LeakyReLU
 
-FUSION_KINDS = ("none", "bn_act", "graph_kernel")
+FUSION_KINDS = ("none", "bn_act", "graph_kernel", "conv_act")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
 
 
@@ -334,8 +334,9 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
     "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
-    leaves the fusing to MindSpore's compiler); "bn_act": one BatchNormAct under the "bn" key, with the same
-    parameter names, so checkpoints move between the kinds. channels=None (no BatchNorm): every kind is the
+    leaves the fusing to MindSpore's compiler); "bn_act" and "conv_act": one BatchNormAct under the "bn" key,
+    with the same parameter names, so checkpoints move between the kinds (conv_act also fuses a conv directly
+    followed by the activation into one oneDNN primitive; the model builder does that, gan/models.py). channels=None (no BatchNorm): every kind is the
     LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
     `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); "bn_act" fuses BatchNorm
@@ -346,12 +347,12 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
     if channels is None:
         return layers
-    if kind == "bn_act":
+    if kind in ("bn_act", "conv_act"):
         a = layers["act"]
         if type(a) is PReLU:
             return {"bn": BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)}
         if type(a) is not LeakyReLU:
-            raise ValueError(f"fusion=bn_act fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
+            raise ValueError(f"fusion={kind} fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
         return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync)}
     return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **layers}
 

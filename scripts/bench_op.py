@@ -27,7 +27,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +38,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
+from gan.files import write_atomic  # noqa: E402
 from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
@@ -234,11 +234,8 @@ def kinds_list(text: str) -> list[str]:
 
 
 def write_json_atomic(path: Path, records: list[dict]) -> None:
-    """Write the records to path through a temporary file in the same directory and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
-        json.dump(records, f, indent=1)
-    os.replace(f.name, path)
+    """Write (atomically, with the umask's mode: gan.files) the records to path."""
+    write_atomic(path, json.dumps(records, indent=1).encode())
 
 
 def positive_size(text: str) -> int:
