@@ -65,7 +65,8 @@ VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {
     "short_tail_copy": (("AscendC::DataCopyPad(local, in_gm_[i][offset], Bytes(len),",
                          "AscendC::DataCopyPad(local, in_gm_[i][offset], Bytes(len - 1),"),),
     # the tail computed over a full tile (the other leakyrelu_v2 pitfall): reads lanes nothing loaded
-    "full_tile_compute": (("(len + kAscendAlignElems - 1) / kAscendAlignElems * kAscendAlignElems)", "plan_.tile_len)"),),
+    "full_tile_compute": (("(len + kAscendAlignElems - 1) / kAscendAlignElems * kAscendAlignElems)",
+                           "plan_.tile_len)"),),
     # the tail never processed: its output elements are never written
     "skip_tail": (("if (range_.tail_len > 0) Step<true>(offset, range_.tail_len);",
                    "if (false) Step<true>(offset, range_.tail_len);"),),
@@ -160,7 +161,8 @@ def _objects(cxx: str, directory: Path, stage: Path, variant: str | None) -> lis
     sources = _digest(cxx, *FLAGS, *(p.read_bytes() for p in _sources()))
     objects, commands = [], []
     for name, args, unit_variant in units:
-        obj = directory / f"{name}-{unit_variant or 'kernels'}-{_digest(sources, repr(VARIANTS.get(unit_variant)), *args[:-1])}.o"
+        key = _digest(sources, repr(VARIANTS.get(unit_variant)), *args[:-1])
+        obj = directory / f"{name}-{unit_variant or 'kernels'}-{key}.o"
         objects.append(obj)
         if not obj.exists():
             commands.append([cxx, *FLAGS, *include, *args, "-c", "-o", str(stage.parent / obj.name)])
