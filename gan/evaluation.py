@@ -5,7 +5,7 @@ inference mode) maps one fixed batch of `eval.num_samples` latents, and the task
 samples are written to
   - TensorBoard scalars `metrics/<name>`,
   - `run_dir/metrics.jsonl`, one record {"step", <name>: value...} per evaluation (the history; a resumed
-    run appends, gan.dashboard.read_jsonl keeps the last record per step),
+    run appends, gan.run_files.read_jsonl keeps the last record per step),
   - `run_dir/metrics.json`, the latest values as a flat {name: number} (rewritten atomically; the file
     gan.dashboard and scripts/summarize_sweep.py read),
 and the run's objective (`eval.objective`) is what train.py returns to a sweeper.
@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from gan.config import Config, ConfigError, EvalConfig
-from gan.dashboard import append_jsonl, write_text_atomic
+from gan.run_files import append_jsonl, write_text_atomic
 from gan.report import Reporter
 from gan.tasks import Task
 

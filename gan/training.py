@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
-from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
+from gan.dashboard import build_dashboard
+from gan.run_files import LOSSES_FILE, append_jsonl, losses_record, write_text_atomic
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gan.dashboard import append_jsonl
+from gan.run_files import append_jsonl
 from gan.sweep import find_jobs, job_threads, optuna_best, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
