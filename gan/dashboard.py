@@ -163,7 +163,7 @@ def channel_matrix(records: list[dict], layer: str, kind: str = "neg_frac") -> t
     sizes = {len(v) for _, v in columns}
     if len(sizes) != 1:
         raise ValueError(f"layer {layer!r}: {kind!r} changes its channel count across records ({sorted(sizes)})")
-    matrix = np.array([[np.nan if x is None else x for x in v] for _, v in columns], np.float64).T
+    matrix = np.array([v for _, v in columns], np.float64).T  # None -> NaN
     return matrix, [s for s, _ in columns]
 
 
