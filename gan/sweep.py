@@ -15,8 +15,8 @@ from pathlib import Path
 import yaml
 
 from gan.dashboard import SUMMARY_METRICS, network_summary
-from gan.run_files import DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
-                           write_text_atomic
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
+                           write_text_atomic)
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
