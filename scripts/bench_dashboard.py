@@ -63,7 +63,7 @@ def write_run(run_dir: Path, slope: float, seed: int, args: argparse.Namespace) 
             neg[:dying] = 1.0
             out, grad = rng.lognormal(0, 0.5, channels), rng.lognormal(0, 0.5, channels)
             if slope == 0:
-                out[:dying] = grad[:dying] = 0.0
+                out[:dying] = 0.0  # a dead ReLU channel outputs 0; dL/dy still arrives from the next layer
             stats[layer] = LayerStats(neg, out, grad, 2, 1, _histogram(rng), _histogram(rng))
         append_jsonl(run_dir / DIAGNOSTICS_FILE, tracker.update(check * args.interval, stats))
     for step in range(args.log_every, args.steps + 1, args.log_every):

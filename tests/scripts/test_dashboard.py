@@ -41,13 +41,14 @@ def fake_run(run_dir: Path, slope: float, seed: int, overrides: list[str] | None
         stats = {}
         for layer, channels in LAYERS.items():
             # With slope 0 more channels drift to always-negative as training goes on, and dead channels go
-            # silent (output and gradient ~0); with slope 0.2 they stay dead but keep passing signal.
+            # silent (output 0; dL/dy still arrives from the next layer); with slope 0.2 they stay dead but
+            # keep passing signal.
             dying = int(channels * (0.5 if slope == 0 else 0.1) * check / 9)
             neg = rng.uniform(0.3, 0.7, channels)
             neg[:dying] = 1.0
             out, grad = rng.uniform(0.5, 1.5, channels), rng.uniform(0.5, 1.5, channels)
             if slope == 0:
-                out[:dying], grad[:dying] = 0.0, 0.0
+                out[:dying] = 0.0
             stats[layer] = LayerStats(neg, out, grad, 3, 3, None, None)
         record = tracker.update(step, stats)
         if slopes:
@@ -116,7 +117,7 @@ def test_seeds_form_groups_drawn_as_mean_and_band(seeded_sweep):
     # Slope 0: dead channels are also dormant and grad-dead; slope 0.2: dead but neither.
     runs = page.split('<table class="runs"')[1].split("</table>")[0]
     cells = [[c.split("</td>")[0] for c in row.split("<td>")[1:]] for row in runs.split("<tr>")[2:]]
-    assert cells[0][5:8] == ["G 50.0%<br>D 50.0%"] * 3  # slope 0: dead, dormant, grad-dead alike
+    assert cells[0][5:8] == ["G 50.0%<br>D 50.0%"] * 2 + ["G 0.0%<br>D 0.0%"]  # slope 0: dead = dormant
     assert cells[2][5:8] == ["G 4.2%<br>D 4.2%", "G 0.0%<br>D 0.0%", "G 0.0%<br>D 0.0%"]  # slope 0.2
 
 
