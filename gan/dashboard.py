@@ -458,7 +458,7 @@ def _sample_uri(path: Path) -> str:
 _CSS = """body{font-family:sans-serif;margin:12px 16px;color:#222;max-width:1400px}h2{margin:18px 0 6px}
 table{border-collapse:collapse;margin:6px 0;width:100%;table-layout:fixed}
 td,th{border:1px solid #ccc;padding:2px 4px;font-size:11px;text-align:right;overflow-wrap:anywhere;vertical-align:top}
-th{background:#eee}td:nth-child(-n+2){text-align:left}col.c-run{width:7%}col.c-set{width:14%}
+th{background:#eee}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}col.c-run{width:7%}col.c-set{width:14%}
 .legend-list{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:4px 0}.legend-list span{white-space:nowrap}
 .statgrid{display:grid;grid-template-columns:80px repeat(4,minmax(0,1fr));gap:4px 8px;align-items:center}
 .statgrid .layer{font-size:12px;font-weight:bold}.statgrid .head{font-size:12px;font-weight:bold;text-align:center}

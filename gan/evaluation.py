@@ -22,12 +22,10 @@ from typing import Callable
 import numpy as np
 
 from gan.config import Config, ConfigError, EvalConfig
-from gan.run_files import append_jsonl, write_text_atomic
 from gan.report import Reporter
+from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, write_text_atomic
 from gan.tasks import Task
 
-METRICS_JSON = "metrics.json"
-METRICS_HISTORY = "metrics.jsonl"
 LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.training.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)
 
@@ -69,7 +67,7 @@ class Evaluator:
                                   for i in range(0, len(self.latents), _GENERATE_CHUNK)])
         values = self.task.metrics(samples)
         self.reporter.scalars(step, {f"metrics/{name}": value for name, value in values.items()})
-        append_jsonl(self.run_dir / METRICS_HISTORY, {"step": step, **values})
-        write_text_atomic(self.run_dir / METRICS_JSON, json.dumps(values, indent=1, allow_nan=False) + "\n")
+        append_jsonl(self.run_dir / METRICS_HISTORY_FILE, {"step": step, **values})
+        write_text_atomic(self.run_dir / METRICS_FILE, json.dumps(values, indent=1, allow_nan=False) + "\n")
         self.reporter.write(f"step {step} metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in values.items()))
         return values

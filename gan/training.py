@@ -22,7 +22,6 @@ from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint,
                             prune_checkpoints, save_checkpoint)
 from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
 from gan.dashboard import build_dashboard
-from gan.run_files import LOSSES_FILE, append_jsonl, losses_record, write_text_atomic
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)
@@ -30,6 +29,7 @@ from gan.layers import make_conv, resolve_conv_impl
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.report import Reporter, save_png
+from gan.run_files import LOSSES_FILE, append_jsonl, losses_record, write_text_atomic
 from gan.tasks import build_task
 from ops import jit_level
 
