@@ -450,9 +450,15 @@ def _heatmap_tabs(run: dict, index: int) -> str:
     return f'<div class="tabs">{"".join(tabs)}{"".join(panels)}</div>'
 
 
-def _sample_uri(path: Path) -> str:
-    """A sample picture as a data: URI (PNG bytes as they are on disk)."""
-    return _uri(path.read_bytes())
+def _layer_stat(layer: str, metric: str) -> Callable[[dict], list[tuple[int, float | None]]]:
+    """(step, value) of one layer's statistic over a run's checks."""
+    return lambda run: [(rec["step"], rec["layers"][layer].get(metric)) for rec in run["diagnostics"]
+                        if layer in rec["layers"]]
+
+
+def _series(part: str, key: str) -> Callable[[dict], list[tuple[int, float | None]]]:
+    """(step, value) of `key` over a run's losses or metrics records."""
+    return lambda run: [(rec["step"], rec.get(key)) for rec in run[part]]
 
 
 _CSS = """body{font-family:sans-serif;margin:12px 16px;color:#222;max-width:1400px}h2{margin:18px 0 6px}
@@ -515,29 +521,24 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     if layers:
         grid = ['<div></div>'] + [f'<div class="head">{html.escape(STAT_TITLES[m])}</div>' for m in SUMMARY_METRICS]
         for layer in layers:
-            def stat(metric: str) -> Callable[[dict], list]:
-                return lambda run: [(rec["step"], rec["layers"][layer].get(metric)) for rec in run["diagnostics"]
-                                    if layer in rec["layers"]]
-            top = max([v for r in runs for m in SUMMARY_METRICS for _, v in stat(m)(r) if v is not None] + [0.0])
+            top = max([v for r in runs for m in SUMMARY_METRICS for _, v in _layer_stat(layer, m)(r) if v is not None]
+                      + [0.0])
             y_range = (0.0, max(0.05, min(1.0, top * 1.1)))
             grid.append(f'<div class="layer">{html.escape(layer)}</div>')
-            grid += [line_chart_svg(groups, stat(m), f"{layer} {m}", y_range) for m in SUMMARY_METRICS]
+            grid += [line_chart_svg(groups, _layer_stat(layer, m), f"{layer} {m}", y_range) for m in SUMMARY_METRICS]
         parts.append('<h2>Channel statistics over time, per layer</h2><p class="note">Share of the layer\'s '
                      'channels that are dead (pre-activation &lt;= 0 on &gt;= 99% of inputs), dormant (output near '
                      'zero), grad-dead (no gradient) and persistently dead, at each check; one y-scale per row. A '
                      'channel with a positive slope can be dead yet neither dormant nor grad-dead.</p>'
                      f'<div class="statgrid">{"".join(grid)}</div>')
 
-    def series(part: str, key: str) -> Callable[[dict], list]:
-        return lambda run: [(rec["step"], rec.get(key)) for rec in run[part]]
-
-    quality = [line_chart_svg(groups, series("metrics_history", k), f"{k} ({METRIC_BETTER[k]} is better)"
+    quality = [line_chart_svg(groups, _series("metrics_history", k), f"{k} ({METRIC_BETTER[k]} is better)"
                               if k in METRIC_BETTER else k)
                for k in metric_keys if any(k in rec for r in runs for rec in r["metrics_history"])]
     if quality:
         parts.append(f'<h2>Quality metrics over time</h2><div class="charts">{"".join(quality)}</div>')
     parts.append('<h2>Losses and discriminator outputs</h2><div class="charts">'
-                 + "".join(line_chart_svg(groups, series("losses", k), t) for k, t in LOSS_TITLES.items())
+                 + "".join(line_chart_svg(groups, _series("losses", k), t) for k, t in LOSS_TITLES.items())
                  + "</div>")
 
     heatmaps = "".join(f'<div class="run" id="heatmaps-{i}"><h3>{_swatch(r["group"])} {html.escape(r["name"])}: '
@@ -547,7 +548,7 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
                  'tab yellow is the dead or silent end. A yellow row that starts part-way is a channel that died '
                  'at that check.</p>' + (heatmaps or "<p>no diagnostics records</p>"))
 
-    samples = "".join(f'<figure><img alt="samples of {html.escape(r["name"])}" src="{_sample_uri(r["sample"])}">'
+    samples = "".join(f'<figure><img alt="samples of {html.escape(r["name"])}" src="{_uri(r["sample"].read_bytes())}">'
                       f'<figcaption>{_swatch(r["group"])} {html.escape(r["name"])}: {html.escape(r["sample"].name)}'
                       f'</figcaption></figure>' for r in runs if r["sample"] is not None)
     parts.append(f'<h2>Newest samples</h2><div class="samples">{samples or "<p>no samples</p>"}</div>')
