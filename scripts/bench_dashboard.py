@@ -119,11 +119,13 @@ def main(argv: list[str] | None = None) -> dict:
               "shape": args.shape, "channels_per_run": sum(SHAPES[args.shape].values()),
               "input_mb": input_bytes / 1e6, "render_s": times, "render_s_median": statistics.median(times),
               "cpu_s": cpu, "cpu_s_median": statistics.median(cpu),
-              "page_mb": len(text.encode("utf-8")) / 1e6, "images": text.count("<img"), "charts": text.count('class="chart"'),
+              "page_mb": len(text.encode("utf-8")) / 1e6, "images": text.count("<img"),
+              "charts": text.count('class="chart"'),
               "load_avg_1min": os.getloadavg()[0]}
     write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
     print(f"{args.runs} runs x {args.steps} steps ({args.shape}): rendered in {result['render_s_median']:.2f} s "
-          f"wall, {result['cpu_s_median']:.2f} s CPU (medians of {args.repeats}), load {result['load_avg_1min']:.1f}, page {result['page_mb']:.2f} MB from {result['input_mb']:.1f} MB of run files")
+          f"wall, {result['cpu_s_median']:.2f} s CPU (medians of {args.repeats}), load {result['load_avg_1min']:.1f}, "
+          f"page {result['page_mb']:.2f} MB from {result['input_mb']:.1f} MB of run files")
     return result
 
 
