@@ -260,7 +260,10 @@ class Group:
 
 
 def group_runs(runs: list[dict], names: list[str]) -> tuple[list[Group], dict[str, str], list[str]]:
-    """Groups by the settings that vary across runs (all but the seed), the settings all runs share, the varied keys."""
+    """Groups by the settings that vary across runs (all but the seed), the settings all runs share, the varied keys.
+
+    Each run dict gets its group under "group".
+    """
     keys = sorted({k for r in runs for k in r["settings"]})
     varied = [k for k in keys if k != SEED_KEY and len({r["settings"].get(k) for r in runs}) > 1]
     common = {k: runs[0]["settings"][k] for k in keys if k not in varied and k != SEED_KEY}
