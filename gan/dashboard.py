@@ -35,7 +35,7 @@ import yaml
 from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, iter_jsonl, read_jsonl, read_overrides)
+                           METRICS_HISTORY_FILE, read_events, read_jsonl, read_overrides)
 
 SEED_KEY = "seed"
 SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
@@ -46,10 +46,10 @@ LOSS_TITLES = {"loss_d": "loss D", "loss_g": "loss G", "d_x": "D(x)", "d_g_z": "
 METRIC_BETTER = {"frechet_distance": "lower", "class_kl": "lower", "reverse_kl": "lower", "class_coverage": "higher",
                  "mean_confidence": "higher", "modes": "higher", "hq_fraction": "higher"}
 # Event kinds (events.jsonl): the letter drawn on the charts and what it means.
-EVENT_KINDS = {"resume": ("R", "resumed from a checkpoint"),
-               "resume_override": ("O", "resumed with changed settings"),
-               "nonfinite_skip": ("N", "non-finite step skipped"),
-               "recycle": ("C", "dead channels recycled")}
+EVENT_MARKERS = {"resume": ("R", "resumed from a checkpoint"),
+                 "resume_override": ("O", "resumed with changed settings"),
+                 "nonfinite_skip": ("N", "non-finite step skipped"),
+                 "recycle": ("C", "dead channels recycled")}
 # Viridis anchors: 0 (dark purple) ... 1 (yellow); in every heatmap yellow is the "dead/silent" end.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 _LEVELS = 63  # palette heatmaps: 63 viridis levels, index 63 = grey for a channel missing at a check
@@ -209,15 +209,13 @@ def _config_settings(config: dict) -> dict[str, str]:
     return {k: str(config[k]) for k in keys if k in config}
 
 
-def _read_events(path: Path) -> list[dict]:
-    """events.jsonl records in file order (several events may share a step); [] without the file."""
-    if not path.is_file():
-        return []
-    events = list(iter_jsonl(path))
+def _checked_events(run_dir: Path) -> list[dict]:
+    """The run's events.jsonl records in file order (several may share a step), each with a string kind."""
+    events = read_events(run_dir)
     for number, event in enumerate(events, 1):
         if not isinstance(event.get("kind"), str):
-            raise ValueError(f"{path}: event {number} needs a string 'kind' (one of {sorted(EVENT_KINDS)}), "
-                             f"got {event!r:.120}")
+            raise ValueError(f"{run_dir / EVENTS_FILE}: event {number} needs a string 'kind' (e.g. one of "
+                             f"{sorted(EVENT_MARKERS)}), got {event!r:.120}")
     return events
 
 
@@ -244,7 +242,7 @@ def load_run(run_dir: str | Path) -> dict:
         "losses": jsonl(LOSSES_FILE),
         "metrics_history": jsonl(METRICS_HISTORY_FILE),
         "metrics": json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {},
-        "events": _read_events(run_dir / EVENTS_FILE),
+        "events": _checked_events(run_dir),
         "sample": samples[-1] if samples else None,
     }
 
@@ -289,6 +287,11 @@ def _band(series: list[list[tuple[int, float | None]]]) -> list[tuple[float, flo
     return [(s, sum(v) / len(v), min(v), max(v)) for s, v in sorted(by_step.items())]
 
 
+def _marker(kind: str) -> tuple[str, str]:
+    """(letter, meaning) of an event kind; "?" for a kind this dashboard does not know."""
+    return EVENT_MARKERS.get(kind, ("?", "unknown kind"))
+
+
 def _group_events(group: Group) -> list[tuple[int, str, str]]:
     """Distinct (step, kind, tooltip) events of a group's runs."""
     seen = {}
@@ -296,7 +299,7 @@ def _group_events(group: Group) -> list[tuple[int, str, str]]:
         for event in run["events"]:
             key = (event["step"], event["kind"])
             seen.setdefault(key, []).append(run["name"])
-    return [(step, kind, f"{kind} at step {step}: {EVENT_KINDS.get(kind, ('?', kind))[1]} ({', '.join(names)})")
+    return [(step, kind, f"{kind} at step {step}: {_marker(kind)[1]} ({', '.join(names)})")
             for (step, kind), names in sorted(seen.items())]
 
 
@@ -349,7 +352,7 @@ def line_chart_svg(groups: list[Group], values: Callable[[dict], list[tuple[int,
                            f'x2="{x:.1f}" y2="{top + h}" stroke="{group.colour}" stroke-opacity="0.6" '
                            f'stroke-dasharray="1 2"/><text x="{x:.1f}" y="{top + 9}" font-size="9" '
                            f'text-anchor="middle" fill="{group.colour}">'
-                           f'{EVENT_KINDS.get(kind, ("?", ""))[0]}</text></g>')
+                           f'{_marker(kind)[0]}</text></g>')
     return "".join(svg) + "</svg>"
 
 
@@ -504,10 +507,10 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     legend = "".join(f'<span>{_swatch(g)} {html.escape(g.label)} <small>({_runs_note(g)})</small></span>'
                      for g in groups)
     present = {e["kind"] for r in runs for e in r["events"]}
-    kinds = [k for k in EVENT_KINDS if k in present] + sorted(present - set(EVENT_KINDS))
-    event_legend = (" Event markers: " + "; ".join(f"<b>{EVENT_KINDS.get(k, ('?', k))[0]}</b> {html.escape(k)}: "
-                                                   f"{html.escape(EVENT_KINDS.get(k, ('?', 'unknown kind'))[1])}"
-                                                   for k in kinds) + ".") if kinds else ""
+    kinds = [k for k in EVENT_MARKERS if k in present] + sorted(present - set(EVENT_MARKERS))
+    event_legend = ("".join([" Event markers: "] + ["; ".join(f"<b>{_marker(k)[0]}</b> {html.escape(k)}: "
+                                                             f"{html.escape(_marker(k)[1])}" for k in kinds)]) + "."
+                    if kinds else "")
     parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'
              f'<style>{_CSS}{_tab_css()}</style></head><body><h1>{title}</h1>',
              f'<p class="note">{len(runs)} runs in {len(groups)} group{"s" if len(groups) > 1 else ""}'

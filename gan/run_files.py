@@ -8,7 +8,6 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -39,13 +38,14 @@ def append_jsonl(path: str | Path, record: dict) -> None:
         os.fsync(f.fileno())
 
 
-def iter_jsonl(path: str | Path) -> Iterator[dict]:
-    """Records of a jsonl file in file order, each a JSON object with an integer "step".
+def read_records(path: str | Path) -> list[dict]:
+    """Every record of a jsonl file in file order, each a JSON object with an integer "step".
 
     A partially written last line (a crash mid-append) is ignored; a bad line elsewhere is a ValueError.
     """
     path = Path(path)
     lines = path.read_text(encoding="utf-8").splitlines()
+    records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -53,19 +53,26 @@ def iter_jsonl(path: str | Path) -> Iterator[dict]:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             if number == len(lines):
-                return
+                break
             raise ValueError(f"{path}:{number}: not a JSON record ({err}); only the last line may be partial") \
                 from err
         if not isinstance(record, dict) or not isinstance(record.get("step"), int):
             raise ValueError(f"{path}:{number}: a record must be a JSON object with an integer 'step', got "
                              f"{line[:80]!r}")
-        yield record
+        records.append(record)
+    return records
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
     """Records of a jsonl file sorted by "step", the last one per step winning (a resumed run rewrites steps)."""
-    by_step = {record["step"]: record for record in iter_jsonl(path)}
+    by_step = {record["step"]: record for record in read_records(path)}
     return [by_step[s] for s in sorted(by_step)]
+
+
+def read_events(run_dir: str | Path) -> list[dict]:
+    """The run's events in the order they happened ([] when there is no events.jsonl)."""
+    path = Path(run_dir) / EVENTS_FILE
+    return read_records(path) if path.is_file() else []
 
 
 def read_overrides(run_dir: str | Path) -> dict[str, str]:
