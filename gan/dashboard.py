@@ -508,9 +508,8 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
                      for g in groups)
     present = {e["kind"] for r in runs for e in r["events"]}
     kinds = [k for k in EVENT_MARKERS if k in present] + sorted(present - set(EVENT_MARKERS))
-    event_legend = ("".join([" Event markers: "] + ["; ".join(f"<b>{_marker(k)[0]}</b> {html.escape(k)}: "
-                                                             f"{html.escape(_marker(k)[1])}" for k in kinds)]) + "."
-                    if kinds else "")
+    markers = "; ".join(f"<b>{_marker(k)[0]}</b> {html.escape(k)}: {html.escape(_marker(k)[1])}" for k in kinds)
+    event_legend = f" Event markers: {markers}." if kinds else ""
     parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'
              f'<style>{_CSS}{_tab_css()}</style></head><body><h1>{title}</h1>',
              f'<p class="note">{len(runs)} runs in {len(groups)} group{"s" if len(groups) > 1 else ""}'
