@@ -114,7 +114,7 @@ def test_seeds_form_groups_drawn_as_mean_and_band(seeded_sweep):
     # The charts draw one mean line per group, and a band where the seeds differ (the losses are noisy).
     loss_chart = page.split("<title>loss D</title>")[1].split("</svg>")[0]
     assert loss_chart.count("<polyline") == 2 and loss_chart.count("<polygon") == 2
-    # Slope 0: dead channels are also dormant and grad-dead; slope 0.2: dead but neither.
+    # Slope 0: dead channels are also dormant (dL/dy still arrives, so not grad-dead); slope 0.2: dead only.
     runs = page.split('<table class="runs"')[1].split("</table>")[0]
     cells = [[c.split("</td>")[0] for c in row.split("<td>")[1:]] for row in runs.split("<tr>")[2:]]
     assert cells[0][5:8] == ["G 50.0%<br>D 50.0%"] * 2 + ["G 0.0%<br>D 0.0%"]  # slope 0: dead = dormant
