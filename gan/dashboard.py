@@ -477,7 +477,7 @@ th{background:#eee}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}col.c-r
 .statgrid .layer{font-size:12px;font-weight:bold}.statgrid .head{font-size:12px;font-weight:bold;text-align:center}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px 10px}
 svg.chart{width:100%;height:auto;display:block}p.note{font-size:12px;color:#444;margin:2px 0 6px}
-.run{border-top:1px solid #ddd;padding:4px 0}.run h3{font-size:14px;margin:4px 0}
+.run{border-top:1px solid #ddd;padding:4px 0}.run summary{font-size:14px;margin:4px 0;cursor:pointer}
 .tabs>input{position:absolute;opacity:0}.tabs>label{display:inline-block;padding:3px 10px;margin-right:4px;
 border:1px solid #aaa;border-radius:4px 4px 0 0;cursor:pointer;font-size:12px;background:#f4f4f4}
 .tabs>input:checked+label{background:#fff;border-bottom-color:#fff;font-weight:bold}
@@ -547,12 +547,15 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
                  + "".join(line_chart_svg(groups, _series("losses", k), t) for k, t in LOSS_TITLES.items())
                  + "</div>")
 
-    heatmaps = "".join(f'<div class="run" id="heatmaps-{i}"><h3>{_swatch(r["group"])} {html.escape(r["name"])}: '
-                       f'{html.escape(r["group"].label)}</h3>{_heatmap_tabs(r, i)}</div>'
-                       for i, r in enumerate(runs) if r["diagnostics"])
+    # The first run of each group starts open, the other seeds folded (a <details> element: no script).
+    heatmaps = "".join(f'<details class="run" id="heatmaps-{i}"{" open" if r is r["group"].runs[0] else ""}>'
+                       f'<summary>{_swatch(r["group"])} <b>{html.escape(r["name"])}</b>: '
+                       f'{html.escape(r["group"].label)}, seed {_fmt(r["seed"])}</summary>{_heatmap_tabs(r, i)}'
+                       f'</details>' for i, r in enumerate(runs) if r["diagnostics"])
     parts.append('<h2>Heatmaps per channel over checks</h2><p class="note">Pick a statistic per run; in every '
                  'tab yellow is the dead or silent end. A yellow row that starts part-way is a channel that died '
-                 'at that check.</p>' + (heatmaps or "<p>no diagnostics records</p>"))
+                 'at that check. The first run of each group is open; click a run\'s name to open or fold it.</p>'
+                 + (heatmaps or "<p>no diagnostics records</p>"))
 
     samples = "".join(f'<figure><img alt="samples of {html.escape(r["name"])}" src="{_uri(r["sample"].read_bytes())}">'
                       f'<figcaption>{_swatch(r["group"])} {html.escape(r["name"])}: {html.escape(r["sample"].name)}'

@@ -255,7 +255,10 @@ def test_real_browser_30_runs_fit_1400_px_images_load_and_tabs_switch(tmp_path):
         assert shown(0) == {"neg_frac": [f"{layer} neg_frac" for layer in LAYERS]}
         driver.find_element(By.CSS_SELECTOR, 'label[for="hm0-dormant_score"]').click()
         assert shown(0) == {"dormant_score": [f"{layer} dormant score" for layer in LAYERS]}
-        assert list(shown(1)) == ["neg_frac"]  # each run has its own tabs
+        assert list(shown(2)) == ["neg_frac"]  # each run has its own tabs
+        assert shown(1) == {}  # the second seed of a group starts folded, and opens with a click
+        driver.find_element(By.CSS_SELECTOR, "#heatmaps-1 > summary").click()
+        assert list(shown(1)) == ["neg_frac"]
         driver.find_element(By.CSS_SELECTOR, 'label[for="hm0-slopes"]').click()
         assert shown(0) == {"slopes": ["D/act1 learned slope"]}
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
