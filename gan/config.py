@@ -5,14 +5,15 @@ key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
+import math
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, List, Optional
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -39,6 +40,15 @@ def _in_unit_interval(key: str, value: float) -> None:
     """Raise ConfigError unless 0 <= value < 1 (Adam betas, EMA decay)."""
     if not 0.0 <= value < 1.0:
         raise ConfigError(f"{key}={value!r} must be in [0, 1)")
+
+
+def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
+    """(dotted key, value) of every NaN or infinite float in a config dataclass tree (lists included)."""
+    if is_dataclass(node):
+        return [bad for f in fields(node) for bad in nonfinite_floats(getattr(node, f.name), f"{key}{f.name}.")]
+    if isinstance(node, (list, tuple)):
+        return [bad for i, item in enumerate(node) for bad in nonfinite_floats(item, f"{key[:-1]}[{i}].")]
+    return [(key[:-1], node)] if isinstance(node, float) and not math.isfinite(node) else []
 
 
 IMAGE_SIZES = (32, 64, 128)
@@ -152,6 +162,7 @@ class TrainConfig:
     keep_last: int = 3
     num_samples: int = 64
     resume: Optional[str] = None
+    resume_override: bool = False  # resume although experiment settings changed (logged in events.jsonl)
     dry_run: bool = False
     sync_bn: bool = False  # distributed=true: BatchNorm statistics over the global batch instead of per rank
 
@@ -245,6 +256,10 @@ class Config:
     distributed: bool = False  # data parallel under msrun (gan.distributed)
 
     def __post_init__(self) -> None:
+        # A generic walk, so float keys added later are covered too (range checks let NaN and inf through).
+        bad = nonfinite_floats(self)
+        if bad:
+            raise ConfigError("; ".join(f"{key}={value!r} must be a finite number" for key, value in bad))
         points = self.data.name in POINT_DATASETS
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
@@ -255,6 +270,56 @@ class Config:
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+
+
+# Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
+# how and where it executes, and reporting. Every other key (model, act, data, precision, fusion, seed,
+# losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
+# resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
+RESUME_MAY_CHANGE = frozenset({
+    "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
+    "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
+    "data.num_workers",
+    "diagnostics.enabled", "diagnostics.interval",
+    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
+    "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",
+    "runtime.collective_timeout_s", "runtime.rank_checksums",
+})
+
+
+def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
+    return flat
+
+
+def experiment_changes(old: Config, new: Config) -> dict[str, list]:
+    """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs."""
+    before, after = _flat(asdict(old)), _flat(asdict(new))
+    return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())
+            if key not in RESUME_MAY_CHANGE and before.get(key) != after.get(key)}
+
+
+def config_from_yaml(text: str) -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults)."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+
+
+def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config) -> dict[str, list]:
+    """The experiment keys a resume from `checkpoint` changes; ConfigError listing them unless
+    train.resume_override=true (then the caller logs them)."""
+    changes = experiment_changes(config_from_yaml(stored_yaml), new)
+    if changes and not new.train.resume_override:
+        listed = "\n".join(f"  {key}: {old!r} -> {value!r}" for key, (old, value) in changes.items())
+        raise ConfigError(f"train.resume: {checkpoint} was trained with other settings, and these change the "
+                          f"experiment:\n{listed}\nresume with the checkpoint's values, start a new run directory, "
+                          f"or pass train.resume_override=true to continue anyway (logged in events.jsonl)")
+    return changes
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

@@ -5,7 +5,7 @@ inference mode) maps one fixed batch of `eval.num_samples` latents, and the task
 samples are written to
   - TensorBoard scalars `metrics/<name>`,
   - `run_dir/metrics.jsonl`, one record {"step", <name>: value...} per evaluation (the history; a resumed
-    run appends, gan.run_files.read_jsonl keeps the last record per step),
+    run first truncates it to the resumed step, gan.run_files),
   - `run_dir/metrics.json`, the latest values as a flat {name: number} (rewritten atomically; the file
     gan.dashboard and scripts/summarize_sweep.py read),
 and the run's objective (`eval.objective`) is what train.py returns to a sweeper.

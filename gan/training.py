@@ -11,7 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import mindspore as ms
 import numpy as np
@@ -20,8 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
-from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig, check_resume, config_from_yaml
 from gan.dashboard import build_dashboard
+from gan.run_files import (LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail, record_resume,
+                           write_text_atomic)
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)
@@ -29,7 +31,6 @@ from gan.layers import make_conv, resolve_conv_impl
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.report import Reporter, save_png
-from gan.run_files import LOSSES_FILE, append_jsonl, losses_record, write_text_atomic
 from gan.tasks import build_task
 from ops import jit_level
 
@@ -55,14 +56,16 @@ def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
     return latents(seed, 0, _FIXED_Z, n, nz)
 
 
+def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
+    """fixed_latents(seed, n, nz) in consecutive batches of at most `batch` (the same values), never all n at once."""
+    rng = np.random.default_rng([seed, 0, _FIXED_Z])
+    for start in range(0, n, batch):
+        yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
+
+
 def to_config(cfg: DictConfig | Config) -> Config:
     """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
     return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
-
-
-def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint."""
-    return to_config(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
@@ -432,8 +435,11 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         arrays, meta = load_checkpoint(resume_from)
         if meta.get("format") != CHECKPOINT_FORMAT:
             raise CheckpointError(f"{resume_from}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+        changes = check_resume(resume_from, meta["config"], conf)  # experiment keys changed: error unless overridden
         trainer.load_state_arrays(arrays, resume_from)
         start, skipped = int(meta["step"]), int(meta["skipped_steps"])
+        if world.is_main:  # before anything reads or appends the run's jsonl files
+            record_resume(run_dir, start, resume_from, changes)
     end = start + 2 if t.dry_run else total_steps(conf, data.num_images)
     # A dry run exercises every output on each of its 2 steps.
     log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
@@ -491,6 +497,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                 summary.end_step = done
                 consecutive_bad = 0 if stats.finite else consecutive_bad + 1
                 summary.skipped_steps += not stats.finite
+                if outputs and not stats.finite:
+                    append_event(run_dir, done, "nonfinite_skip", nonfinite_detail(stats))
                 if consecutive_bad >= conf.precision.max_nonfinite_steps:
                     raise NonFiniteTrainingError(
                         f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "

@@ -34,8 +34,8 @@ import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
 
 from gan.config import compose_config  # noqa: E402
-from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
 from gan.run_files import write_text_atomic  # noqa: E402
+from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
 from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
 
 

@@ -97,3 +97,30 @@ def test_folder_data_needs_a_root():
     with pytest.raises(Exception) as info:
         OmegaConf.to_object(compose_config(["data=folder"]))
     assert "data.root" in _error_text(info.value)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("act.clamp=nan", "act.clamp=nan must be a finite number"),
+    ("train.lr=nan", "train.lr=nan must be a finite number"),
+    ("train.lr=inf", "train.lr=inf must be a finite number"),
+    ("precision.loss_scale=inf", "precision.loss_scale=inf must be a finite number"),
+    ("train.epochs=inf", "train.epochs=inf must be a finite number"),
+])
+def test_non_finite_float_is_rejected_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config([override, "train.steps=null"] if "epochs" in override else [override]))
+
+
+def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
+    from gan.config import experiment_changes
+
+    base = OmegaConf.to_object(compose_config())
+    same = OmegaConf.to_object(compose_config(["train.steps=50", "train.log_every=3", "runtime.threads=1",
+                                               "eval.interval=7", "train.resume=auto"]))
+    assert experiment_changes(base, same) == {}
+    other = OmegaConf.to_object(compose_config(["fusion=bn_act", "act.negative_slope=0.05", "train.lr=1e-3",
+                                                "model.ngf=16", "precision=fp16", "seed=2"]))
+    assert experiment_changes(base, other) == {
+        "act.negative_slope": [0.2, 0.05], "fusion.name": ["none", "bn_act"], "model.ngf": [32, 16],
+        "precision.name": ["fp32", "fp16"], "precision.loss_scale": [1.0, 65536.0], "seed": [0, 2],
+        "train.lr": [2e-4, 1e-3]}

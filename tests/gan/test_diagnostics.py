@@ -11,10 +11,10 @@ from tensorboardX import SummaryWriter
 from tensorboardX.proto import event_pb2
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.run_files import read_jsonl
 from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
                              TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
+from gan.run_files import read_jsonl
 from gan.training import EMA, GANTrainer, latents, to_config
 from ops import BatchNormAct, LeakyReLU
 

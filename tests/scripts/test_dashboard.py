@@ -66,9 +66,11 @@ def fake_run(run_dir: Path, slope: float, seed: int, overrides: list[str] | None
     Image.fromarray(rng.integers(0, 255, (66, 66, 3), np.uint8)).save(run_dir / "samples" / "step_001000.png")
 
 
-RESUME_EVENTS = [{"step": 500, "kind": "resume", "detail": {"from": "step_00000500.ckpt"}},
+# As gan.run_files.record_resume / nonfinite_detail write them; `recycle` as the activation work plans it.
+RESUME_EVENTS = [{"step": 500, "kind": "resume", "detail": {"checkpoint": "checkpoints/step_00000500.ckpt"}},
                  {"step": 500, "kind": "resume_override", "detail": {"changed": {"train.lr": [0.0002, 0.0001]}}},
-                 {"step": 700, "kind": "nonfinite_skip", "detail": {"loss_d": None}},
+                 {"step": 700, "kind": "nonfinite_skip", "detail": {"networks": ["D"],
+                                                                    "loss_scale": {"D": 1024.0, "G": None}}},
                  {"step": 900, "kind": "recycle", "detail": {"layer": "D/act1", "channels": [0, 1]}}]
 
 
