@@ -72,7 +72,7 @@ class ModelConfig:
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
-        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
 
 
 @dataclass
@@ -136,6 +136,7 @@ class Fusion(StrEnum):
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+    conv_act = "conv_act"  # bn_act, and conv + bias + LeakyReLU as one oneDNN primitive (conv_impl=onednn)
 
 
 @dataclass
@@ -273,13 +274,14 @@ class Config:
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes, and reporting. Every other key (model, act, data, precision, fusion, seed,
+# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
+# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers",
+    "data.num_workers", "model.conv_impl",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",

@@ -9,7 +9,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
-from gan.layers import make_conv
+from gan.layers import fuse_conv_act, make_conv
 from ops import norm_act_layers
 
 
@@ -33,7 +33,12 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
            clamp: float | None, fusion: str, sync_bn: bool) -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and LeakyReLU as
-    `fusion` builds them, as block `index`."""
+    `fusion` builds them, as block `index`. fusion=conv_act makes a conv without BatchNorm and its LeakyReLU
+    one layer (same parameters, under the conv's name)."""
+    fused = fuse_conv_act(conv, slope, clamp) if fusion == "conv_act" and width is None else None
+    if fused is not None:
+        layers[f"conv{index}"] = fused
+        return
     layers[f"conv{index}"] = conv
     for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp, sync=sync_bn).items():
         layers[f"{role}{index}"] = cell

@@ -27,7 +27,7 @@ from gan.run_files import (LOSSES_FILE, append_event, append_jsonl, losses_recor
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)
-from gan.layers import make_conv, resolve_conv_impl
+from gan.layers import check_fusion_impl, make_conv, resolve_conv_impl
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.report import Reporter, save_png
@@ -193,6 +193,7 @@ class GANTrainer:
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
+        check_fusion_impl(cfg.fusion.name, impl)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]

@@ -28,7 +28,6 @@ import os
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -46,6 +45,7 @@ from bench_op import interleaved_medians  # noqa: E402
 from peak_memory import execution_peak_mib, in_child  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
+from gan.files import write_atomic  # noqa: E402
 from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
 from ops import norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
@@ -205,11 +205,8 @@ def step_table(records: list[dict]) -> str:
 
 
 def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write payload to path through a temporary file in the same directory and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
-        json.dump(payload, f, indent=1)
-    os.replace(f.name, path)
+    """Write (atomically, with the umask's mode: gan.files) payload to path."""
+    write_atomic(path, json.dumps(payload, indent=1).encode())
 
 
 def main(argv: list[str] | None = None) -> int:

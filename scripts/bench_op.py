@@ -23,7 +23,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +34,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
+from gan.files import write_atomic  # noqa: E402
 from ops import FORMULATIONS, QuantizedLeakyReLU, leaky_relu  # noqa: E402
 
 SLOPE = 0.2
@@ -173,11 +173,8 @@ KINDS = {"leaky_relu": Kind(bench_leaky_relu, table), "qleaky_relu": Kind(bench_
 
 
 def write_json_atomic(path: Path, records: list[dict]) -> None:
-    """Write the records to path through a temporary file in the same directory and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
-        json.dump(records, f, indent=1)
-    os.replace(f.name, path)
+    """Write (atomically, with the umask's mode: gan.files) the records to path."""
+    write_atomic(path, json.dumps(records, indent=1).encode())
 
 
 def positive_size(text: str) -> int:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gan.checkpoint import save_checkpoint
-from gan.dashboard import write_text_atomic
 from gan.files import umask_mode, write_atomic
+from gan.run_files import write_text_atomic
 
 
 @pytest.fixture(params=[0o022, 0o002, 0o077])

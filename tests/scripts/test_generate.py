@@ -1,4 +1,5 @@
 """scripts/generate.py writes a sample grid from a checkpoint and rejects files that are not checkpoints."""
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,15 @@ def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir,
     with pytest.raises(SystemExit):
         script.main([str(run_dir), "--n", "100000", "--out", str(tmp_path / "huge.png")])
     assert "at most 1024 images" in capsys.readouterr().err and not (tmp_path / "huge.png").exists()
+
+
+def test_bench_generate_reports_peak_memory_per_n(run_dir, tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_generate.py"), str(run_dir), "--n", "64,600",
+                           "--batch-size", "64", "--json", str(out)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert [r["n"] for r in records] == [64, 600]
+    assert all(r["peak_rss_mib"] > 50 and r["seconds"] > 0 for r in records)
+    assert records[1]["npz_bytes"] > 600 * 3 * 32 * 32 * 4  # the samples were written
