@@ -43,8 +43,6 @@ QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
 RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
                "builtin_fwdbwd_ms", "copy_gbps")
-QLEAKY_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwd_gbps", "elems_per_s", "fp32_fwd_ms", "fp32_gbps",
-               "fp32_elems_per_s", "speedup")
 QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
