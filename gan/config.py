@@ -72,7 +72,7 @@ class ModelConfig:
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
-        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
 
 
 @dataclass
@@ -94,24 +94,65 @@ class DataConfig:
             raise ConfigError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")
 
 
+ACT_KINDS = ("leaky_relu", "relu", "prelu", "rrelu", "elu", "adaptive")  # relu: leaky_relu with slope 0
+BN_ACT_KINDS = ("leaky_relu", "relu", "prelu")  # the kinds fusion=bn_act fuses with BatchNorm
+_FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
+
+
+def _float32(key: str, value: float) -> None:
+    """Raise ConfigError unless float32 (the kernels' compute dtype) holds a finite non-zero `value` as non-zero
+    and finite (e.g. 1e-50 would become 0); NaN and inf are left to Config's finiteness check."""
+    if value != 0 and math.isfinite(value) and not _FLOAT32_TINY <= abs(value) <= _FLOAT32_MAX:
+        raise ConfigError(f"{key}={value!r} cannot be represented in float32, the kernels' compute dtype; use 0 or "
+                          f"a magnitude between {_FLOAT32_TINY:.3g} and {_FLOAT32_MAX:.3g}")
+
+
 @dataclass
 class ActConfig:
-    """LeakyReLU slopes: one global value, optionally one per layer for D and for G."""
+    """Activations of D and G: the kind of each network and its parameters (gan.models.make_activation).
+
+    leaky_relu slopes: one global value, optionally one per layer for D and for G; relu is leaky_relu with
+    slope 0 through the same op. Slopes are in [0, 1], as the op accepts them (1 = identity).
+    """
 
     negative_slope: float = 0.2
     g_negative_slope: Optional[float] = None
     d_layers: Optional[List[float]] = None
     g_layers: Optional[List[float]] = None
     clamp: Optional[float] = None
+    d_kind: str = "leaky_relu"
+    g_kind: str = "leaky_relu"
+    prelu_init: float = 0.25
+    rrelu_lower: float = 1 / 8
+    rrelu_upper: float = 1 / 3
+    elu_alpha: float = 1.0
+    adaptive_init: float = 0.2
 
     def __post_init__(self) -> None:
         slopes = [("act.negative_slope", self.negative_slope), ("act.g_negative_slope", self.g_negative_slope)]
         slopes += [(f"act.d_layers[{i}]", s) for i, s in enumerate(self.d_layers or [])]
         slopes += [(f"act.g_layers[{i}]", s) for i, s in enumerate(self.g_layers or [])]
+        slopes += [("act.rrelu_lower", self.rrelu_lower), ("act.rrelu_upper", self.rrelu_upper)]
         for key, slope in slopes:
-            if slope is not None and not 0.0 <= slope < 1.0:
-                raise ConfigError(f"{key}={slope!r} must be in [0, 1) (0 = ReLU)")
+            if slope is not None and not 0.0 <= slope <= 1.0:
+                raise ConfigError(f"{key}={slope!r} must be in [0, 1] (0 = ReLU, 1 = identity)")
+        if self.rrelu_lower > self.rrelu_upper:
+            raise ConfigError(f"act.rrelu_lower={self.rrelu_lower!r} must be <= act.rrelu_upper={self.rrelu_upper!r}")
+        for net in ("d", "g"):
+            kind = getattr(self, f"{net}_kind")
+            _choice(f"act.{net}_kind", kind, ACT_KINDS)
+            if kind != "leaky_relu" and getattr(self, f"{net}_layers") is not None:
+                raise ConfigError(f"act.{net}_layers sets per-layer LeakyReLU slopes, but act.{net}_kind={kind!r}; "
+                                  f"use act.{net}_kind=leaky_relu or act.{net}_layers=null")
+        for key in ("prelu_init", "elu_alpha", "adaptive_init"):
+            value = getattr(self, key)
+            if not math.isfinite(value):
+                raise ConfigError(f"act.{key}={value!r} must be a finite number")
         _positive("act.clamp", self.clamp, allow_none=True)
+        for key, value in slopes + [(f"act.{k}", getattr(self, k)) for k in ("prelu_init", "elu_alpha",
+                                                                              "adaptive_init", "clamp")]:
+            if value is not None:
+                _float32(key, value)
 
 
 @dataclass
@@ -136,6 +177,7 @@ class Fusion(StrEnum):
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+    conv_act = "conv_act"  # bn_act, and conv + bias + LeakyReLU as one oneDNN primitive (conv_impl=onednn)
 
 
 @dataclass
@@ -267,19 +309,26 @@ class Config:
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")
+        if self.fusion.name in ("bn_act", "conv_act"):
+            for net in ("d", "g"):
+                kind = getattr(self.act, f"{net}_kind")
+                if kind not in BN_ACT_KINDS:
+                    raise ConfigError(f"fusion={self.fusion.name} fuses BatchNorm with {list(BN_ACT_KINDS)} only, got "
+                                      f"act.{net}_kind={kind!r}; use fusion=none for it")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes, and reporting. Every other key (model, act, data, precision, fusion, seed,
+# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
+# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers",
+    "data.num_workers", "model.conv_impl",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",

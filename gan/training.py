@@ -27,9 +27,9 @@ from gan.run_files import (LOSSES_FILE, append_event, append_jsonl, losses_recor
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
                              run_hparams, set_probing)
-from gan.layers import make_conv, resolve_conv_impl
+from gan.layers import check_fusion_impl, make_conv, resolve_conv_impl
 from gan.evaluation import Evaluator
-from gan.models import NETWORKS, Discriminator, Generator
+from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.report import Reporter, save_png
 from gan.tasks import build_task
 from ops import jit_level
@@ -169,7 +169,8 @@ class EMA(nn.Cell):
 
     def construct(self) -> Tensor:
         for src, dst, beta in zip(self.source, self.target, self.betas):
-            ops.assign(dst, dst * beta + src * (1.0 - beta))
+            # beta 0 (statistics, counters such as RReLU's int32 draw count): a plain copy
+            ops.assign(dst, src if beta == 0.0 else dst * beta + src * (1.0 - beta))
         return ops.zeros((), ms.float32)
 
 
@@ -193,6 +194,7 @@ class GANTrainer:
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
+        check_fusion_impl(cfg.fusion.name, impl)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
@@ -201,6 +203,8 @@ class GANTrainer:
         self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        for net in (self.g, self.d):
+            seed_random_activations(net, cfg.seed)
         # Unique names: the D step also runs G, so both live in one graph.
         self.g.update_parameters_name("generator.")
         self.d.update_parameters_name("discriminator.")

@@ -30,7 +30,8 @@ import mindspore
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "cpu" / "bn_act.cc", CSRC / "cpu" / "im2col.cc",
-           CSRC / "cpu" / "quantized_leaky_relu.cc", CSRC / "cpu" / "kernel_common.h", CSRC / "tiling.h")
+           CSRC / "cpu" / "quantized_leaky_relu.cc", CSRC / "cpu" / "activations.cc", CSRC / "cpu" / "kernel_common.h",
+           CSRC / "params.h", CSRC / "tiling.h")
 UNITS = tuple(src for src in SOURCES if src.suffix == ".cc")
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-trapping-math")
 CACHE_ENV = "LRELU_CACHE_DIR"
@@ -95,12 +96,12 @@ def _check_white_list(directory: Path) -> None:
                            f"{str(directory)!r}; set {CACHE_ENV} to a directory inside it")
 
 
-def cache_key() -> str:
+def cache_key(sources: tuple[Path, ...] = SOURCES, link_flags: tuple[str, ...] = ()) -> str:
     """The hex key of the library for these sources, MindSpore, flags, compiler name and CPU."""
     key = hashlib.sha256()
-    for part in (mindspore.__version__, compiler_name(), *BASE_FLAGS, cpu_identity()):
+    for part in (mindspore.__version__, compiler_name(), *BASE_FLAGS, *link_flags, cpu_identity()):
         key.update(part.encode() + b"\0")
-    for src in SOURCES:
+    for src in sources:
         key.update(src.read_bytes())
     return key.hexdigest()[:16]
 
@@ -145,7 +146,7 @@ def _unwritable(directory: Path, err: OSError) -> RuntimeError:
                         f"lrelu-gan) or fix the folder's permissions")
 
 
-def _build(cxx: str, target: Path) -> None:
+def _build(cxx: str, target: Path, units: tuple[Path, ...], link_flags: tuple[str, ...]) -> None:
     """Compile into a temporary file beside `target`, check that it loads, rename it into place, then
     write its checksum (the caller holds the lock, so the temporary name is this build's alone)."""
     flags = BASE_FLAGS + arch_flags(cxx)
@@ -153,9 +154,10 @@ def _build(cxx: str, target: Path) -> None:
         leftover.unlink(missing_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # created by the compiler: umask mode
     try:
-        done = subprocess.run([cxx, *flags, *map(str, UNITS), "-o", str(tmp)], capture_output=True, text=True)
+        done = subprocess.run([cxx, *flags, *map(str, units), *link_flags, "-o", str(tmp)], capture_output=True,
+                              text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"compiling {', '.join(map(str, UNITS))} with {cxx} into {target} failed "
+            raise RuntimeError(f"compiling {', '.join(map(str, units))} with {cxx} into {target} failed "
                                f"(exit {done.returncode}):\n{done.stderr}")
         reason = _load_error(tmp)
         if reason is not None:
@@ -171,11 +173,16 @@ def _build(cxx: str, target: Path) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def library_path() -> str:
-    """Absolute path of the compiled kernel library: a verified cache entry, else built (once) under a lock."""
+def library_path(stem: str = "leaky_relu", units: tuple[Path, ...] = UNITS, sources: tuple[Path, ...] = SOURCES,
+                 link_flags: tuple[str, ...] = ()) -> str:
+    """Absolute path of a compiled kernel library: a verified cache entry, else built (once) under a lock.
+
+    The default is the project's kernel library; ops/onednn.py builds its own from one unit, with the
+    oneDNN include and link flags as `link_flags` and the oneDNN version header among `sources` (hashed).
+    """
     directory = cache_dir()
     _check_white_list(directory)
-    target = directory / f"leaky_relu-{cache_key()}.so"
+    target = directory / f"{stem}-{cache_key(sources, link_flags)}.so"
     if verify_entry(target) is None:  # the common case: no lock, no compiler, no write
         reason = _load_error(target)
         if reason is not None:
@@ -194,7 +201,7 @@ def library_path() -> str:
                 log.warning("lrelu-gan: cached kernel %s is unusable (%s); rebuilding it", target, problem)
             cxx = compiler()
             try:
-                _build(cxx, target)
+                _build(cxx, target, units, link_flags)
             except PermissionError as err:
                 raise _unwritable(directory, err) from err
     return str(target)

@@ -72,7 +72,7 @@ def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=conv_bn_act"])
     text = _error_text(info.value)
-    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel]" in text
+    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel, conv_act]" in text
 
 
 def test_bad_enum_lists_the_allowed_values():
@@ -116,7 +116,7 @@ def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
 
     base = OmegaConf.to_object(compose_config())
     same = OmegaConf.to_object(compose_config(["train.steps=50", "train.log_every=3", "runtime.threads=1",
-                                               "eval.interval=7", "train.resume=auto"]))
+                                               "eval.interval=7", "train.resume=auto", "model.conv_impl=gemm"]))
     assert experiment_changes(base, same) == {}
     other = OmegaConf.to_object(compose_config(["fusion=bn_act", "act.negative_slope=0.05", "train.lr=1e-3",
                                                 "model.ngf=16", "precision=fp16", "seed=2"]))
