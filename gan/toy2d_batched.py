@@ -33,6 +33,7 @@ _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * movin
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
              ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False))
+_KINDS = ("leaky_relu", "relu")  # act.{d,g}_kind the batched nets build (relu: the op with slope 0)
 
 
 def check_batchable(conf: Config) -> None:
@@ -40,6 +41,11 @@ def check_batchable(conf: Config) -> None:
     if conf.data.name not in POINT_DATASETS:
         raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, "
                           f"one of {list(POINT_DATASETS)}")
+    for net in ("d", "g"):
+        kind = getattr(conf.act, f"{net}_kind")
+        if kind not in _KINDS:
+            raise ConfigError(f"act.{net}_kind={kind!r} is not supported by the batched 2D trainer (one of "
+                              f"{list(_KINDS)}); use train.py for this setting")
     for key, get, needed in _REQUIRED:
         if get(conf) != needed:
             raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
@@ -65,6 +71,13 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
     return {name: np.stack([arrays[name] for arrays in per_trial]) for name in per_trial[0]}
 
 
+def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them."""
+    if getattr(conf.act, f"{net}_kind") == "relu":
+        return (0.0,) * depth
+    return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
+
+
 def _bce_rows(logits: Tensor, target: float) -> Tensor:
     """Per-trial mean BCE-with-logits of (T, N) logits against a constant label: (T,)."""
     return ops.binary_cross_entropy_with_logits(logits, ops.full_like(logits, target), reduction="none").mean(1)
@@ -80,8 +93,8 @@ class BatchedGAN(nn.Cell):
             raise ValueError(f"seeds={seeds!r}: give one or more distinct seeds")
         self.trials = len(seeds)
         g_default = conf.act.negative_slope if conf.act.g_negative_slope is None else conf.act.g_negative_slope
-        self.g_slopes = tuple(layer_slopes("act.g_layers", conf.act.g_layers, g_default, MLP_G_DEPTH))
-        self.d_slopes = tuple(layer_slopes("act.d_layers", conf.act.d_layers, conf.act.negative_slope, MLP_D_DEPTH))
+        self.g_slopes = _slopes(conf, "g", g_default, MLP_G_DEPTH)
+        self.d_slopes = _slopes(conf, "d", conf.act.negative_slope, MLP_D_DEPTH)
         self.clamp = conf.act.clamp
         init = _stack_trials(conf, seeds)
 

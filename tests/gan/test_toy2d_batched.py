@@ -51,7 +51,7 @@ def test_trials_are_independent(batched):
 
 
 @pytest.mark.parametrize("override, key", [("data=mnist", "data"), ("train.ema_beta=0.99", "train.ema_beta"),
-                                           ("precision=fp16", "precision")])
+                                           ("precision=fp16", "precision"), ("act.d_kind=prelu", "act.d_kind")])
 def test_unsupported_settings_are_named(override, key):
     conf = to_config(compose_config(SMALL + [override]))
     with pytest.raises(ConfigError, match=key):
@@ -71,3 +71,15 @@ def test_a_non_finite_trial_skips_the_step_and_is_counted():
         for name, value in trainer.model.trial_arrays(t).items():
             if "moving" not in name:  # BatchNorm statistics come from G's forward pass, which ran
                 np.testing.assert_array_equal(value, arrays[name], err_msg=name)
+
+
+def test_relu_kind_matches_a_separate_run(tmp_path):
+    """act.d_kind=relu (LeakyReLU slope 0 in every D layer) batched, against train.py's run of the same seed."""
+    overrides = SMALL + ["act.d_kind=relu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
+                         "train.sample_every=5"]
+    trainer = BatchedTrainer(to_config(compose_config(overrides)), [5])
+    assert trainer.model.d_slopes == (0.0, 0.0, 0.0)
+    trainer.train_to(5)
+    arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=5"]), tmp_path).checkpoint)
+    for name, value in trainer.model.trial_arrays(0).items():
+        np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
