@@ -43,6 +43,8 @@ def _in_unit_interval(key: str, value: float) -> None:
 
 IMAGE_SIZES = (32, 64, 128)
 POINT_DATASETS = ("ring8", "grid25")  # 2D data, trained with model=mlp
+D_NORMS = ("batch", "spectral", "none")  # gan.models.NORMS builds them
+G_NORMS = ("batch", "none")
 
 
 @dataclass
@@ -55,9 +57,13 @@ class ModelConfig:
     ngf: int = 32
     ndf: int = 32
     conv_impl: str = "auto"
+    d_norm: str = "batch"  # D's normaliser: batch (BatchNorm from the second block), spectral, none
+    g_norm: str = "batch"  # G's normaliser: batch, none
 
     def __post_init__(self) -> None:
         _choice("model.name", self.name, ("dcgan", "mlp"))
+        _choice("model.d_norm", self.d_norm, D_NORMS)
+        _choice("model.g_norm", self.g_norm, G_NORMS)
         if self.name == "dcgan":
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
@@ -154,6 +160,13 @@ class TrainConfig:
     resume: Optional[str] = None
     dry_run: bool = False
     sync_bn: bool = False  # distributed=true: BatchNorm statistics over the global batch instead of per rank
+    loss: str = "bce"  # a row of gan.losses.LOSSES: bce (non-saturating), hinge, lsgan, wgan_gp
+    gp_weight: float = 10.0  # train.loss=wgan_gp: weight of the gradient penalty
+    r1_gamma: float = 0.0  # R1 penalty gamma / 2 * E||grad D(x)||^2 on real data; 0 = off
+    r1_every: int = 16  # lazy R1: every this many steps, scaled by it (StyleGAN2)
+    d_steps: int = 1  # D updates per G update (WGAN-GP uses 5); each takes its own real batch and latents
+    clip_grad_norm: Optional[float] = None  # clip each network's global gradient norm to this; null = off
+    accumulate: int = 1  # micro-batches per optimiser step: train.batch_size is split into this many
 
     def __post_init__(self) -> None:
         if (self.steps is None) == (self.epochs is None):
@@ -167,6 +180,17 @@ class TrainConfig:
         _in_unit_interval("train.beta2", self.beta2)
         if self.ema_beta is not None:
             _in_unit_interval("train.ema_beta", self.ema_beta)
+        from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
+        _choice("train.loss", self.loss, tuple(LOSSES))
+        _positive("train.gp_weight", self.gp_weight)
+        if not self.r1_gamma >= 0:
+            raise ConfigError(f"train.r1_gamma={self.r1_gamma!r} must be >= 0 (0 = off)")
+        for key in ("r1_every", "d_steps", "accumulate"):
+            _positive(f"train.{key}", getattr(self, key))
+        _positive("train.clip_grad_norm", self.clip_grad_norm, allow_none=True)
+        if self.batch_size % self.accumulate:
+            raise ConfigError(f"train.accumulate={self.accumulate} must divide train.batch_size={self.batch_size} "
+                              f"(the batch is split into that many equal micro-batches)")
 
 
 @dataclass
@@ -252,6 +276,18 @@ class Config:
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")
+        from gan.losses import LOSSES
+        t = self.train
+        if LOSSES[t.loss].gradient_penalty and self.model.d_norm == "batch":
+            raise ConfigError(f"train.loss={t.loss} with model.d_norm=batch: the gradient penalty constrains each "
+                              "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
+                              "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
+                              "use model.d_norm=none or model.d_norm=spectral")
+        if t.r1_gamma > 0 and self.fusion.name == Fusion.bn_act and self.model.d_norm == "batch":
+            raise ConfigError("train.r1_gamma>0 with fusion=bn_act and model.d_norm=batch: a gradient penalty "
+                              "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
+                              "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
+                              "BatchNorm to fuse)")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")

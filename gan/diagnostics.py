@@ -133,6 +133,9 @@ class ProbedActivation(nn.Cell):
         self.fused = isinstance(act, BatchNormAct)
         self.stat_shape = (1, channels) + (1,) * (ndim - 2)
         self.enabled = True
+        # Off in D steps with a gradient penalty: MindSpore cannot differentiate InsertGradientOf twice, so
+        # those steps record no gradient statistics (grad_passes stays 0 and grad-dead is None there).
+        self.tap_gradients = True
 
     def _record_histogram(self, v: Tensor, hist: Parameter, extremes: Parameter, sums: Parameter) -> None:
         """Add v's fixed-bin histogram, extremes and moments to the given Parameters."""
@@ -171,7 +174,7 @@ class ProbedActivation(nn.Cell):
         msops.assign_add(self.diag_out_abs, msops.abs(y.astype(ms.float32)).mean(axis=self.axes))
         self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
         msops.assign_add(self.diag_passes, self.forward_pass)
-        return self.tap(y)
+        return self.tap(y) if self.tap_gradients else y
 
     def probe_params(self) -> list[Parameter]:
         """The Parameters this probe writes."""
@@ -265,6 +268,13 @@ def set_probing(probes: list[ProbedActivation], enabled: bool) -> None:
     """
     for probe in probes:
         probe.enabled = enabled
+
+
+def set_gradient_taps(probes: list[ProbedActivation], enabled: bool) -> None:
+    """Switch the probes' gradient statistics on or off for the next compile, as set_probing does for all of
+    them: off where the step differentiates the network twice (gradient penalties)."""
+    for probe in probes:
+        probe.tap_gradients = enabled
 
 
 def _share(mask: np.ndarray) -> float:

@@ -11,7 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import mindspore as ms
 import numpy as np
@@ -24,8 +24,9 @@ from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
 from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
-                             run_hparams, set_probing)
-from gan.layers import make_conv, resolve_conv_impl
+                             run_hparams, set_gradient_taps, set_probing)
+from gan.layers import PowerIteration, make_conv, resolve_conv_impl
+from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.report import Reporter, save_png
@@ -35,7 +36,7 @@ from ops import jit_level
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
 _DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
@@ -44,9 +45,15 @@ class NonFiniteTrainingError(RuntimeError):
     """Training produced non-finite gradients for too many consecutive steps."""
 
 
-def latents(seed: int, step: int, purpose: int, n: int, nz: int) -> np.ndarray:
-    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose)."""
-    return np.random.default_rng([seed, step, purpose]).standard_normal((n, nz, 1, 1), dtype=np.float32)
+def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0) -> np.ndarray:
+    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose[, D step > 0])."""
+    return np.random.default_rng([seed, step, purpose] + ([d_step] if d_step else [])).standard_normal(
+        (n, nz, 1, 1), dtype=np.float32)
+
+
+def mixing_weights(seed: int, step: int, n: int, d_step: int = 0) -> np.ndarray:
+    """The gradient penalty's per-sample weights eps ~ U(0, 1), (n, 1, 1, 1), a pure function of (seed, step)."""
+    return np.random.default_rng([seed, step, _GP_EPS, d_step]).random((n, 1, 1, 1), dtype=np.float32)
 
 
 def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
@@ -122,12 +129,6 @@ def check_precision_supported(precision: PrecisionConfig, device_target: str) ->
                           ) from err
 
 
-def _bce_with_logits(logits: Tensor, target: float) -> Tensor:
-    """Mean binary cross-entropy against a constant label, computed stably from logits in fp32."""
-    logits = logits.astype(ms.float32)
-    return ops.binary_cross_entropy_with_logits(logits, ops.full_like(logits, target))
-
-
 def _global_norm(grads: tuple) -> Tensor:
     """L2 norm over all gradient tensors."""
     return ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
@@ -167,6 +168,14 @@ class EMA(nn.Cell):
         for src, dst, beta in zip(self.source, self.target, self.betas):
             ops.assign(dst, dst * beta + src * (1.0 - beta))
         return ops.zeros((), ms.float32)
+
+
+def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
+    """One array per D step: a single array stands for d_steps=1."""
+    arrays = [x] if isinstance(x, np.ndarray) else list(x)
+    if len(arrays) != d_steps:
+        raise ValueError(f"train_step: {name} has {len(arrays)} batches, train.d_steps={d_steps} needs one per D step")
+    return arrays
 
 
 @dataclass
@@ -211,10 +220,11 @@ class GANTrainer:
         self.d.set_train(True)
         # Diagnostics probes go in before amp wrapping and compilation (gan.diagnostics.attach).
         self.probes: list[ProbedActivation] = []
+        self.d_probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
             size = nets.sample_side(cfg.model)
-            self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + attach(
-                self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
+            self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
+            self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
         if cfg.precision.name in _DTYPES:
             dtype = _DTYPES[cfg.precision.name]
@@ -226,63 +236,133 @@ class GANTrainer:
         self.scaler_g = _loss_scaler(cfg.precision)
         self.scaler_d = _loss_scaler(cfg.precision)
         graph = cfg.runtime.mode == "graph"
-        compile_fn: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
-        # (D step, G step) without probes, and with probes for check steps when diagnostics are on: each
-        # jitted function keeps the graph of its first compile, so ordinary steps never run the probes.
-        self._steps = {probe: (compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d, world)),
-                               compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g, world)))
-                       for probe in ((False, True) if self.probes else (False,))}
-        self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
+        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
+        self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
+        self.loss = LOSSES[t.loss]
+        self.gp_weight, self.r1_gamma, self.r1_every = t.gp_weight, t.r1_gamma, t.r1_every
+        self._steps: dict[tuple[bool, bool], tuple[Callable, Callable]] = {}
+        self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
+        self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
 
-    def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
-        fake = ops.stop_gradient(self.g_run(z))
-        logits_real, logits_fake = self.d_run(real), self.d_run(fake)
-        loss = _bce_with_logits(logits_real, 1.0) + _bce_with_logits(logits_fake, 0.0)
-        d_real = ops.sigmoid(logits_real.astype(ms.float32)).mean()
-        d_fake = ops.sigmoid(logits_fake.astype(ms.float32)).mean()
-        return self.scaler_d.scale(loss), loss, d_real, d_fake
+    def _d_loss(self, r1: bool) -> Callable:
+        """D's loss (real, z, eps) -> (scaled loss, loss, D(x), D(G(z))), with the R1 penalty when r1 is True."""
+        loss_d, penalty, gp_weight = self.loss.d, self.loss.gradient_penalty, self.gp_weight
+        r1_weight = 0.5 * self.r1_gamma * self.r1_every  # lazy: the average over steps is gamma / 2 * E||grad||^2
+        input_grad = input_gradient(self.d_run)
 
-    def _g_loss(self, real: Tensor, z: Tensor) -> tuple:
-        logits = self.d_run(self.g_run(z))
-        loss = _bce_with_logits(logits, 1.0)  # non-saturating: maximise log D(G(z))
-        return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
+        def d_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            fake = ops.stop_gradient(self.g_run(z))
+            logits_real, logits_fake = self.d_run(real), self.d_run(fake)
+            loss = loss_d(logits_real, logits_fake)
+            if penalty:
+                loss = loss + gp_weight * gradient_penalty(input_grad, real, fake, eps)
+            if r1:
+                loss = loss + r1_weight * r1_penalty(input_grad, real)
+            d_real = ops.sigmoid(logits_real.astype(ms.float32)).mean()
+            d_fake = ops.sigmoid(logits_fake.astype(ms.float32)).mean()
+            return self.scaler_d.scale(loss), loss, d_real, d_fake
+
+        return d_loss
+
+    def _g_loss(self) -> Callable:
+        """G's loss (real, z, eps) -> (scaled loss, loss, D(G(z))); real and eps are unused."""
+        loss_g = self.loss.g
+
+        def g_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            logits = self.d_run(self.g_run(z))
+            loss = loss_g(logits)
+            return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
+
+        return g_loss
 
     @staticmethod
-    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World) -> Callable:
-        """One optimisation step: scaled loss -> grads -> mean over ranks -> unscale -> skip the update if not finite."""
+    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World,
+                   micro_batches: int, clip: float | None) -> Callable:
+        """One optimisation step: per micro-batch scaled loss -> grads, their mean -> mean over ranks -> unscale
+        -> skip the update if not finite -> clip the global norm -> update. Returns the pre-clip norm.
+
+        The micro-batch loop is unrolled at compile time; the mean of equal micro-batches' gradients of a mean
+        loss is the full batch's gradient (up to rounding) whenever no layer mixes samples (BatchNorm does).
+        """
         grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
         reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
 
-        def step(real: Tensor, z: Tensor) -> tuple:
-            outputs, grads = grad_fn(real, z)
+        def step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            outputs, grads = grad_fn(real[0], z[0], eps[0])
+            for i in range(1, micro_batches):
+                more, more_grads = grad_fn(real[i], z[i], eps[i])
+                outputs = tuple(a + b for a, b in zip(outputs, more))
+                grads = tuple(a + b for a, b in zip(grads, more_grads))
+            if micro_batches > 1:
+                outputs = tuple(a / micro_batches for a in outputs)
+                grads = tuple(g / micro_batches for g in grads)
             grads = scaler.unscale(reduce(grads))
             norm = _global_norm(grads)
             finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
             scaler.adjust(finite)
+            if clip is not None:  # as torch.nn.utils.clip_grad_norm_: scale by clip / norm when norm > clip
+                factor = ops.minimum(clip / (norm + 1e-6), 1.0)
+                grads = tuple(g * factor.astype(g.dtype) for g in grads)
             if finite:
                 opt(grads)
             return outputs, norm, finite
 
         return step
 
-    def train_step(self, real: np.ndarray, z: np.ndarray, probe: bool = False) -> StepStats:
-        """One D step then one G step on the same latents; updates are skipped when grads are not finite.
+    def _steps_for(self, probe: bool, r1: bool) -> tuple[Callable, Callable]:
+        """The jitted (D step, G step) of a (probe, r1) variant, built on first use: each jitted function keeps
+        the graph of its first compile, so ordinary steps never run the probes or the R1 penalty."""
+        key = (probe, r1)
+        if key not in self._steps:
+            t = self.train_cfg
+            self._steps[key] = (
+                self._compile(self._make_step(self._d_loss(r1), self.opt_d, self.scaler_d, self.world,
+                                              t.accumulate, t.clip_grad_norm)),
+                self._compile(self._make_step(self._g_loss(), self.opt_g, self.scaler_g, self.world,
+                                              t.accumulate, t.clip_grad_norm)))
+        return self._steps[key]
 
-        probe=True (diagnostics on) runs the probed twin of both steps: the same update, plus the statistics.
+    def _micro(self, x: np.ndarray) -> Tensor:
+        """(B, ...) -> (accumulate, B / accumulate, ...): the micro-batches of one optimiser step."""
+        return Tensor(x.reshape((self.train_cfg.accumulate, -1) + x.shape[1:]))
+
+    def train_step(self, real: np.ndarray | Sequence[np.ndarray], z: np.ndarray | Sequence[np.ndarray],
+                   probe: bool = False, *, eps: np.ndarray | Sequence[np.ndarray] | None = None,
+                   r1: bool = False) -> StepStats:
+        """train.d_steps D steps, then one G step on the first D step's latents; an update is skipped when its
+        grads are not finite. `real`, `z` (and `eps`, the gradient penalty's mixing weights (B, 1, 1, 1),
+        needed by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
+
+        probe=True (diagnostics on) runs the probed twin of the steps: the same update, plus the statistics;
+        r1=True adds the R1 penalty to the D steps (the caller applies the lazy schedule, gan.losses.r1_due).
         """
         if probe and not self.probes:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
-        real_t, z_t = Tensor(real), Tensor(z)
+        reals, zs = _per_d_step(real, "real", self.d_steps), _per_d_step(z, "z", self.d_steps)
+        if eps is None:
+            if self.loss.gradient_penalty:
+                raise ValueError("train_step: the gradient penalty of train.loss=wgan_gp needs eps")
+            eps = [np.zeros((x.shape[0], 1, 1, 1), np.float32) for x in reals]
+        epss = _per_d_step(eps, "eps", self.d_steps)
+        r1 = r1 and self.r1_gamma > 0
         set_probing(self.probes, probe)
-        d_step, g_step = self._steps[probe]
-        (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(real_t, z_t)
-        (_, loss_g, _), norm_g, finite_g = g_step(real_t, z_t)
+        d_step, g_step = self._steps_for(probe, r1)
+        set_gradient_taps(self.d_probes, not (r1 or self.loss.gradient_penalty))  # read at d_step's compile
+        finite = True
+        for real_k, z_k, eps_k in zip(reals, zs, epss):
+            if self._power_iteration is not None:
+                self._power_iteration()
+            (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(self._micro(real_k), self._micro(z_k),
+                                                                   self._micro(eps_k))
+            finite = finite and bool(finite_d.asnumpy())
+        set_gradient_taps(self.d_probes, True)
+        (_, loss_g, _), norm_g, finite_g = g_step(self._micro(reals[0]), self._micro(zs[0]), self._micro(epss[0]))
         if self._ema_step is not None:
             self._ema_step()
         return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
                          float(d_fake.asnumpy()), float(norm_d.asnumpy()), float(norm_g.asnumpy()),
                          float(self.scaler_d.scale_value.asnumpy()), float(self.scaler_g.scale_value.asnumpy()),
-                         bool(finite_d.asnumpy()) and bool(finite_g.asnumpy()))
+                         finite and bool(finite_g.asnumpy()))
 
     def generate(self, z: np.ndarray) -> np.ndarray:
         """Images from latents with the EMA generator when enabled, BatchNorm in inference mode."""
@@ -394,10 +474,10 @@ class _InterruptFlag:
 
 
 def total_steps(cfg: Config, num_images: int) -> int:
-    """train.steps, or train.epochs converted to steps with the dataset size."""
+    """train.steps, or train.epochs converted to steps with the dataset size (a step takes train.d_steps batches)."""
     if cfg.train.steps is not None:
         return cfg.train.steps
-    return max(1, math.ceil(cfg.train.epochs * num_images / cfg.train.batch_size))
+    return max(1, math.ceil(cfg.train.epochs * num_images / (cfg.train.batch_size * cfg.train.d_steps)))
 
 
 def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
@@ -471,16 +551,19 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     if outputs and not real_png.exists():
         save_png(task.picture(data.sample(t.num_samples)), real_png)
 
-    batches = data.batches(start)
+    batches = data.batches(start * t.d_steps)  # D takes train.d_steps batches per step
     consecutive_bad = 0
     last_time, last_step = time.perf_counter(), start
     try:
         with _InterruptFlag() as interrupt:
             for step in range(start, end):
-                real = next(batches)
-                z = world.local(latents(conf.seed, step, _Z, t.batch_size * world.size, conf.model.nz))
+                real = [next(batches) for _ in range(t.d_steps)]
+                n = t.batch_size * world.size
+                z = [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)]
+                eps = [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)]
                 with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(real, z, probe=diagnostics.due(step + 1)), _AVERAGED)
+                    stats = world.mean_fields(trainer.train_step(real, z, probe=diagnostics.due(step + 1), eps=eps,
+                                                                 r1=r1_due(step, t.r1_gamma, t.r1_every)), _AVERAGED)
                     interrupt.requested = world.any(interrupt.requested)  # every rank stops at the same step
                 if conf.runtime.rank_checksums:
                     append_checksum(run_dir, world, step + 1, trainer.replicated_arrays(),
@@ -494,7 +577,7 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                     raise NonFiniteTrainingError(
                         f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
                         f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
-                        f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real, z)}")
+                        f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real[0], z[0])}")
                 if diagnostics.due(done):
                     diagnostics.check(done, world.mean_array_fields)
                 if outputs and (done % log_every == 0 or done == end):

@@ -105,7 +105,7 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
         return ascend_leaky_relu_primitive(negative_slope, clamp), None
     lib = build.library_path()
     scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, threads))
-    grad = msops.Custom(f"{lib}:LeakyReluBackward", out_shape=_same, out_dtype=_same, func_type="aot")
+    grad = grad_kernel(lib)
     name = "LeakyReluForwardSelect" if formulation == "select" else "LeakyReluForwardMaxMin"
     if inplace:
         token = msops.Custom(f"{lib}:{name}Inplace", out_shape=_token_shape, out_dtype=_same, func_type="aot")
@@ -115,6 +115,21 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
         return grad(x, dout, params), msops.zeros_like(params)
 
     return msops.Custom(f"{lib}:{name}", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop), scalars
+
+
+@functools.lru_cache(maxsize=None)
+def grad_kernel(lib: str) -> msops.Custom:
+    """The backward Custom primitive dx = dy * (1 if x > 0 else slope), 0 where clamped, with its own bprop.
+
+    dx is linear in dy and piecewise constant in x, so its derivative w.r.t. dy is the same kernel applied to
+    the incoming gradient, and w.r.t. x it is 0 (almost everywhere, as for ReLU). This makes the op
+    differentiable twice: gradient penalties (WGAN-GP, R1) differentiate a network's input gradient.
+    """
+    def bprop(x, dy, params, out, ddx):
+        return msops.zeros_like(x), grad(x, ddx, params), msops.zeros_like(params)
+
+    grad = msops.Custom(f"{lib}:LeakyReluBackward", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop)
+    return grad
 
 
 def _token_shape(*_):
