@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -291,6 +291,16 @@ class Config:
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+
+
+def to_config(cfg: DictConfig | Config) -> Config:
+    """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
+    return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
+
+
+def config_from_yaml(text: str) -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint."""
+    return to_config(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

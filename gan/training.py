@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
-from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig, config_from_yaml, to_config
 from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
 from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
 from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
@@ -30,14 +30,13 @@ from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_pena
 from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.report import Reporter, save_png
+from gan.runtime import check_precision_supported, compute_dtype, setup_runtime
 from gan.tasks import build_task
 from ops import jit_level
 
 CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
-HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
-_DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
 
@@ -61,77 +60,15 @@ def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
     return latents(seed, 0, _FIXED_Z, n, nz)
 
 
-def to_config(cfg: DictConfig | Config) -> Config:
-    """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
-    return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
-
-
-def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint."""
-    return to_config(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
-
-
-def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the context.
-
-    MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
-    a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
-    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads once, at the process's first graph: call this before that.
-    """
-    if runtime.host_blocking:
-        os.environ[HOST_BLOCKING_ENV] = "1"
-    else:
-        os.environ.pop(HOST_BLOCKING_ENV, None)
-    try:
-        ms.set_device(runtime.device_target, runtime.device_id)
-    except RuntimeError as err:
-        if "has been initialized" not in str(err):
-            raise
-        if ms.get_context("device_target") != runtime.device_target:
-            raise ConfigError(f"runtime.device_target={runtime.device_target!r}: this process already runs on "
-                              f"{ms.get_context('device_target')} (MindSpore fixes the device once a kernel has "
-                              f"run); start a new process to change device") from err
-    if runtime.threads is not None:
-        set_kernel_threads(runtime.threads)
-
-
-_kernel_threads: list[int] = []  # the CPU kernel thread count this process gave MindSpore (it takes one, once)
-
-
-def set_kernel_threads(threads: int) -> None:
-    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same number."""
-    if _kernel_threads == [threads]:
-        return
-    if _kernel_threads:
-        raise ConfigError(f"runtime.threads={threads}: this process already runs MindSpore's CPU kernels with "
-                          f"{_kernel_threads[0]} threads (MindSpore sets them once per process); use "
-                          f"runtime.threads={_kernel_threads[0]} or start a new process")
-    try:
-        ms.device_context.cpu.op_tuning.threads_num(threads)
-    except RuntimeError as err:
-        raise ConfigError(f"runtime.threads={threads}: MindSpore's CPU kernel threads were already set in this "
-                          f"process by other code; leave runtime.threads=null or start a new process") from err
-    _kernel_threads.append(threads)
-
-
-def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
-    """Fail at start, with a clear message, when the device cannot run a convolution in the dtype."""
-    if precision.name not in _DTYPES:
-        return
-    conv = make_conv(1, 1, 1, 1, 0).to_float(_DTYPES[precision.name])
-    try:
-        conv(Tensor(np.ones((1, 1, 1, 1), np.float32)).astype(_DTYPES[precision.name])).asnumpy()
-    except (RuntimeError, TypeError, ValueError) as err:
-        lines = [line for line in str(err).splitlines() if line.strip(" -") and not line.startswith("- ")]
-        reason = lines[0] if lines else type(err).__name__
-        raise ConfigError(f"precision={precision.name} is not supported on runtime.device_target={device_target} "
-                          f"(a {precision.name} convolution failed: {reason}); use precision=fp32 or precision=fp16"
-                          ) from err
-
-
 def _global_norm(grads: tuple) -> Tensor:
     """L2 norm over all gradient tensors."""
     return ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
+
+
+def clip_by_global_norm(grads: tuple, norm: Tensor, max_norm: float) -> tuple:
+    """grads scaled by max_norm / norm when their global norm exceeds max_norm, as torch.nn.utils.clip_grad_norm_."""
+    factor = ops.minimum(max_norm / (norm + 1e-6), 1.0)
+    return tuple(g * factor.astype(g.dtype) for g in grads)
 
 
 def _loss_scaler(precision: PrecisionConfig) -> amp.LossScaler:
@@ -226,8 +163,8 @@ class GANTrainer:
             self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
-        if cfg.precision.name in _DTYPES:
-            dtype = _DTYPES[cfg.precision.name]
+        dtype = compute_dtype(cfg.precision.name)
+        if dtype is not None:
             self.g_run = amp.auto_mixed_precision(self.g, "O2", dtype)
             self.d_run = amp.auto_mixed_precision(self.d, "O2", dtype)
         t = cfg.train
@@ -300,9 +237,8 @@ class GANTrainer:
             norm = _global_norm(grads)
             finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
             scaler.adjust(finite)
-            if clip is not None:  # as torch.nn.utils.clip_grad_norm_: scale by clip / norm when norm > clip
-                factor = ops.minimum(clip / (norm + 1e-6), 1.0)
-                grads = tuple(g * factor.astype(g.dtype) for g in grads)
+            if clip is not None:
+                grads = clip_by_global_norm(grads, norm, clip)
             if finite:
                 opt(grads)
             return outputs, norm, finite

@@ -36,7 +36,9 @@ from tensorboardX import SummaryWriter  # noqa: E402
 from gan.config import compose_config  # noqa: E402
 from gan.dashboard import write_text_atomic  # noqa: E402
 from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
-from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
+from gan.config import to_config  # noqa: E402
+from gan.runtime import setup_runtime  # noqa: E402
+from gan.training import GANTrainer, latents  # noqa: E402
 
 
 def timed(fn) -> float:

@@ -46,7 +46,9 @@ from bench_op import interleaved_medians  # noqa: E402
 from peak_memory import execution_peak_mib, in_child  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
-from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
+from gan.config import to_config  # noqa: E402
+from gan.runtime import setup_runtime  # noqa: E402
+from gan.training import GANTrainer, latents  # noqa: E402
 from ops import norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402

@@ -36,7 +36,7 @@ IMPLS = ("native", "auto", "gemm")
 def compose_config(model: str, impl: str, batch_size: int, threads: int | None = None) -> Config:
     """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`
     (and `runtime.threads=<threads>` when given)."""
-    from gan.training import to_config
+    from gan.config import to_config
 
     overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
     overrides += [] if threads is None else [f"runtime.threads={threads}"]
@@ -67,7 +67,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
-    from gan.training import GANTrainer, latents, setup_runtime
+    from gan.runtime import setup_runtime
+    from gan.training import GANTrainer, latents
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         except ImportError:
             parser.error("--vs-torch needs PyTorch (pip install torch); it is not a dependency of the product")
 
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads

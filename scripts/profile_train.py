@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     import mindspore as ms
 
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads

@@ -15,7 +15,8 @@ from gan.dashboard import read_jsonl
 from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
                              TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
-from gan.training import EMA, GANTrainer, latents, to_config
+from gan.config import to_config
+from gan.training import EMA, GANTrainer, latents
 from ops import BatchNormAct, LeakyReLU
 
 RNG = np.random.default_rng(0)

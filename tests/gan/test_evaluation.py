@@ -10,7 +10,8 @@ from gan.evaluation import resolve_objective
 from gan.metrics import mode_metrics
 from gan.tasks import MODE_METRICS, PointData, as_points, scatter_plot
 from gan.toy2d import GRID25, RING8
-from gan.training import run, to_config
+from gan.config import to_config
+from gan.training import run
 
 TINY_2D = ["data=ring8", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "train.num_samples=100",
            "train.log_every=1", "eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false",

@@ -147,7 +147,7 @@ def test_image_grid_tiles_and_scales():
 SECOND_RUN_THREADS = """
 import os
 from gan.config import ConfigError, RuntimeConfig
-from gan.training import setup_runtime
+from gan.runtime import setup_runtime
 setup_runtime(RuntimeConfig(threads=1))
 setup_runtime(RuntimeConfig(threads=1))  # a second run in one process (bench_modes, basic sweeps, joblib workers)
 assert os.environ["MS_DEV_HOST_BLOCKING_RUN"] == "1"
@@ -169,7 +169,7 @@ def test_second_run_in_one_process_may_repeat_runtime_threads_only():
 def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
     """A process that already ran kernels (this test session) can call run() again on the same device."""
     from gan.config import RuntimeConfig
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     Tensor(np.ones(3, np.float32)).sum().asnumpy()
     setup_runtime(RuntimeConfig())  # raised "The runtime has been initialized" before

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from gan.dashboard import append_jsonl
-from gan.sweep import find_jobs, job_threads, optuna_best, summarize, to_csv, to_markdown
+from gan.runtime import job_threads
+from gan.sweep import find_jobs, optuna_best, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
