@@ -28,7 +28,7 @@ from gan.tasks import Task
 
 METRICS_JSON = "metrics.json"
 METRICS_HISTORY = "metrics.jsonl"
-LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.training.RunSummary)
+LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.outputs.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from gan.config import ConfigError, PrecisionConfig, RuntimeConfig
+from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
 
 HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -108,3 +108,17 @@ def check_precision_supported(precision: PrecisionConfig, device_target: str) ->
         raise ConfigError(f"precision={precision.name} is not supported on runtime.device_target={device_target} "
                           f"(a {precision.name} convolution failed: {reason}); use precision=fp32 or precision=fp16"
                           ) from err
+
+
+def prepare_run(conf: Config):
+    """Everything a run sets up in the process before building networks: device, threads and launch mode, the
+    ranks of data parallelism, the precision check, MindSpore's seed. Returns the gan.distributed.World."""
+    import mindspore as ms
+
+    from gan.distributed import setup_distributed
+
+    setup_runtime(conf.runtime)
+    world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
+    check_precision_supported(conf.precision, conf.runtime.device_target)
+    ms.set_seed(conf.seed)
+    return world

@@ -1,4 +1,5 @@
-"""DCGAN training: jitted D and G steps, loss scaling, EMA, the loop, checkpoints, resume and Ctrl-C.
+"""GAN training: the jitted D and G steps (losses from gan.losses, loss scaling, clipping, accumulation, EMA,
+spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs), stop (Ctrl-C).
 
 Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
 batches, latents and updates of an uninterrupted one without saving RNG states.
@@ -6,42 +7,31 @@ batches, latents and updates of an uninterrupted one without saving RNG states.
 from __future__ import annotations
 
 import math
-import os
 import signal
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, amp, nn, ops
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
-                            prune_checkpoints, save_checkpoint)
-from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig, config_from_yaml, to_config
-from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
-from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
-from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
-                             run_hparams, set_gradient_taps, set_probing)
-from gan.layers import PowerIteration, make_conv, resolve_conv_impl
+from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
+from gan.config import Config, ConfigError, PrecisionConfig, to_config
+from gan.distributed import World, gradient_reducer
+from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
+from gan.layers import PowerIteration, resolve_conv_impl
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
-from gan.evaluation import Evaluator
 from gan.models import NETWORKS, Discriminator, Generator
-from gan.report import Reporter, save_png
-from gan.runtime import check_precision_supported, compute_dtype, setup_runtime
+from gan.outputs import RunOutputs, RunSummary
+from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
 from ops import jit_level
 
-CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
-
-
-class NonFiniteTrainingError(RuntimeError):
-    """Training produced non-finite gradients for too many consecutive steps."""
 
 
 def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0) -> np.ndarray:
@@ -358,30 +348,6 @@ class GANTrainer:
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
 
 
-@dataclass
-class RunSummary:
-    """What a run did: per-step losses, counters, where outputs went, and the sweep objective."""
-
-    run_dir: Path
-    start_step: int
-    end_step: int
-    history: list[StepStats] = field(default_factory=list)
-    skipped_steps: int = 0
-    interrupted: bool = False
-    checkpoint: Path | None = None
-    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
-    objective_name: str = "loss_g"
-
-    @property
-    def objective(self) -> float:
-        """The final value of metric `objective_name` (NaN if never evaluated), or for "loss_g" the mean
-        generator loss over the last 10% of this run's steps (lower: G fools D more)."""
-        if self.objective_name != "loss_g":
-            return float(self.metrics.get(self.objective_name, float("nan")))
-        tail = self.history[-max(1, len(self.history) // 10):]
-        return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
-
-
 class _InterruptFlag:
     """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step; a second aborts.
 
@@ -428,167 +394,53 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
+def resume_state(trainer: GANTrainer, resume: str | None, run_dir: Path) -> tuple[Path | None, int, dict]:
+    """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta)."""
+    path = _resume_path(resume, run_dir)
+    if path is None:
+        return None, 0, {}
+    arrays, meta = load_training_checkpoint(path)
+    trainer.load_state_arrays(arrays, path)
+    return path, int(meta["step"]), meta
+
+
+def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step: int) -> dict:
+    """train_step's inputs of global step `step`: train.d_steps real batches, latents and penalty weights, each a
+    pure function of (seed, step) and this rank's shard; and whether the lazy R1 penalty is due."""
+    t, n = conf.train, conf.train.batch_size * world.size
+    return {"real": [next(batches) for _ in range(t.d_steps)],
+            "z": [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
+            "eps": [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)],
+            "r1": r1_due(step, t.r1_gamma, t.r1_every)}
+
+
 def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
-    """Train (or resume) a DCGAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
-    conf = to_config(cfg)
-    run_dir = Path(run_dir)
-    setup_runtime(conf.runtime)
-    world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
-    check_precision_supported(conf.precision, conf.runtime.device_target)
-    ms.set_seed(conf.seed)
-    t = conf.train
+    """Train (or resume) a GAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
+    conf, run_dir = to_config(cfg), Path(run_dir)
+    world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.runtime)
     task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
-    data = task.data
-    trainer = GANTrainer(conf, data.channels, world)
-
-    start, skipped = 0, 0
-    resume_from = _resume_path(t.resume, run_dir)
-    if resume_from is not None:
-        arrays, meta = load_checkpoint(resume_from)
-        if meta.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(f"{resume_from}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
-        trainer.load_state_arrays(arrays, resume_from)
-        start, skipped = int(meta["step"]), int(meta["skipped_steps"])
-    end = start + 2 if t.dry_run else total_steps(conf, data.num_images)
-    # A dry run exercises every output on each of its 2 steps.
-    log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
-    yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
-    if world.size > 1:
-        print(f"rank {world.rank} of {world.size} (data parallel)", flush=True)
-    print(yaml + f"run directory: {run_dir.resolve()}" + (f"\nresumed from {resume_from} at step {start}"
-                                                          if resume_from else ""), flush=True)
-
-    fixed_z = fixed_latents(conf.seed, t.num_samples, conf.model.nz)
-    summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
-    outputs = world.is_main  # rank 0 writes every output; the other ranks train and join the collectives
-    reporter = Reporter(run_dir, end, start) if outputs else None
-    evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
-                                                                 conf.model.nz)) if outputs else None
-    summary.objective_name = evaluator.objective if outputs else summary.objective_name
-    diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
-                                      1 if t.dry_run else conf.diagnostics.interval, reporter and reporter.writer, run_dir)
-    if resume_from is not None and "diagnostics" in meta:
-        diagnostics.load_state_dict(meta["diagnostics"])  # dead-streak history for "persistently dead"
-
-    def save(step: int) -> Path:
-        meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
-                "skipped_steps": summary.skipped_steps, "config": yaml, "diagnostics": diagnostics.state_dict()}
-        path = checkpoint_path(run_dir, step)
-        save_checkpoint(path, trainer.state_arrays(), meta)
-        prune_checkpoints(run_dir, t.keep_last)
-        return path
-
-    def sample(step: int) -> None:
-        grid = task.picture(trainer.generate(fixed_z))
-        save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
-        reporter.image("samples", grid, step)
-
-    real_png = run_dir / "samples" / "real.png"
-    if outputs and not real_png.exists():
-        save_png(task.picture(data.sample(t.num_samples)), real_png)
-
-    batches = data.batches(start * t.d_steps)  # D takes train.d_steps batches per step
-    consecutive_bad = 0
-    last_time, last_step = time.perf_counter(), start
+    trainer = GANTrainer(conf, task.data.channels, world)
+    resumed_from, start, meta = resume_state(trainer, conf.train.resume, run_dir)
+    end = start + 2 if conf.train.dry_run else total_steps(conf, task.data.num_images)
+    outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta,
+                         latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
+                         fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
+    outputs.announce(resumed_from)
+    batches = task.data.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
     try:
         with _InterruptFlag() as interrupt:
             for step in range(start, end):
-                real = [next(batches) for _ in range(t.d_steps)]
-                n = t.batch_size * world.size
-                z = [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)]
-                eps = [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)]
+                inputs = step_inputs(conf, world, batches, step)
                 with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(real, z, probe=diagnostics.due(step + 1), eps=eps,
-                                                                 r1=r1_due(step, t.r1_gamma, t.r1_every)), _AVERAGED)
-                    interrupt.requested = world.any(interrupt.requested)  # every rank stops at the same step
-                if conf.runtime.rank_checksums:
-                    append_checksum(run_dir, world, step + 1, trainer.replicated_arrays(),
-                                    {"loss_d": stats.loss_d, "loss_g": stats.loss_g})
-                summary.history.append(stats)
-                done = step + 1
-                summary.end_step = done
-                consecutive_bad = 0 if stats.finite else consecutive_bad + 1
-                summary.skipped_steps += not stats.finite
-                if consecutive_bad >= conf.precision.max_nonfinite_steps:
-                    raise NonFiniteTrainingError(
-                        f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
-                        f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
-                        f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real[0], z[0])}")
-                if diagnostics.due(done):
-                    diagnostics.check(done, world.mean_array_fields)
-                if outputs and (done % log_every == 0 or done == end):
-                    now = time.perf_counter()
-                    step_time = (now - last_time) / (done - last_step)
-                    values = {"loss/d": stats.loss_d, "loss/g": stats.loss_g, "prob/D_x": stats.d_real,
-                              "prob/D_G_z": stats.d_fake, "grad_norm/d": stats.grad_norm_d,
-                              "grad_norm/g": stats.grad_norm_g, "loss_scale/d": stats.loss_scale_d,
-                              "loss_scale/g": stats.loss_scale_g, "skipped_steps": summary.skipped_steps,
-                              "perf/step_time_s": step_time, "perf/img_per_s": t.batch_size / step_time}
-                    reporter.scalars(done, values)
-                    append_jsonl(run_dir / LOSSES_FILE, losses_record(done, stats.loss_d, stats.loss_g,
-                                                                      stats.d_real, stats.d_fake))
-                    reporter.progress(done - last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
-                                                         "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
-                                                         "img/s": t.batch_size / step_time})
-                    last_time, last_step = now, done
-                if outputs and (done % sample_every == 0 or done == end):
-                    sample(done)
-                if outputs and evaluator.due(done, end):
-                    summary.metrics = evaluator.evaluate(done, trainer.generate)
-                if outputs and (done % ckpt_every == 0 or done == end):
-                    summary.checkpoint = save(done)
-                if interrupt.requested:
-                    summary.interrupted = True
-                    if not outputs:
-                        break
-                    summary.checkpoint = save(done)
-                    reporter.write(f"interrupted: saved {summary.checkpoint}; resume with train.resume=auto")
+                    stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
+                                              _AVERAGED)
+                    stop = world.any(interrupt.requested)  # every rank stops at the same step
+                outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
+                if stop:
+                    outputs.interrupted(step + 1)
                     break
-        if outputs and summary.history:  # the HParams tab: this run's settings with its final numbers
-            last = summary.history[-1]
-            diagnostics.log_hparams(run_hparams(conf), {"final/loss_d": last.loss_d, "final/loss_g": last.loss_g})
+        outputs.finish()
     finally:
-        if reporter is not None:
-            reporter.close()
-    if outputs:
-        print(final_report(summary, diagnostics, run_dir), flush=True)
-    return summary
-
-
-def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path) -> str:
-    """What a finished run leaves behind: samples, checkpoint, metrics, the dead-channel table, the dashboard."""
-    page = run_dir / "report.html"
-    try:
-        write_text_atomic(page, build_dashboard(run_dir, f"Run {run_dir.resolve().name}"))
-    except FileNotFoundError:  # nothing logged yet (stopped before the first log step)
-        page = None
-    samples = sorted((run_dir / "samples").glob("step_*.png"))
-    metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
-    lines = [f"done: steps {summary.start_step}..{summary.end_step}"
-             + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else ""),
-             f"  samples     {samples[-1] if samples else 'none'}",
-             f"  checkpoint  {summary.checkpoint}",
-             f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
-    if metrics:
-        lines.append(f"  metrics     {metrics}")
-    if page is not None:
-        lines.append(f"  dashboard   {page}")
-    return "\n".join(lines + [diagnostics.report()])
-
-
-def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[Generator, Config]:
-    """Load a checkpoint's generator (its EMA copy when present and `use_ema`) in inference mode."""
-    arrays, meta = load_checkpoint(path)
-    if meta.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
-    conf = config_from_yaml(meta["config"])
-    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
-    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
-    net.update_parameters_name(prefix)
-    for p in net.get_parameters():
-        if p.name not in arrays:
-            raise CheckpointError(f"{path}: missing generator parameter '{p.name}'")
-        p.set_data(Tensor(arrays[p.name]))
-    net.set_train(False)
-    return net, conf
+        outputs.close()
+    outputs.report()
+    return outputs.summary

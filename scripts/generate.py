@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from gan.checkpoint import CheckpointError
     from gan.report import image_grid, save_png
-    from gan.training import fixed_latents, generator_from_checkpoint
+    from gan.checkpoint import generator_from_checkpoint
+    from gan.training import fixed_latents
 
     try:
         net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)

@@ -13,7 +13,8 @@ from gan.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.models import Generator
 from gan.report import image_grid
-from gan.training import first_nonfinite_layer, generator_from_checkpoint, run
+from gan.checkpoint import generator_from_checkpoint
+from gan.training import first_nonfinite_layer, run
 
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
