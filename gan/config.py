@@ -220,8 +220,8 @@ class EvalConfig:
     (frechet_distance for mnist, reverse_kl for 2D data, loss_g for data without metrics).
     """
 
-    enabled: bool = False
-    interval: int = 1000
+    enabled: bool = True
+    interval: int = 500
     num_samples: int = 1000
     objective: str = "auto"
 
@@ -272,7 +272,8 @@ class Config:
         points = self.data.name in POINT_DATASETS
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
-                              f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data")
+                              f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data; "
+                              f"experiment=ring8 or experiment=grid25 selects the whole 2D recipe")
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")

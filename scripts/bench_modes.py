@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
         out_dir = args.out_dir or Path(tmp)
         for dataset, slope, trial in runs:
-            overrides = [f"data={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
+            overrides = [f"experiment={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
                          "diagnostics.enabled=false", *args.override]
             if args.steps is not None:
                 overrides.append(f"train.steps={args.steps}")

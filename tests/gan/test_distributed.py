@@ -69,7 +69,7 @@ def test_distributed_without_msrun_is_a_clear_error(monkeypatch):
 
 def test_config_rejects_distributed_2d_data_and_a_bad_timeout():
     with pytest.raises(ConfigError, match="distributed=true trains image data only"):
-        to_config(compose_config(["data=ring8", "distributed=true"]))
+        to_config(compose_config(["experiment=ring8", "distributed=true"]))
     with pytest.raises(ConfigError, match="runtime.collective_timeout_s=0"):
         to_config(compose_config(["runtime.collective_timeout_s=0"]))
 

@@ -33,7 +33,7 @@ def test_g_norm_none_and_the_2d_recipe_with_spectral_norm_run(tiny_run, tmp_path
     assert np.isfinite(losses(tiny_run(tmp_path / "g", "train.dry_run=true", "runtime.mode=pynative",
                                        "model.g_norm=none", "eval.enabled=false"))).all()
     from gan.training import run
-    summary = run(compose_config(["data=ring8", "model.ngf=16", "model.ndf=16", "train.batch_size=16",
+    summary = run(compose_config(["experiment=ring8", "model.ngf=16", "model.ndf=16", "train.batch_size=16",
                                   "train.num_samples=32", "eval.num_samples=64", "runtime.mode=pynative",
                                   "train.dry_run=true", "model.d_norm=spectral", "train.loss=hinge"]), tmp_path / "2d")
     assert np.isfinite(losses(summary)).all()
