@@ -193,6 +193,22 @@ class TrainConfig:
                               f"(the batch is split into that many equal micro-batches)")
 
 
+def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: float, persist_checks: int) -> None:
+    """ConfigError naming the key unless the three shares are numbers in [0, 1] and persist_checks an integer >= 1
+    (the one check, for the config group and for gan.diagnostics.Criteria built in code)."""
+    for key, value in (("tau", tau), ("tau_grad", tau_grad), ("dead_neg_frac", dead_neg_frac)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
+    if isinstance(persist_checks, bool) or not isinstance(persist_checks, int) or persist_checks < 1:
+        raise ConfigError(f"diagnostics.persist_checks={persist_checks!r} is not allowed: it must be an integer >= 1")
+
+
+# The settings a sweep compares (TensorBoard's HParams tab, the dashboard's columns): name -> (group, key).
+HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
+               "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
+               "d_norm": ("model", "d_norm"), "loss": ("train", "loss")}
+
+
 @dataclass
 class DiagnosticsConfig:
     """Dead-channel diagnostics (gan.diagnostics): check interval in steps and the thresholds of its statistics."""
@@ -206,10 +222,7 @@ class DiagnosticsConfig:
 
     def __post_init__(self) -> None:
         _positive("diagnostics.interval", self.interval)
-        for key in ("tau", "tau_grad", "dead_neg_frac"):
-            if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ConfigError(f"diagnostics.{key}={getattr(self, key)!r} must be in [0, 1]")
-        _positive("diagnostics.persist_checks", self.persist_checks)
+        check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
 
 
 @dataclass

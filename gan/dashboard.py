@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from gan.config import HPARAM_KEYS
 from gan.files import write_atomic
 
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
@@ -33,8 +34,7 @@ LOSSES_FILE = "losses.jsonl"
 METRICS_FILE = "metrics.json"
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")
 # Hparams shown in the summary table when the run's config has them (dotted keys).
-HPARAM_KEYS = ("act.negative_slope", "precision.name", "fusion.name", "model.image_size", "model.ngf",
-               "model.ndf")
+HPARAM_COLUMNS = tuple(f"{group}.{key}" for group, key in HPARAM_KEYS.values())  # keys of the run's config.yaml
 SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
 # Viridis anchors: neg_frac 0 (dark purple) ... 1 (yellow); dead channels are the bright rows.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
@@ -142,7 +142,7 @@ def load_run(run_dir: str | Path) -> dict:
     metrics_path = run_dir / METRICS_FILE
     return {
         "dir": run_dir,
-        "hparams": {k: config[k] for k in HPARAM_KEYS if k in config},
+        "hparams": {k: config[k] for k in HPARAM_COLUMNS if k in config},
         "diagnostics": read_jsonl(run_dir / DIAGNOSTICS_FILE) if (run_dir / DIAGNOSTICS_FILE).is_file() else [],
         "losses": read_jsonl(run_dir / LOSSES_FILE) if (run_dir / LOSSES_FILE).is_file() else [],
         "metrics": json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {},
@@ -217,7 +217,7 @@ def _fmt(value) -> str:
 
 def _summary_table(runs: list[dict], names: list[str]) -> str:
     """One row per run: hparams, final G/D diagnostics fractions, final losses, metrics."""
-    hparams = [k for k in HPARAM_KEYS if any(k in r["hparams"] for r in runs)]
+    hparams = [k for k in HPARAM_COLUMNS if any(k in r["hparams"] for r in runs)]
     metric_keys = sorted({k for r in runs for k in r["metrics"]})
     diag_cols = [(net, m) for net in ("G", "D") for m in SUMMARY_METRICS]
     head = (["run", "checks"] + hparams + [f"{net} {m}" for net, m in diag_cols]

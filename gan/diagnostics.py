@@ -31,6 +31,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
+from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
 from ops import BatchNormAct, LeakyReLU, batch_moments
 
@@ -59,14 +60,7 @@ class Criteria:
     persist_checks: int = 3
 
     def __post_init__(self) -> None:
-        for key in ("tau", "tau_grad", "dead_neg_frac"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
-        if isinstance(self.persist_checks, bool) or not isinstance(self.persist_checks, int) \
-                or self.persist_checks < 1:
-            raise ValueError(f"diagnostics.persist_checks={self.persist_checks!r} is not allowed: it must be an "
-                             f"integer >= 1")
+        check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
 
     @classmethod
     def from_config(cls, cfg: object) -> "Criteria":
@@ -420,10 +414,6 @@ def log_hparams(writer, hparams: dict, metrics: dict) -> None:
     if bad:
         raise ValueError(f"hparam metrics must be finite numbers, got {bad}")
     writer.add_hparams(hparams, {k: float(v) for k, v in metrics.items()}, name="hparams")
-
-
-HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
-               "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf")}
 
 
 def run_hparams(cfg: object) -> dict[str, float | int | str]:

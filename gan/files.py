@@ -1,6 +1,7 @@
 """Atomic file writes: a crash mid-write leaves the previous file (or none), never a truncated one."""
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,3 +22,8 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: str | Path, payload: object, indent: int = 1) -> Path:
+    """Write `payload` as indented JSON (and a final newline) atomically, as write_atomic."""
+    return write_atomic(path, (json.dumps(payload, indent=indent) + "\n").encode("utf-8"))

@@ -21,14 +21,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402

@@ -20,7 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from gan.config import POINT_DATASETS  # noqa: E402
 

@@ -13,11 +13,9 @@ same round-robin, so the op (which runs on every core) is compared with the best
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +27,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
+from gan.files import write_json_atomic  # noqa: E402
 from ops import FORMULATIONS, leaky_relu  # noqa: E402
 
 SLOPE = 0.2
@@ -117,14 +116,6 @@ def table(records: list[dict]) -> str:
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
     return "\n".join(rows)
-
-
-def write_json_atomic(path: Path, records: list[dict]) -> None:
-    """Write the records to path through a temporary file in the same directory and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
-        json.dump(records, f, indent=1)
-    os.replace(f.name, path)
 
 
 def positive_size(text: str) -> int:

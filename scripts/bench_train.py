@@ -14,34 +14,25 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
 
-import gan.config  # noqa: E402,F401  (registers the structured-config schema)
-from gan.config import Config  # noqa: E402
+from gan.config import Config, compose_config, to_config  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm")
 
 
-def compose_config(model: str, impl: str, batch_size: int, threads: int | None = None) -> Config:
+def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None) -> Config:
     """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`
     (and `runtime.threads=<threads>` when given)."""
-    from gan.config import to_config
-
     overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
-    overrides += [] if threads is None else [f"runtime.threads={threads}"]
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        return to_config(compose(config_name="config", overrides=overrides))
+    return to_config(compose_config(overrides + ([] if threads is None else [f"runtime.threads={threads}"])))
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
@@ -179,13 +170,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    setup_runtime(compose_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
+    setup_runtime(bench_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
     records = []
     for model in models:
-        contenders = {impl: mindspore_step(compose_config(model, impl, args.batch_size, args.threads))
+        contenders = {impl: mindspore_step(bench_config(model, impl, args.batch_size, args.threads))
                       for impl in impls}
         if args.vs_torch:
-            contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size, args.threads))
+            contenders["torch"] = torch_step(bench_config(model, "native", args.batch_size, args.threads))
         medians = {name: statistics.median(ts) for name, ts in
                    time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
         torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None

@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from gan.dashboard import build_dashboard, screenshot, write_text_atomic  # noqa: E402
 

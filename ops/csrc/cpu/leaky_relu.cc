@@ -5,7 +5,7 @@
 // The scalar parameters travel as a tensor of 3 float32 values {slope, clamp (+inf = none), threads}, stored
 // as int32 bit patterns so that mixed precision leaves them alone (kernel_common.h), rather than as primitive
 // attributes, because a second CustomRegOp registration with the same name keeps the first attribute
-// value (REFERENCE.md).
+// value (measured with MindSpore 2.10: the second registration silently runs with the first slope).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops
