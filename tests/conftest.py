@@ -13,13 +13,19 @@ TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
+def tiny_overrides() -> list[str]:
+    """The TINY overrides (for runs in a subprocess)."""
+    return list(TINY)
+
+
+@pytest.fixture(scope="session")
 def config() -> Callable[..., Config]:
     """config(*overrides): the validated Config `python train.py OVERRIDES...` would run."""
     return lambda *overrides: to_config(compose_config(list(overrides)))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tiny_run() -> Callable:
     """tiny_run(run_dir, *overrides): train the TINY model (fp32) in run_dir; returns the RunSummary."""
     from gan.training import run

@@ -10,35 +10,26 @@ import pytest
 from mindspore import Tensor
 
 from gan.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
+from gan.config import ActConfig, ConfigError, ModelConfig
 from gan.models import Generator
 from gan.report import image_grid
 from gan.checkpoint import generator_from_checkpoint
-from gan.training import first_nonfinite_layer, run
-
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
-        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
-
-
-def train(run_dir: Path, *overrides: str):
-    """A tiny fp32 run in run_dir."""
-    return run(compose_config(TINY + list(overrides)), run_dir)
-
+from gan.training import first_nonfinite_layer
 
 def losses(summary) -> list[tuple[float, float]]:
     return [(s.loss_d, s.loss_g) for s in summary.history]
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
+def baseline(tmp_path_factory, tiny_run):
     """4 uninterrupted graph-mode steps, seed 0, samples and a checkpoint after each step, the newest 3 kept."""
-    return train(tmp_path_factory.mktemp("baseline"), "train.steps=4", "train.ckpt_every=1", "train.keep_last=3",
+    return tiny_run(tmp_path_factory.mktemp("baseline"), "train.steps=4", "train.ckpt_every=1", "train.keep_last=3",
                  "train.sample_every=1")
 
 
-def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path):
-    first = train(tmp_path, "train.steps=2")
-    second = train(tmp_path, "train.steps=4", "train.resume=auto")
+def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path, tiny_run):
+    first = tiny_run(tmp_path, "train.steps=2")
+    second = tiny_run(tmp_path, "train.steps=4", "train.resume=auto")
     assert (second.start_step, second.end_step) == (2, 4)
     assert losses(first) == losses(baseline)[:2]  # same seed, same losses
     assert losses(second) == losses(baseline)[2:]  # resumed: bit-identical to the uninterrupted run
@@ -48,8 +39,8 @@ def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path):
     assert (tmp_path / final).read_bytes() == (baseline.run_dir / final).read_bytes()
 
 
-def test_other_seed_gives_other_losses(baseline, tmp_path):
-    assert losses(train(tmp_path, "train.steps=1", "seed=1"))[0] != losses(baseline)[0]
+def test_other_seed_gives_other_losses(baseline, tmp_path, tiny_run):
+    assert losses(tiny_run(tmp_path, "train.steps=1", "seed=1"))[0] != losses(baseline)[0]
 
 
 def test_keep_last_k_checkpoints(baseline):
@@ -57,7 +48,7 @@ def test_keep_last_k_checkpoints(baseline):
     assert kept == ["step_00000002.ckpt", "step_00000003.ckpt", "step_00000004.ckpt"]
 
 
-def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path):
+def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tiny_overrides):
     """Resumed in PyNative, as a user runs it: `python train.py` in a fresh process.
 
     A fresh process, because in one process a PyNative trainer built after another PyNative trainer gave
@@ -66,8 +57,8 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path):
     path = baseline.run_dir / "checkpoints" / "step_00000002.ckpt"
     code = ("import sys; from gan.config import compose_config; from gan.training import run; "
             "s = run(compose_config(sys.argv[2:]), sys.argv[1]); print([(h.loss_d, h.loss_g) for h in s.history])")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *TINY, "train.steps=4", "runtime.mode=pynative",
-                           f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *tiny_overrides, "train.steps=4",
+                           "runtime.mode=pynative", f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert done.returncode == 0, done.stderr[-2000:]
     pynative = ast.literal_eval(done.stdout.strip().splitlines()[-1])
@@ -85,8 +76,8 @@ def test_checkpoint_holds_the_full_state(baseline):
     assert not np.allclose(arrays["discriminator.layers.bn1.moving_mean"], 0.0)
 
 
-def test_dry_run_writes_every_output(tmp_path, capsys):
-    summary = train(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
+def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
+    summary = tiny_run(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2
     report = capsys.readouterr().out
     assert "dead channels at step 2" in report and "D/act0" in report and "G/act0" in report
@@ -101,25 +92,25 @@ def test_dry_run_writes_every_output(tmp_path, capsys):
     assert conf.model.ngf == 8 and net(Tensor(np.zeros((2, 16, 1, 1), np.float32))).shape == (2, 3, 32, 32)
 
 
-def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path):
+def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path, tiny_run):
     good = latest_checkpoint(baseline.run_dir).read_bytes()
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(good[: len(good) // 2])
     with pytest.raises(CheckpointError, match="bad.ckpt"):
-        train(tmp_path / "run", "train.steps=4", f"train.resume={bad}")
+        tiny_run(tmp_path / "run", "train.steps=4", f"train.resume={bad}")
     with pytest.raises(ConfigError, match="train.resume='/nonexistent.ckpt'"):
-        train(tmp_path / "run", "train.steps=4", "train.resume=/nonexistent.ckpt")
+        tiny_run(tmp_path / "run", "train.steps=4", "train.resume=/nonexistent.ckpt")
 
 
-def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path):
+def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path, tiny_run):
     with pytest.raises(CheckpointError, match="shape"):
-        train(tmp_path, "train.steps=6", "model.ngf=16", f"train.resume={latest_checkpoint(baseline.run_dir)}")
+        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", f"train.resume={latest_checkpoint(baseline.run_dir)}")
 
 
-def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path):
+def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path, tiny_run):
     with pytest.raises(RuntimeError, match=r"3 consecutive steps had non-finite .* first non-finite activation: "
                                            r"(generator|discriminator)\.layers\.\w+"):
-        train(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
+        tiny_run(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
 
 
 def test_nan_hunt_names_the_poisoned_layer():
@@ -131,9 +122,9 @@ def test_nan_hunt_names_the_poisoned_layer():
     assert first_nonfinite_layer(g, z) == "generator.layers.conv1 (Conv2dTranspose)"
 
 
-def test_bf16_on_cpu_fails_at_start_with_a_clear_message(tmp_path):
+def test_bf16_on_cpu_fails_at_start_with_a_clear_message(tmp_path, tiny_run):
     with pytest.raises(ConfigError, match="precision=bf16 is not supported on runtime.device_target=CPU"):
-        train(tmp_path, "precision=bf16")
+        tiny_run(tmp_path, "precision=bf16")
 
 
 def test_image_grid_tiles_and_scales():
