@@ -11,7 +11,6 @@ in the same process, so both see the same machine load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -23,16 +22,19 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 
 from gan.config import Config, compose_config, to_config  # noqa: E402
+from gan.files import write_json_atomic  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm")
 
 
-def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None) -> Config:
+def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None,
+                 extra: list[str] | tuple[str, ...] = ()) -> Config:
     """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`
-    (and `runtime.threads=<threads>` when given)."""
+    (and `runtime.threads=<threads>` when given) plus the `extra` overrides (e.g. experiment=sngan_mnist)."""
     overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
-    return to_config(compose_config(overrides + ([] if threads is None else [f"runtime.threads={threads}"])))
+    return to_config(compose_config(overrides + ([] if threads is None else [f"runtime.threads={threads}"])
+                                    + list(extra)))
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
@@ -59,15 +61,16 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
     from gan.runtime import setup_runtime
-    from gan.training import GANTrainer, latents
+    from gan.training import GANTrainer, latents, mixing_weights
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
-    size, batch = cfg.model.image_size, cfg.train.batch_size
+    size, batch, d_steps = cfg.model.image_size, cfg.train.batch_size, cfg.train.d_steps
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
-    def step(i: int) -> None:
-        trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
+    def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
+        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, 1, batch, cfg.model.nz, k) for k in range(d_steps)],
+                           eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
 
@@ -149,6 +152,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads of MindSpore (runtime.threads), the project's kernels and PyTorch "
                              "(default: each framework's own); 1 compares per-core speed on a loaded machine")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra train.py override for the MindSpore runs (repeatable), e.g. experiment=sngan_mnist")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     setup_runtime(bench_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
     records = []
     for model in models:
-        contenders = {impl: mindspore_step(bench_config(model, impl, args.batch_size, args.threads))
+        contenders = {impl: mindspore_step(bench_config(model, impl, args.batch_size, args.threads, args.override))
                       for impl in impls}
         if args.vs_torch:
             contenders["torch"] = torch_step(bench_config(model, "native", args.batch_size, args.threads))
@@ -186,14 +191,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                             "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
                             "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
                             "step_s": round(medians[impl], 4), "batch_size": args.batch_size,
-                            "threads": args.threads})
+                            "threads": args.threads, "overrides": args.override})
             print(f"{model:8s} {impl:7s} {ips:9.1f} img/s  step {medians[impl]:7.3f} s"
                   + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
                   flush=True)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.json.with_name(args.json.name + ".tmp")
-    tmp.write_text(json.dumps(records, indent=2) + "\n")
-    os.replace(tmp, args.json)
+    write_json_atomic(args.json, records, indent=2)
     return records
 
 
