@@ -92,7 +92,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
         assert 0 <= int(row["modes"]) <= 8 and 0 <= float(row["hq_fraction"]) <= 1 and row["step"] == "3"
         assert float(row["reverse_kl"]) >= 0
     assert rows[0]["loss_g"] != rows[1]["loss_g"]  # the slope reached the networks
-    assert (sweep / "summary.md").read_text().startswith("| job | data | act.negative_slope | train.steps |")
+    assert (sweep / "summary.md").read_text().startswith("| job | experiment | act.negative_slope | train.steps |")
     page = (sweep / "dashboard.html").read_text()
     assert "slope 0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
 
