@@ -1,5 +1,6 @@
 """Train a DCGAN: `python train.py [group=option ...] [key=value ...]` (see `python train.py --help`)."""
 import os
+import sys
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -10,17 +11,23 @@ from omegaconf import DictConfig  # noqa: E402
 import gan.config  # noqa: E402,F401  (registers the structured-config schema)
 from gan.runtime import job_threads, limit_threads_env  # noqa: E402
 
+INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps can tell a stopped run from a finished one
+
 
 @hydra.main(config_path="configs", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
-    """Run training in Hydra's run directory and return the objective for sweepers."""
+    """Run training in Hydra's run directory and return the objective for sweepers; exit 130 if interrupted
+    (Ctrl-C or SIGTERM), after the checkpoint is saved."""
     threads = job_threads(HydraConfig.get().launcher)  # parallel launchers (joblib): share the cores
     if threads is not None and cfg.runtime.threads is None:
         limit_threads_env(threads)
         cfg.runtime.threads = threads
     from gan.training import run  # imported here so `--help` and config errors do not load MindSpore
 
-    return run(cfg, HydraConfig.get().runtime.output_dir).objective
+    summary = run(cfg, HydraConfig.get().runtime.output_dir)
+    if summary.interrupted:
+        sys.exit(INTERRUPTED_EXIT)
+    return summary.objective
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 
+from gan.files import umask_mode
+
 FORMAT = "lrelu-gan-checkpoint"
 FORMAT_VERSION = 1
 TRAINING_FORMAT = "lrelu-gan/dcgan/1"  # meta["format"] of a training run's checkpoints (gan.outputs writes them)
@@ -109,7 +111,7 @@ def save_checkpoint(path: str | Path, arrays: dict[str, np.ndarray], meta: dict)
     entries = [{"name": name, "data": ms.Tensor(a)} for name, a in arrays.items() if a.size]
     try:
         ms.save_checkpoint(entries, str(temp), append_dict={MARKER_KEY: header}, crc_check=True)
-        os.chmod(temp, 0o644)  # MindSpore leaves its files read-only
+        os.chmod(temp, umask_mode())  # MindSpore leaves its files read-only; give the mode open() would
         _fsync(temp)
         os.replace(temp, path)
     except BaseException:

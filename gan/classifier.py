@@ -237,8 +237,14 @@ def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = Cl
         return read_classifier(path, config)
     if not train_if_missing:
         raise FileNotFoundError(f"no trained classifier at {path}; run `python scripts/train_classifier.py`")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.with_suffix(".lock"), "w")
+    except OSError as err:
+        raise RuntimeError(f"the classifier cache {path.parent} is not writable ({err.strerror or err}), and the "
+                           f"classifier must be trained and saved there: set LRELU_CACHE_DIR to a writable folder "
+                           f"(now {os.environ.get('LRELU_CACHE_DIR')!r}) or fix the folder's permissions") from err
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sweep jobs: the first trains, the others wait and read
         if path.exists():
             return read_classifier(path, config)

@@ -5,8 +5,9 @@ key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
+import math
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -41,6 +42,15 @@ def _in_unit_interval(key: str, value: float) -> None:
         raise ConfigError(f"{key}={value!r} must be in [0, 1)")
 
 
+def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
+    """(dotted key, value) of every NaN or infinite float in a config dataclass tree (lists included)."""
+    if is_dataclass(node):
+        return [bad for f in fields(node) for bad in nonfinite_floats(getattr(node, f.name), f"{key}{f.name}.")]
+    if isinstance(node, (list, tuple)):
+        return [bad for i, item in enumerate(node) for bad in nonfinite_floats(item, f"{key[:-1]}[{i}].")]
+    return [(key[:-1], node)] if isinstance(node, float) and not math.isfinite(node) else []
+
+
 IMAGE_SIZES = (32, 64, 128)
 POINT_DATASETS = ("ring8", "grid25")  # 2D data, trained with model=mlp
 D_NORMS = ("batch", "spectral", "none")  # gan.models.NORMS builds them
@@ -68,7 +78,7 @@ class ModelConfig:
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
-        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm"))
+        _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
 
 
 @dataclass
@@ -132,6 +142,7 @@ class Fusion(StrEnum):
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
+    conv_act = "conv_act"  # bn_act, and conv + bias + LeakyReLU as one oneDNN primitive (conv_impl=onednn)
 
 
 @dataclass
@@ -158,6 +169,7 @@ class TrainConfig:
     keep_last: int = 3
     num_samples: int = 64
     resume: Optional[str] = None
+    resume_override: bool = False  # resume although experiment settings changed (logged in events.jsonl)
     dry_run: bool = False
     sync_bn: bool = False  # distributed=true: BatchNorm statistics over the global batch instead of per rank
     loss: str = "bce"  # a row of gan.losses.LOSSES: bce (non-saturating), hinge, lsgan, wgan_gp
@@ -176,8 +188,9 @@ class TrainConfig:
         _positive("train.epochs", self.epochs, allow_none=True)
         for key in ("batch_size", "lr", "log_every", "sample_every", "ckpt_every", "keep_last", "num_samples"):
             _positive(f"train.{key}", getattr(self, key))
-        _in_unit_interval("train.beta1", self.beta1)
-        _in_unit_interval("train.beta2", self.beta2)
+        for key in ("beta1", "beta2"):  # MindSpore's Adam takes both in (0, 1) only
+            if not 0.0 < getattr(self, key) < 1.0:
+                raise ConfigError(f"train.{key}={getattr(self, key)!r} must be in (0, 1) (MindSpore's Adam)")
         if self.ema_beta is not None:
             _in_unit_interval("train.ema_beta", self.ema_beta)
         from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
@@ -282,6 +295,10 @@ class Config:
     distributed: bool = False  # data parallel under msrun (gan.distributed)
 
     def __post_init__(self) -> None:
+        # A generic walk, so float keys added later are covered too (range checks let NaN and inf through).
+        bad = nonfinite_floats(self)
+        if bad:
+            raise ConfigError("; ".join(f"{key}={value!r} must be a finite number" for key, value in bad))
         points = self.data.name in POINT_DATASETS
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
@@ -292,13 +309,23 @@ class Config:
                               "and would repeat the same points on every rank")
         from gan.losses import LOSSES
         t = self.train
+        penalty = LOSSES[t.loss].gradient_penalty or t.r1_gamma > 0  # then D runs gemm (gan.training)
         if LOSSES[t.loss].gradient_penalty and self.model.d_norm == "batch":
             raise ConfigError(f"train.loss={t.loss} with model.d_norm=batch: the gradient penalty constrains each "
                               "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
                               "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
                               "use model.d_norm=none or model.d_norm=spectral")
-        if t.r1_gamma > 0 and self.fusion.name == Fusion.bn_act and self.model.d_norm == "batch":
-            raise ConfigError("train.r1_gamma>0 with fusion=bn_act and model.d_norm=batch: a gradient penalty "
+        if penalty and self.model.conv_impl == "onednn":
+            raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
+                              " the penalty differentiates D twice and the oneDNN convolution kernels have first "
+                              "derivatives only; use model.conv_impl=auto (D then runs gemm), gemm or native")
+        if self.fusion.name == Fusion.conv_act and self.model.d_norm == "none" and self.model.name == "dcgan" \
+                and not penalty and self.diagnostics.enabled:
+            raise ConfigError("fusion=conv_act with model.d_norm=none fuses every D block (conv + bias + LeakyReLU in "
+                              "one oneDNN primitive), where the dead-channel probes cannot see the activations; set "
+                              "diagnostics.enabled=false, or use fusion=bn_act")
+        if t.r1_gamma > 0 and self.fusion.name in (Fusion.bn_act, Fusion.conv_act) and self.model.d_norm == "batch":
+            raise ConfigError(f"train.r1_gamma>0 with fusion={self.fusion.name} and model.d_norm=batch: a gradient penalty "
                               "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
                               "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
                               "BatchNorm to fuse)")
@@ -312,9 +339,55 @@ def to_config(cfg: DictConfig | Config) -> Config:
     return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
 
 
+# Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
+# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
+# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
+# losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
+# resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
+RESUME_MAY_CHANGE = frozenset({
+    "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
+    "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
+    "data.num_workers", "model.conv_impl",
+    "diagnostics.enabled", "diagnostics.interval",
+    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
+    "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",
+    "runtime.collective_timeout_s", "runtime.rank_checksums",
+})
+
+
+def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
+    return flat
+
+
+def experiment_changes(old: Config, new: Config) -> dict[str, list]:
+    """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs."""
+    before, after = _flat(asdict(old)), _flat(asdict(new))
+    return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())
+            if key not in RESUME_MAY_CHANGE and before.get(key) != after.get(key)}
+
+
 def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint."""
-    return to_config(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults)."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+
+
+def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config) -> dict[str, list]:
+    """The experiment keys a resume from `checkpoint` changes; ConfigError listing them unless
+    train.resume_override=true (then the caller logs them)."""
+    changes = experiment_changes(config_from_yaml(stored_yaml), new)
+    if changes and not new.train.resume_override:
+        listed = "\n".join(f"  {key}: {old!r} -> {value!r}" for key, (old, value) in changes.items())
+        raise ConfigError(f"train.resume: {checkpoint} was trained with other settings, and these change the "
+                          f"experiment:\n{listed}\nresume with the checkpoint's values, start a new run directory, "
+                          f"or pass train.resume_override=true to continue anyway (logged in events.jsonl)")
+    return changes
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

@@ -27,11 +27,9 @@ import yaml
 from PIL import Image
 
 from gan.config import HPARAM_KEYS
-from gan.files import write_atomic
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, append_jsonl,  # noqa: F401 (re-exported)
+                           losses_record, read_jsonl, write_text_atomic)
 
-DIAGNOSTICS_FILE = "diagnostics.jsonl"
-LOSSES_FILE = "losses.jsonl"
-METRICS_FILE = "metrics.json"
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")
 # Hparams shown in the summary table when the run's config has them (dotted keys).
 HPARAM_COLUMNS = tuple(f"{group}.{key}" for group, key in HPARAM_KEYS.values())  # keys of the run's config.yaml
@@ -39,47 +37,6 @@ SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_fr
 # Viridis anchors: neg_frac 0 (dark purple) ... 1 (yellow); dead channels are the bright rows.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 _LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-
-
-def losses_record(step: int, loss_d: float, loss_g: float, d_x: float, d_g_z: float) -> dict:
-    """One `losses.jsonl` line; non-finite values (a diverged step) become null, which JSON can hold."""
-    values = {"loss_d": loss_d, "loss_g": loss_g, "d_x": d_x, "d_g_z": d_g_z}
-    return {"step": int(step), **{k: float(v) if math.isfinite(v) else None for k, v in values.items()}}
-
-
-def append_jsonl(path: str | Path, record: dict) -> None:
-    """Append one JSON line and fsync it, so a crash loses at most the line being written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Records of a jsonl file sorted by "step", the last one per step winning (a resumed run rewrites steps).
-
-    A partially written last line (a crash mid-append) is ignored; a bad line elsewhere is a ValueError.
-    """
-    path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    by_step: dict[int, dict] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            if number == len(lines):
-                break
-            raise ValueError(f"{path}:{number}: not a JSON record ({err}); only the last line may be partial") \
-                from err
-        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
-            raise ValueError(f"{path}:{number}: a record must be a JSON object with an integer 'step', got "
-                             f"{line[:80]!r}")
-        by_step[record["step"]] = record
-    return [by_step[s] for s in sorted(by_step)]
 
 
 def heatmap_image(matrix: np.ndarray, max_size: int = 512) -> np.ndarray:
@@ -286,11 +243,6 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
             f'<h2>Heatmaps (rows = channels, columns = checks, colour = neg_frac: purple 0, yellow 1)</h2>'
             f'{heatmaps or "<p>no diagnostics records</p>"}'
             f'<h2>Final samples</h2><div class="samples">{samples or "<p>no samples</p>"}</div></body></html>')
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
-    return write_atomic(path, text.encode("utf-8"))
 
 
 def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000) -> Path:

@@ -111,6 +111,18 @@ def _as_hwc(image: Image.Image) -> np.ndarray:
     return array[:, :, None] if array.ndim == 2 else array
 
 
+def _to_8bit(image: Image.Image) -> Image.Image:
+    """16-bit grey (Pillow modes I;16*, and I for 16-bit PNGs) scaled 0..65535 -> 0..255 as mode L.
+
+    Pillow's own convert() clips those to 255 instead of scaling (a 16-bit photo becomes white); 48-bit RGB
+    and 16-bit grey+alpha PNGs already decode to 8-bit RGB/RGBA.
+    """
+    if not image.mode.startswith("I"):
+        return image
+    wide = np.clip(np.asarray(image, dtype=np.float64), 0, 65535)
+    return Image.fromarray(np.round(wide / 257.0).astype(np.uint8), "L")
+
+
 def mnist_source(image_size: int, channels: int, num_images: int | None = None) -> ArraySource:
     """The MNIST train split, padded 28 -> 32 (as LeNet did) and resized to the model size, once."""
     mode = _pil_mode(channels)
@@ -129,7 +141,7 @@ def read_image(path: str | Path, image_size: int, mode: str) -> np.ndarray:
     """Decode an image file, center-crop it to a square and resize it to image_size: uint8 (H, W, C)."""
     with Image.open(path) as image:
         image.draft(mode, (image_size, image_size))  # JPEG: decode at a reduced scale when it is enough
-        image = image.convert(mode)
+        image = _to_8bit(image).convert(mode)
     width, height = image.size
     side = min(width, height)
     left, top = (width - side) // 2, (height - side) // 2

@@ -32,7 +32,8 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
-from gan.dashboard import DIAGNOSTICS_FILE, append_jsonl, heatmap_image, network_summary, read_jsonl
+from gan.dashboard import heatmap_image, network_summary
+from gan.run_files import DIAGNOSTICS_FILE, append_jsonl, read_jsonl
 from ops import BatchNormAct, LeakyReLU, batch_moments
 
 PROBED_CELLS = (LeakyReLU, BatchNormAct)  # the project's activation cells (BatchNormAct: fused BN + LeakyReLU)

@@ -5,7 +5,7 @@ inference mode) maps one fixed batch of `eval.num_samples` latents, and the task
 samples are written to
   - TensorBoard scalars `metrics/<name>`,
   - `run_dir/metrics.jsonl`, one record {"step", <name>: value...} per evaluation (the history; a resumed
-    run appends, gan.dashboard.read_jsonl keeps the last record per step),
+    run first truncates it to the resumed step, gan.run_files),
   - `run_dir/metrics.json`, the latest values as a flat {name: number} (rewritten atomically; the file
     gan.dashboard and scripts/summarize_sweep.py read),
 and the run's objective (`eval.objective`) is what train.py returns to a sweeper.
@@ -22,12 +22,10 @@ from typing import Callable
 import numpy as np
 
 from gan.config import Config, ConfigError, EvalConfig
-from gan.dashboard import append_jsonl, write_text_atomic
 from gan.report import Reporter
+from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, write_text_atomic
 from gan.tasks import Task
 
-METRICS_JSON = "metrics.json"
-METRICS_HISTORY = "metrics.jsonl"
 LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.outputs.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)
 
@@ -69,7 +67,7 @@ class Evaluator:
                                   for i in range(0, len(self.latents), _GENERATE_CHUNK)])
         values = self.task.metrics(samples)
         self.reporter.scalars(step, {f"metrics/{name}": value for name, value in values.items()})
-        append_jsonl(self.run_dir / METRICS_HISTORY, {"step": step, **values})
-        write_text_atomic(self.run_dir / METRICS_JSON, json.dumps(values, indent=1, allow_nan=False) + "\n")
+        append_jsonl(self.run_dir / METRICS_HISTORY_FILE, {"step": step, **values})
+        write_text_atomic(self.run_dir / METRICS_FILE, json.dumps(values, indent=1, allow_nan=False) + "\n")
         self.reporter.write(f"step {step} metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in values.items()))
         return values

@@ -7,7 +7,8 @@ about 100x slower than PyTorch on the same cores, while its matmul is fast. The 
 (`ops.im2col`, a C++ kernel) + one MatMul with the weights for Conv2d, and one MatMul + col2im for
 Conv2dTranspose; im2col and col2im are each other's gradient, so the backward is MatMuls and the
 other kernel. One Transpose swaps the batch and channel axes of the (small) output or input; see
-docs/performance.md for the design and the measurements.
+docs/performance.md for the design and the measurements. `onednn` (CPU only) subclasses them the same way
+and calls oneDNN's convolution primitives in blocked layouts (`ops.onednn`, MindSpore's own oneDNN).
 """
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.ops import constexpr
 
-from ops import col2im, im2col
+from ops import col2im, im2col, onednn
 
-CONV_IMPLS = ("auto", "native", "gemm")
+CONV_IMPLS = ("auto", "native", "gemm", "onednn")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
 # materialises transposed copies of both operands (the largest cost of a training step on CPU here).
 _MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(transpose_b=True)
@@ -33,11 +34,19 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
 
 
 def resolve_conv_impl(impl: str, device_target: str) -> str:
-    """Map `auto` to the fastest implementation for the device: gemm on CPU, native elsewhere."""
+    """Map `auto` to the fastest implementation for the device: on CPU onednn when its kernels build and load
+    here (else gemm), native elsewhere. `onednn` itself is CPU only (ValueError naming the device otherwise)."""
     if impl not in CONV_IMPLS:
         raise ValueError(f"model.conv_impl={impl!r} is not one of {CONV_IMPLS}")
     if impl == "auto":
-        return "gemm" if device_target == "CPU" else "native"
+        if device_target != "CPU":
+            return "native"
+        return "onednn" if onednn.available() else "gemm"
+    if impl == "onednn" and device_target != "CPU":
+        raise ValueError(f"model.conv_impl=onednn runs on CPU only, not on runtime.device_target={device_target!r}; "
+                         f"use model.conv_impl=auto")
+    if impl == "onednn":
+        onednn.dnnl_info()  # RuntimeError now, naming the missing headers or library, not at the first step
     return impl
 
 
@@ -102,6 +111,60 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
         return y
+
+
+class OnednnConv2d(_SquareConv, nn.Conv2d):
+    """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.weight)
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        y = onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
+        if self.has_bias:
+            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
+        return y
+
+
+class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
+    """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        y = onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p)
+        if self.has_bias:
+            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
+        return y
+
+
+class OnednnConv2dAct(OnednnConv2d):
+    """OnednnConv2d followed by LeakyReLU (+ clamp) as one oneDNN primitive (bias and activation as post-ops).
+
+    Same parameters as the conv (the activation has none), so checkpoints move to and from the unfused layers.
+    """
+
+    def __init__(self, *args, negative_slope: float, clamp: float | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.negative_slope, self.clamp = negative_slope, clamp
+
+    def construct(self, x: Tensor) -> Tensor:
+        bias = self.bias.astype(x.dtype) if self.has_bias else ops.zeros((self.out_channels,), x.dtype)
+        return onednn.conv2d_act(x, self.weight.astype(x.dtype), bias, self._s, self._p, self.negative_slope,
+                                 self.clamp)
+
+
+def fuse_conv_act(conv: nn.Cell, negative_slope: float, clamp: float | None) -> nn.Cell | None:
+    """A fresh OnednnConv2dAct with the geometry and parameter names of `conv` (an OnednnConv2d), else None."""
+    if type(conv) is not OnednnConv2d:
+        return None
+    return OnednnConv2dAct(conv.in_channels, conv.out_channels, conv._k, conv._s, pad_mode="pad", padding=conv._p,
+                           has_bias=conv.has_bias, weight_init="normal", negative_slope=negative_slope, clamp=clamp)
+
+
+def check_fusion_impl(fusion: str, impl: str) -> None:
+    """ValueError naming both keys when fusion=conv_act runs with a conv impl other than onednn."""
+    if fusion == "conv_act" and impl != "onednn":
+        raise ValueError(f"fusion=conv_act fuses convolutions through oneDNN and needs model.conv_impl=onednn "
+                         f"(auto on CPU), not {impl!r}; use fusion=bn_act with other implementations")
 
 
 def _l2_normalise(v: Tensor) -> Tensor:
@@ -180,11 +243,13 @@ def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int
               spectral_norm: bool = False) -> nn.Cell:
     """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's;
     spectral_norm=True (Conv2d only) adds spectral normalisation (SpectralNorm)."""
-    classes = {"native": (nn.Conv2d, nn.Conv2dTranspose), "gemm": (GemmConv2d, GemmConv2dTranspose)}
+    classes = {"native": (nn.Conv2d, nn.Conv2dTranspose), "gemm": (GemmConv2d, GemmConv2dTranspose),
+               "onednn": (OnednnConv2d, OnednnConv2dTranspose)}
     if spectral_norm:
         if transpose:
             raise ValueError("spectral_norm=True is built for Conv2d (discriminators), not Conv2dTranspose")
-        classes = {"native": (spectral(NativeConv2d),), "gemm": (spectral(GemmConv2d),)}
+        classes = {"native": (spectral(NativeConv2d),), "gemm": (spectral(GemmConv2d),),
+                   "onednn": (spectral(OnednnConv2d),)}
     if impl not in classes:
         raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} (resolve 'auto' with resolve_conv_impl)")
     for name, value, low in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),

@@ -9,7 +9,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
-from gan.layers import SpectralNorm, make_conv, spectral
+from gan.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
 from ops import norm_act_layers
 
 
@@ -47,7 +47,13 @@ NORMS = {"batch": Norm(batch_norm=True, spectral=False, bias=False),
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
            clamp: float | None, fusion: str, sync_bn: bool) -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and LeakyReLU as
-    `fusion` builds them, as block `index`. Without BatchNorm every fusion kind runs the LeakyReLU op alone."""
+    `fusion` builds them, as block `index`. fusion=conv_act makes a conv without BatchNorm and its LeakyReLU
+    one layer (same parameters, under the conv's name: bias + activation fused by oneDNN); other kinds run
+    the LeakyReLU op alone after a layer without BatchNorm."""
+    fused = fuse_conv_act(conv, slope, clamp) if fusion == "conv_act" and width is None else None
+    if fused is not None:
+        layers[f"conv{index}"] = fused
+        return
     layers[f"conv{index}"] = conv
     for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp, sync=sync_bn).items():
         layers[f"{role}{index}"] = cell

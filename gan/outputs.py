@@ -15,11 +15,13 @@ from omegaconf import OmegaConf
 
 from gan.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
 from gan.config import Config
-from gan.dashboard import LOSSES_FILE, append_jsonl, build_dashboard, losses_record, write_text_atomic
+from gan.dashboard import build_dashboard
 from gan.distributed import World, append_checksum
 from gan.diagnostics import Criteria, TrainingDiagnostics, run_hparams
 from gan.evaluation import Evaluator
 from gan.report import Reporter, save_png
+from gan.run_files import (LOSSES_FILE, REPORT_FILE, append_event, append_jsonl, losses_record, nonfinite_detail,
+                           write_text_atomic)
 from gan.tasks import Task
 
 
@@ -155,6 +157,8 @@ class RunOutputs:
         """Count skipped (non-finite) steps; stop naming the first non-finite layer after too many in a row."""
         self._consecutive_bad = 0 if stats.finite else self._consecutive_bad + 1
         self.summary.skipped_steps += not stats.finite
+        if self.writes and not stats.finite:
+            append_event(self.run_dir, done, "nonfinite_skip", nonfinite_detail(stats))
         precision = self.conf.precision
         if self._consecutive_bad >= precision.max_nonfinite_steps:
             raise NonFiniteTrainingError(
@@ -186,7 +190,7 @@ class RunOutputs:
 
 def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path) -> str:
     """What a finished run leaves behind: samples, checkpoint, metrics, the dead-channel table, the dashboard."""
-    page = run_dir / "report.html"
+    page = run_dir / REPORT_FILE
     try:
         write_text_atomic(page, build_dashboard(run_dir, f"Run {run_dir.resolve().name}"))
     except FileNotFoundError:  # nothing logged yet (stopped before the first log step)

@@ -39,7 +39,9 @@ class Reporter:
     """TensorBoard scalars/images under `run_dir/tensorboard` plus a one-line progress bar with ETA."""
 
     def __init__(self, run_dir: str | Path, total_steps: int, start_step: int) -> None:
-        self.writer = SummaryWriter(logdir=str(Path(run_dir) / "tensorboard"))
+        # A resumed run hides the events of the steps it redoes (logged after its checkpoint, before a crash).
+        self.writer = SummaryWriter(logdir=str(Path(run_dir) / "tensorboard"),
+                                    purge_step=start_step + 1 if start_step else None)
         self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True)
 
     def scalars(self, step: int, values: dict[str, float]) -> None:

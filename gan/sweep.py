@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from gan.dashboard import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, SUMMARY_METRICS, network_summary,
-                           read_jsonl, write_text_atomic)
+from gan.dashboard import SUMMARY_METRICS, network_summary
+from gan.run_files import DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, read_jsonl, write_text_atomic
 
 OVERRIDES_FILE = ".hydra/overrides.yaml"
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory

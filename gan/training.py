@@ -18,13 +18,14 @@ from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
 from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
-from gan.config import Config, ConfigError, PrecisionConfig, to_config
+from gan.config import Config, ConfigError, PrecisionConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
-from gan.layers import PowerIteration, resolve_conv_impl
+from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator
 from gan.outputs import RunOutputs, RunSummary
+from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
 from ops import jit_level
@@ -43,6 +44,13 @@ def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0
 def mixing_weights(seed: int, step: int, n: int, d_step: int = 0) -> np.ndarray:
     """The gradient penalty's per-sample weights eps ~ U(0, 1), (n, 1, 1, 1), a pure function of (seed, step)."""
     return np.random.default_rng([seed, step, _GP_EPS, d_step]).random((n, 1, 1, 1), dtype=np.float32)
+
+
+def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
+    """fixed_latents(seed, n, nz) in consecutive batches of at most `batch` (the same values), never all n at once."""
+    rng = np.random.default_rng([seed, 0, _FIXED_Z])
+    for start in range(0, n, batch):
+        yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
 
 
 def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
@@ -97,6 +105,13 @@ class EMA(nn.Cell):
         return ops.zeros((), ms.float32)
 
 
+def discriminator_impl(cfg: Config, impl: str) -> str:
+    """D's conv implementation: `impl`, except that a gradient penalty (wgan_gp, R1) differentiates D twice and
+    the oneDNN kernels have first derivatives only, so model.conv_impl=auto takes gemm for D there."""
+    penalty = LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0
+    return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
+
+
 def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
     """One array per D step: a single array stands for d_steps=1."""
     arrays = [x] if isinstance(x, np.ndarray) else list(x)
@@ -125,12 +140,14 @@ class GANTrainer:
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
         impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
+        check_fusion_impl(cfg.fusion.name, impl)
         self.nz = cfg.model.nz
         level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
         self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl), cfg.fusion.name,
+                                    self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         # Unique names: the D step also runs G, so both live in one graph.
@@ -394,14 +411,20 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
-def resume_state(trainer: GANTrainer, resume: str | None, run_dir: Path) -> tuple[Path | None, int, dict]:
-    """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta)."""
-    path = _resume_path(resume, run_dir)
+def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path) -> tuple[Path | None, int, dict]:
+    """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
+    experiment keys stop the run unless train.resume_override (gan.config.check_resume); rank 0 records the
+    resume in the run's files before anything reads or appends them."""
+    path = _resume_path(conf.train.resume, run_dir)
     if path is None:
         return None, 0, {}
     arrays, meta = load_training_checkpoint(path)
+    changes = check_resume(path, meta["config"], conf)
     trainer.load_state_arrays(arrays, path)
-    return path, int(meta["step"]), meta
+    start = int(meta["step"])
+    if world.is_main:
+        record_resume(run_dir, start, path, changes)
+    return path, start, meta
 
 
 def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step: int) -> dict:
@@ -420,7 +443,7 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.runtime)
     task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
     trainer = GANTrainer(conf, task.data.channels, world)
-    resumed_from, start, meta = resume_state(trainer, conf.train.resume, run_dir)
+    resumed_from, start, meta = resume_state(trainer, conf, world, run_dir)
     end = start + 2 if conf.train.dry_run else total_steps(conf, task.data.num_images)
     outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta,
                          latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),

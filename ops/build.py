@@ -1,14 +1,25 @@
 """Compile the C++ CPU kernels into a cached shared library that `ops.Custom(func_type="aot")` loads.
 
-The library is keyed by a hash of the sources, the MindSpore version, the compiler and its flags (with
-`-march=native` resolved to the concrete CPU), so an edit, an upgrade or another machine rebuilds it.
-It is written atomically (temporary file + rename), so concurrent processes never load a partial file.
+Cache key (the library's file name): a SHA-256 of the kernel sources, the MindSpore version, the base
+compiler flags, the compiler *name* ($CXX, default g++) and this CPU (/proc/cpuinfo model name and flags,
+for `-march=native`). Nothing in it runs the compiler, so a cache hit needs no compiler installed; a
+compiler upgrade alone does not rebuild (delete the cache folder to force it).
+
+A cache entry is trusted only if its SHA-256 matches the `.sha256` file written beside it after a build
+that compiled and loaded: anything else (truncated, overwritten, left by a crash) is rebuilt with one
+warning instead of being dlopen'ed, which could crash the process. Builds run under an exclusive file lock
+into a temporary file that is renamed into place, so concurrent processes (sweep jobs) build an entry once
+and never load a partial file.
 """
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import functools
 import hashlib
+import logging
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -19,19 +30,26 @@ import mindspore
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "cpu" / "bn_act.cc", CSRC / "cpu" / "im2col.cc",
-           CSRC / "cpu" / "kernel_common.h", CSRC / "tiling.h")
+           CSRC / "cpu" / "quantized_leaky_relu.cc", CSRC / "cpu" / "kernel_common.h", CSRC / "tiling.h")
 UNITS = tuple(src for src in SOURCES if src.suffix == ".cc")
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-trapping-math")
+CACHE_ENV = "LRELU_CACHE_DIR"
+log = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
     """Directory for compiled kernels: $LRELU_CACHE_DIR, else ~/.cache/lrelu-gan."""
-    return Path(os.environ.get("LRELU_CACHE_DIR") or Path.home() / ".cache" / "lrelu-gan")
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lrelu-gan")
+
+
+def compiler_name() -> str:
+    """The C++ compiler the kernels are built with: $CXX, default g++ (part of the cache key)."""
+    return os.environ.get("CXX", "g++")
 
 
 def compiler() -> str:
-    """Path of the C++ compiler ($CXX, default g++); RuntimeError naming it when it is not installed."""
-    name = os.environ.get("CXX", "g++")
+    """Path of the C++ compiler; RuntimeError naming it when it is not installed."""
+    name = compiler_name()
     path = shutil.which(name)
     if path is None:
         raise RuntimeError(f"the LeakyReLU CPU kernel is compiled on first use and needs the C++ compiler "
@@ -40,9 +58,20 @@ def compiler() -> str:
     return path
 
 
+def cpu_identity() -> str:
+    """This CPU's model and feature flags (what `-march=native` resolves from), without running a compiler."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    fields = [line.split(":", 1)[1].strip() for line in text.splitlines()
+              if line.split(":", 1)[0].strip() in ("model name", "flags", "Features", "CPU part")]
+    return "\n".join([platform.machine(), *dict.fromkeys(fields)])
+
+
 @functools.lru_cache(maxsize=None)
 def arch_flags(cxx: str) -> tuple[str, ...]:
-    """`-march=<cpu>` when the compiler accepts -march=native here (resolved for the cache key), else ()."""
+    """`-march=<cpu>` when the compiler accepts -march=native here (resolved, to be explicit), else ()."""
     probe = subprocess.run([cxx, "-march=native", "-Q", "--help=target"], capture_output=True, text=True)
     match = re.search(r"^\s*-march=\s+(\S+)", probe.stdout, re.MULTILINE)
     if probe.returncode != 0 or match is None:
@@ -63,33 +92,115 @@ def _check_white_list(directory: Path) -> None:
     allowed_real = os.path.realpath(allowed)
     if os.path.commonpath([os.path.realpath(directory), allowed_real]) != allowed_real:
         raise RuntimeError(f"MS_CUSTOM_AOT_WHITE_LIST={allowed!r} does not contain the kernel cache "
-                           f"{str(directory)!r}; set LRELU_CACHE_DIR to a directory inside it")
+                           f"{str(directory)!r}; set {CACHE_ENV} to a directory inside it")
+
+
+def cache_key(sources: tuple[Path, ...] = SOURCES, link_flags: tuple[str, ...] = ()) -> str:
+    """The hex key of the library for these sources, MindSpore, flags, compiler name and CPU."""
+    key = hashlib.sha256()
+    for part in (mindspore.__version__, compiler_name(), *BASE_FLAGS, *link_flags, cpu_identity()):
+        key.update(part.encode() + b"\0")
+    for src in sources:
+        key.update(src.read_bytes())
+    return key.hexdigest()[:16]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def checksum_path(library: Path) -> Path:
+    """The file beside a cache entry holding its SHA-256, written only after it compiled and loaded."""
+    return library.with_name(library.name + ".sha256")
+
+
+def verify_entry(library: Path) -> str | None:
+    """None if the cached library matches its checksum file, else why it cannot be trusted."""
+    if not library.is_file():
+        return "missing"
+    try:
+        expected = checksum_path(library).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "no checksum file beside it (an interrupted build or a file from elsewhere)"
+    if _digest(library) != expected:
+        return f"SHA-256 does not match {checksum_path(library).name} (truncated or overwritten)"
+    return None
+
+
+def _load_error(library: Path) -> str | None:
+    """None if the dynamic loader accepts the library, else the loader's message."""
+    try:
+        ctypes.CDLL(str(library))
+    except OSError as err:
+        return str(err)
+    return None
+
+
+def _unwritable(directory: Path, err: OSError) -> RuntimeError:
+    """The error for a cache folder the kernel cannot be written to, naming the variable and a way out."""
+    where = (f"{CACHE_ENV}={os.environ[CACHE_ENV]!r}" if os.environ.get(CACHE_ENV)
+             else f"the kernel cache {str(directory)!r} (default; {CACHE_ENV} is not set)")
+    return RuntimeError(f"{where} is not writable ({err.strerror or err}), and the LeakyReLU kernel must be "
+                        f"built there; set {CACHE_ENV} to a writable folder (e.g. export {CACHE_ENV}=$HOME/.cache/"
+                        f"lrelu-gan) or fix the folder's permissions")
+
+
+def _build(cxx: str, target: Path, units: tuple[Path, ...], link_flags: tuple[str, ...]) -> None:
+    """Compile into a temporary file beside `target`, check that it loads, rename it into place, then
+    write its checksum (the caller holds the lock, so the temporary name is this build's alone)."""
+    flags = BASE_FLAGS + arch_flags(cxx)
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):  # builds killed before their rename
+        leftover.unlink(missing_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # created by the compiler: umask mode
+    try:
+        done = subprocess.run([cxx, *flags, *map(str, units), *link_flags, "-o", str(tmp)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"compiling {', '.join(map(str, units))} with {cxx} into {target} failed "
+                               f"(exit {done.returncode}):\n{done.stderr}")
+        reason = _load_error(tmp)
+        if reason is not None:
+            raise RuntimeError(f"{cxx} built {target} but it cannot be loaded: {reason}")
+        digest = _digest(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    sums = checksum_path(target)
+    sums_tmp = sums.with_name(f".{sums.name}.{os.getpid()}.tmp")
+    sums_tmp.write_text(digest + "\n", encoding="ascii")
+    os.replace(sums_tmp, sums)
 
 
 @functools.lru_cache(maxsize=None)
-def library_path() -> str:
-    """Absolute path of the compiled kernel library, building it on first use."""
-    cxx = compiler()
-    flags = BASE_FLAGS + arch_flags(cxx)
-    key = hashlib.sha256()
-    for part in (mindspore.__version__, cxx, *flags):
-        key.update(part.encode() + b"\0")
-    for src in SOURCES:
-        key.update(src.read_bytes())
+def library_path(stem: str = "leaky_relu", units: tuple[Path, ...] = UNITS, sources: tuple[Path, ...] = SOURCES,
+                 link_flags: tuple[str, ...] = ()) -> str:
+    """Absolute path of a compiled kernel library: a verified cache entry, else built (once) under a lock.
+
+    The default is the project's kernel library; ops/onednn.py builds its own from one unit, with the
+    oneDNN include and link flags as `link_flags` and the oneDNN version header among `sources` (hashed).
+    """
     directory = cache_dir()
     _check_white_list(directory)
-    target = directory / f"leaky_relu-{key.hexdigest()[:16]}.so"
-    if target.exists():
+    target = directory / f"{stem}-{cache_key(sources, link_flags)}.so"
+    if verify_entry(target) is None:  # the common case: no lock, no compiler, no write
+        reason = _load_error(target)
+        if reason is not None:
+            raise RuntimeError(f"the cached LeakyReLU kernel {target} cannot be loaded: {reason}")
         return str(target)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
-    os.close(fd)
     try:
-        done = subprocess.run([cxx, *flags, *map(str, UNITS), "-o", tmp], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"compiling {', '.join(map(str, UNITS))} with {cxx} failed:\n{done.stderr}")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = open(target.with_suffix(".lock"), "a")
+    except OSError as err:
+        raise _unwritable(directory, err) from err
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building this entry: wait for it
+        problem = verify_entry(target)  # built by the process we waited for?
+        if problem is not None:
+            if target.exists():
+                log.warning("lrelu-gan: cached kernel %s is unusable (%s); rebuilding it", target, problem)
+            cxx = compiler()
+            try:
+                _build(cxx, target, units, link_flags)
+            except PermissionError as err:
+                raise _unwritable(directory, err) from err
     return str(target)

@@ -29,7 +29,7 @@ from mindspore.ops import constexpr
 from . import build
 from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads, pack_scalars
 
-FUSION_KINDS = ("none", "bn_act", "graph_kernel")
+FUSION_KINDS = ("none", "bn_act", "graph_kernel", "conv_act")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
 
 
@@ -280,8 +280,9 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
     "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
-    leaves the fusing to MindSpore's compiler); "bn_act": one BatchNormAct under the "bn" key, with the same
-    parameter names, so checkpoints move between the kinds. channels=None (no BatchNorm): every kind is the
+    leaves the fusing to MindSpore's compiler); "bn_act" and "conv_act": one BatchNormAct under the "bn" key,
+    with the same parameter names, so checkpoints move between the kinds (conv_act also fuses a conv directly
+    followed by the activation into one oneDNN primitive; the model builder does that, gan/models.py). channels=None (no BatchNorm): every kind is the
     LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
     """
@@ -289,7 +290,7 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     act = {"act": LeakyReLU(negative_slope, clamp=clamp)}
     if channels is None:
         return act
-    if kind == "bn_act":
+    if kind in ("bn_act", "conv_act"):
         return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp, sync=sync)}
     return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **act}
 

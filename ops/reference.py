@@ -136,3 +136,31 @@ def bn_act_backward(x: np.ndarray, dy: np.ndarray, gamma: np.ndarray, beta: np.n
         dxhat = dxhat - _channel_view(dbeta * np.asarray(gamma, np.float64), x64.ndim) / m \
             - xhat * _channel_view(dgamma * np.asarray(gamma, np.float64), x64.ndim) / m
     return (dxhat * rstd).astype(x.dtype), dgamma, dbeta
+
+
+QUANT_RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def quantized_leaky_relu_table(dtype: str, negative_slope: float, in_scale: float, in_zero_point: int,
+                               out_scale: float, out_zero_point: int) -> np.ndarray:
+    """The 256 output codes, in the dtype, for the input codes qmin..qmax (ONNX Runtime QLinearLeakyRelu).
+
+    float32 throughout, one rounding per step: x = in_scale * (q - in_zp); y = x if x >= 0 else slope * x;
+    out = saturate(round_half_to_even(y / out_scale) + out_zp), the division a true division.
+    """
+    lo, hi = QUANT_RANGES[dtype]
+    codes = np.arange(lo, hi + 1, dtype=np.int32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.float32(in_scale) * (codes - np.int32(in_zero_point)).astype(np.float32)
+        y = np.where(x >= 0, x, np.float32(negative_slope) * x)
+        q = np.clip(y / np.float32(out_scale), np.float32(lo - out_zero_point), np.float32(hi - out_zero_point))
+    return (np.rint(q).astype(np.int32) + out_zero_point).astype(dtype)
+
+
+def quantized_leaky_relu(q: np.ndarray, negative_slope: float, in_scale: float, in_zero_point: int,
+                         out_scale: float, out_zero_point: int) -> np.ndarray:
+    """Expected kernel output for int8/uint8 codes q: each code looked up in quantized_leaky_relu_table."""
+    q = np.asarray(q)
+    table = quantized_leaky_relu_table(q.dtype.name, negative_slope, in_scale, in_zero_point, out_scale,
+                                       out_zero_point)
+    return table[q.astype(np.int32) - QUANT_RANGES[q.dtype.name][0]]

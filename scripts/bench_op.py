@@ -7,7 +7,13 @@ write of the tensor. The copy baseline is the faster of a single-threaded numpy 
 bytes and the same copy split over one thread per available core (numpy releases the GIL), timed in the
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
 
-    python scripts/bench_op.py [--quick] [--sizes 65536 ...] --json PATH
+`--kinds` picks the benchmarks (one row of KINDS each; every record carries its `kind`):
+  leaky_relu   the above (default)
+  qleaky_relu  the int8 LeakyReLU (ops.quantized_leaky_relu, a table lookup) against the fp32 op's forward
+               on the same number of elements, both in graph mode, timed round-robin: elements/s and bytes/s
+               (one read and one write: 1 byte per element for int8, 4 for fp32); --dtypes does not apply.
+
+    python scripts/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu qleaky_relu] --json PATH
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 os.environ.setdefault("GLOG_v", "3")
 
@@ -28,14 +34,17 @@ import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
 from gan.files import write_json_atomic  # noqa: E402
-from ops import FORMULATIONS, leaky_relu  # noqa: E402
+from ops import FORMULATIONS, QuantizedLeakyReLU, leaky_relu  # noqa: E402
 
 SLOPE = 0.2
 FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
-RECORD_KEYS = ("n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
-               "copy_gbps")
+RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
+               "builtin_fwdbwd_ms", "copy_gbps")
+QLEAKY_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwd_gbps", "elems_per_s", "fp32_fwd_ms", "fp32_gbps",
+               "fp32_elems_per_s", "speedup")
+QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2) -> dict[str, float]:
@@ -98,11 +107,45 @@ def bench_case(n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, worke
     for formulation in FORMULATIONS:
         fns[f"{formulation}_fwd"], fns[f"{formulation}_fwdbwd"] = jitted_pair(custom_forward(formulation), x)
     t = interleaved_medians(fns, repeats)
-    return [{"n": n, "dtype": dtype, "impl": formulation, "fwd_ms": t[f"{formulation}_fwd"],
+    return [{"kind": "leaky_relu", "n": n, "dtype": dtype, "impl": formulation, "fwd_ms": t[f"{formulation}_fwd"],
              "fwdbwd_ms": t[f"{formulation}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{formulation}_fwd"]),
              "builtin_fwd_ms": t["builtin_fwd"], "builtin_fwdbwd_ms": t["builtin_fwdbwd"],
              "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"]))}
             for formulation in FORMULATIONS]
+
+
+def bench_leaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
+    """The leaky_relu kind: bench_case for each dtype."""
+    return [r for dtype in dtypes for r in bench_case(n, dtype, repeats, pool, workers)]
+
+
+def bench_qleaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
+    """The qleaky_relu kind: one record, the int8 op's forward against the fp32 op's on n elements."""
+    codes = np.random.default_rng(0).integers(-128, 128, n, dtype=np.int8)
+    q = ms.Tensor(codes)
+    x = ms.Tensor((codes.astype(np.float32) - QUANT[1]) * QUANT[0])
+    layer = QuantizedLeakyReLU(ms.int8, SLOPE, *QUANT)
+
+    def int8_forward(t: ms.Tensor) -> ms.Tensor:
+        return layer(t)
+
+    int8_fwd, fp32_fwd = ms.jit(int8_forward), ms.jit(custom_forward("select"))
+    t = interleaved_medians({"int8": lambda: int8_fwd(q).asnumpy(), "fp32": lambda: fp32_fwd(x).asnumpy()}, repeats)
+    return [{"kind": "qleaky_relu", "n": n, "dtype": "int8", "impl": "table", "fwd_ms": t["int8"],
+             "fwd_gbps": gbps(n, t["int8"]), "elems_per_s": n / (t["int8"] * 1e-3), "fp32_fwd_ms": t["fp32"],
+             "fp32_gbps": gbps(4 * n, t["fp32"]), "fp32_elems_per_s": n / (t["fp32"] * 1e-3),
+             "speedup": t["fp32"] / t["int8"]}]
+
+
+def qleaky_table(records: list[dict]) -> str:
+    """Aligned text table of the int8 op next to the fp32 op: ms, elements/s, GB/s, speed-up in elements/s."""
+    rows = [f"{'n':>10} {'int8 ms':>8} {'int8 Gel/s':>10} {'int8 GB/s':>9} {'fp32 ms':>8} {'fp32 Gel/s':>10} "
+            f"{'fp32 GB/s':>9} {'int8 x':>7}"]
+    for r in records:
+        rows.append(f"{r['n']:>10} {r['fwd_ms']:>8.3f} {r['elems_per_s'] / 1e9:>10.2f} {r['fwd_gbps']:>9.1f} "
+                    f"{r['fp32_fwd_ms']:>8.3f} {r['fp32_elems_per_s'] / 1e9:>10.2f} {r['fp32_gbps']:>9.1f} "
+                    f"{r['speedup']:>7.2f}")
+    return "\n".join(rows)
 
 
 def table(records: list[dict]) -> str:
@@ -116,6 +159,16 @@ def table(records: list[dict]) -> str:
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
     return "\n".join(rows)
+
+
+class Kind(NamedTuple):
+    """One benchmark kind: how to measure one size, and how to print its records."""
+
+    bench: Callable[[int, list[str], int, ThreadPoolExecutor, int], list[dict]]
+    table: Callable[[list[dict]], str]
+
+
+KINDS = {"leaky_relu": Kind(bench_leaky_relu, table), "qleaky_relu": Kind(bench_qleaky_relu, qleaky_table)}
 
 
 def positive_size(text: str) -> int:
@@ -132,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
     parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32", "float16"])
+    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), default=["leaky_relu"],
+                        help="benchmarks to run (default leaky_relu)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
     parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
     args = parser.parse_args(argv)
@@ -144,10 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     with ThreadPoolExecutor(workers) as pool:
         for n in sizes:
-            for dtype in args.dtypes:
-                records += bench_case(n, dtype, repeats, pool, workers)
-                print(table(records[-len(FORMULATIONS):]).split("\n", 1)[1], flush=True, file=sys.stderr)
-    print(table(records))
+            for kind in args.kinds:
+                new = KINDS[kind].bench(n, args.dtypes, repeats, pool, workers)
+                records += new
+                print(KINDS[kind].table(new).split("\n", 1)[1], flush=True, file=sys.stderr)
+    for kind in args.kinds:
+        print(KINDS[kind].table([r for r in records if r["kind"] == kind]))
     write_json_atomic(args.json, records)
     return 0
 

@@ -7,6 +7,10 @@ installed, an optional comparison only) the identical architecture, loss and opt
 in the same process, so both see the same machine load.
 
     python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
+        [--fusions none,bn_act]
+
+Each record names its conv impl and fusion; with conv_impl=onednn it also carries the oneDNN version and
+library file the kernels call (`ops.onednn.dnnl_info`).
 """
 from __future__ import annotations
 
@@ -23,18 +27,20 @@ import numpy as np  # noqa: E402
 
 from gan.config import Config, compose_config, to_config  # noqa: E402
 from gan.files import write_json_atomic  # noqa: E402
+from ops.fused import FUSION_KINDS  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
-IMPLS = ("native", "auto", "gemm")
+IMPLS = ("native", "auto", "gemm", "onednn")
 
 
-def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None,
+def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None, fusion: str = "none",
                  extra: list[str] | tuple[str, ...] = ()) -> Config:
-    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>`
-    (and `runtime.threads=<threads>` when given) plus the `extra` overrides (e.g. experiment=sngan_mnist)."""
-    overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}"]
-    return to_config(compose_config(overrides + ([] if threads is None else [f"runtime.threads={threads}"])
-                                    + list(extra)))
+    """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>
+    fusion=<fusion>` (and `runtime.threads=<threads>` when given) plus the `extra` overrides
+    (e.g. experiment=sngan_mnist)."""
+    overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}",
+                 f"fusion={fusion}"] + ([] if threads is None else [f"runtime.threads={threads}"])
+    return to_config(compose_config(overrides + list(extra)))
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
@@ -139,6 +145,27 @@ def torch_step(cfg: Config) -> Callable[[int], None]:
     return step
 
 
+def onednn_version(impls: list[str]) -> dict | None:
+    """{"version", "headers", "library"} of the oneDNN the onednn kernels call, when onednn is benchmarked."""
+    if "onednn" not in impls:
+        return None
+    from ops import onednn
+
+    return onednn.dnnl_info()
+
+
+def fusion_applies(impl: str, fusion: str) -> bool:
+    """False (with a note) for a combination train.py refuses, e.g. fusion=conv_act with conv_impl=gemm."""
+    from gan.layers import check_fusion_impl, resolve_conv_impl
+
+    try:
+        check_fusion_impl(fusion, resolve_conv_impl(impl, "CPU"))
+    except ValueError as err:
+        print(f"skipped conv_impl={impl} fusion={fusion}: {err}", flush=True)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run the benchmark, print a table, write the records to --json."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -146,6 +173,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--vs-torch", action="store_true", help="also time the same model in PyTorch")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {MODELS}")
     parser.add_argument("--impls", default="native,auto", help=f"comma-separated subset of {IMPLS}")
+    parser.add_argument("--fusions", default="none", help=f"comma-separated subset of {FUSION_KINDS}")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median is reported)")
@@ -157,8 +185,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
-    models, impls = args.models.split(","), args.impls.split(",")
-    for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS)):
+    models, impls, fusions = args.models.split(","), args.impls.split(","), args.fusions.split(",")
+    for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS),
+                                  ("--fusions", fusions, FUSION_KINDS)):
         bad = [v for v in values if v not in allowed]
         if bad:
             parser.error(f"{name}: {bad} not in {list(allowed)}")
@@ -176,23 +205,28 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
     setup_runtime(bench_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
+    dnnl = onednn_version(impls)
+    runs = [(impl, fusion) for impl in impls for fusion in fusions if fusion_applies(impl, fusion)]
     records = []
     for model in models:
-        contenders = {impl: mindspore_step(bench_config(model, impl, args.batch_size, args.threads, args.override))
-                      for impl in impls}
+        contenders = {f"{impl}/{fusion}": mindspore_step(bench_config(model, impl, args.batch_size, args.threads,
+                                                                      fusion, args.override))
+                      for impl, fusion in runs}
         if args.vs_torch:
             contenders["torch"] = torch_step(bench_config(model, "native", args.batch_size, args.threads))
         medians = {name: statistics.median(ts) for name, ts in
                    time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
         torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None
-        for impl in impls:
-            ips = args.batch_size / medians[impl]
-            records.append({"model": model, "impl": impl, "img_per_s": round(ips, 2),
+        for impl, fusion in runs:
+            step_s = medians[f"{impl}/{fusion}"]
+            ips = args.batch_size / step_s
+            records.append({"model": model, "impl": impl, "fusion": fusion, "img_per_s": round(ips, 2),
                             "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
                             "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
-                            "step_s": round(medians[impl], 4), "batch_size": args.batch_size,
-                            "threads": args.threads, "overrides": args.override})
-            print(f"{model:8s} {impl:7s} {ips:9.1f} img/s  step {medians[impl]:7.3f} s"
+                            "step_s": round(step_s, 4), "batch_size": args.batch_size,
+                            "threads": args.threads, "onednn": dnnl if impl == "onednn" else None,
+                            "overrides": args.override})
+            print(f"{model:8s} {impl:7s} {fusion:7s} {ips:9.1f} img/s  step {step_s:7.3f} s"
                   + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
                   flush=True)
     write_json_atomic(args.json, records, indent=2)

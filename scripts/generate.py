@@ -1,44 +1,135 @@
-"""Write a grid of generated images from a training checkpoint.
+"""Generate samples from a training checkpoint: a PNG grid, or raw samples in an .npz for any number.
 
     python scripts/generate.py outputs/DATE/TIME/checkpoints/step_00001000.ckpt --n 64 --out grid.png
+    python scripts/generate.py outputs/DATE/TIME --n 100000 --npz samples.npz   # the run's newest checkpoint
+    python scripts/generate.py --int8 DIR --n 64 --out grid.png   # the int8 generator of scripts/quantize.py
+
+Samples are generated --batch-size latents at a time and streamed to the .npz (array `samples`, float32
+(n, C, H, W) in [-1, 1]), so memory stays bounded for any --n; a progress bar shows on stderr when there
+is more than one batch. A grid holds at most 1024 images. The latents are the run's fixed sample latents
+(seed 0 by default), so the first images match the run's sample grids.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
+import numpy as np  # noqa: E402
+
+MAX_GRID = 1024  # images in one PNG grid (32x32 tiles: 4,160 px square at 128 px per image)
+BATCH = 256  # latents per generator call: bounds memory, same values
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """`path` if it is a file; for a run directory or its checkpoints/ folder, the newest step_*.ckpt in it.
+
+    ValueError saying what to pass when there is none.
+    """
+    from gan.checkpoint import CHECKPOINT_DIR, latest_checkpoint
+
+    path = Path(path)
+    if not path.is_dir():
+        return path  # a missing file is reported by the loader, naming it
+    newest = latest_checkpoint(path.parent if path.name == CHECKPOINT_DIR else path)
+    if newest is not None:
+        return newest
+    others = sorted(p.name for p in path.rglob("*.ckpt"))[:5]
+    hint = f"; it holds {others}: pass one of those files" if others else ""
+    raise ValueError(f"{path} is a directory without training checkpoints ({CHECKPOINT_DIR}/step_*.ckpt){hint}")
+
+
+def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
+                   batch: int) -> Iterator[np.ndarray]:
+    """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
+    from gan.training import fixed_latent_batches
+
+    for z in fixed_latent_batches(seed, n, nz, batch):
+        yield forward(z)
+
+
+def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
+    """Stream `n` samples, arriving in batches, into an .npz as the float32 array `samples` (atomic write)."""
+    from gan.files import atomic_output
+
+    written = 0
+    with atomic_output(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        with archive.open("samples.npy", "w", force_zip64=True) as member:
+            for batch in batches:
+                batch = np.ascontiguousarray(batch, "<f4")
+                if written == 0:
+                    header = {"descr": "<f4", "fortran_order": False, "shape": (n, *batch.shape[1:])}
+                    np.lib.format.write_array_header_2_0(member, header)
+                member.write(batch.tobytes())
+                written += len(batch)
+    if written != n:
+        raise RuntimeError(f"wrote {written} samples to {path}, expected {n}")
+    return Path(path)
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, sample `--n` images with a seeded latent batch, save the PNG grid."""
+    """Parse arguments, generate `--n` samples from the run's fixed latents, save the grid and/or the .npz."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
-    parser.add_argument("--n", type=int, default=64, help="number of images (default 64)")
-    parser.add_argument("--out", default="grid.png", help="output PNG path (default grid.png)")
+    parser.add_argument("checkpoint", nargs="?",
+                        help="a .ckpt file written by train.py, or a run directory (its newest one)")
+    parser.add_argument("--int8", metavar="DIR", help="sample the int8-activation generator that "
+                        "scripts/quantize.py wrote to DIR instead of a checkpoint")
+    parser.add_argument("--n", type=int, default=64, help="number of samples (default 64)")
+    parser.add_argument("--out", default=None,
+                        help=f"output PNG grid of at most {MAX_GRID} images (default grid.png unless --npz is given)")
+    parser.add_argument("--npz", default=None, help="also or instead write the raw samples to this .npz (any --n)")
+    parser.add_argument("--batch-size", type=int, default=BATCH,
+                        help=f"latents per generator call; memory grows with it (default {BATCH})")
     parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the latent batch (default 0; the run's seed reproduces its sample grids)")
+                        help="seed of the latents (default 0; the run's seed reproduces its sample grids)")
     parser.add_argument("--no-ema", action="store_true", help="use the raw generator even if an EMA copy exists")
     args = parser.parse_args(argv)
-    if args.n < 1:
-        parser.error(f"--n={args.n} must be at least 1")
+    for name in ("n", "batch_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be at least 1")
+    if (args.checkpoint is None) == (args.int8 is None):
+        parser.error("give either a checkpoint or --int8 DIR")
+    grid = args.out or (None if args.npz else "grid.png")
+    if grid is not None and args.n > MAX_GRID:
+        parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
+                     f"with --npz samples.npz (any --n, generated in batches) or lower --n")
+
+    from tqdm import tqdm
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError
+    from gan.checkpoint import CheckpointError, generator_from_checkpoint
+    from gan.quantize import QuantError, load_quantized
     from gan.report import image_grid, save_png
-    from gan.checkpoint import generator_from_checkpoint
-    from gan.training import fixed_latents
 
     try:
-        net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError) as err:
+        if args.int8 is not None:
+            forward, conf = load_quantized(args.int8)
+        else:
+            path = resolve_checkpoint(args.checkpoint)
+            net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
+            forward = lambda z: net(Tensor(z)).asnumpy()  # noqa: E731
+            if path != Path(args.checkpoint):
+                print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
+    except (CheckpointError, QuantError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    z = fixed_latents(args.seed, args.n, conf.model.nz)
-    path = save_png(image_grid(net(Tensor(z)).asnumpy()), args.out)
-    print(f"wrote {args.n} samples to {path}")
+    batches = tqdm(sample_batches(forward, args.seed, args.n, conf.model.nz, args.batch_size), file=sys.stderr,
+                   total=math.ceil(args.n / args.batch_size), unit="batch", disable=args.n <= args.batch_size)
+    kept: list[np.ndarray] = []  # for the grid: n <= MAX_GRID, small
+    if args.npz is not None:
+        stream = (kept.append(batch) or batch for batch in batches) if grid is not None else batches
+        print(f"wrote {args.n} samples to {write_npz(args.npz, stream, args.n)}")
+    else:
+        kept = list(batches)
+    if grid is not None:
+        print(f"wrote {args.n} samples to {save_png(image_grid(np.concatenate(kept)), grid)}")
     return 0
 
 

@@ -5,7 +5,8 @@ GANTrainer.train_step), runs --warmup untimed steps (graph compilation), profile
 sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one type for the profiler;
 they are split here by the kernel's function name where the profiler's trace names it.
 
-    python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--steps 3] [--threads 1]
+    python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none] [--steps 3]
+        [--threads 1]
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 
-from bench_train import IMPLS, MODELS, bench_config, mindspore_step  # noqa: E402
+from bench_train import FUSION_KINDS, IMPLS, MODELS, bench_config, mindspore_step  # noqa: E402
 
 TYPE_INFO = "cpu_op_type_info_0.csv"
 
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", required=True, type=Path, help="write the summary here")
     parser.add_argument("--model", default="dcgan32", choices=MODELS)
     parser.add_argument("--impl", default="auto", choices=IMPLS)
+    parser.add_argument("--fusion", default="none", choices=FUSION_KINDS)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=3, help="profiled steps")
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads)
+    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion)
     setup_runtime(cfg.runtime)
     step = mindspore_step(cfg)
     for i in range(args.warmup):
@@ -76,13 +78,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if not found:
             raise RuntimeError(f"the profiler wrote no {TYPE_INFO} under {tmp}")
         rows = summarize(found[0], args.steps)
-    print(f"{args.model} {args.impl}: {wall * 1e3:.1f} ms/step wall while profiling, "
+    print(f"{args.model} {args.impl} fusion={args.fusion}: {wall * 1e3:.1f} ms/step wall while profiling, "
           f"{sum(r['ms_per_step'] for r in rows):.1f} ms/step op time")
     for r in rows:
         print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  "
               f"{r['calls_per_step']:4d} calls")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"model": args.model, "impl": args.impl, "batch_size": args.batch_size,
+    args.json.write_text(json.dumps({"model": args.model, "impl": args.impl, "fusion": args.fusion,
+                                     "batch_size": args.batch_size,
                                      "threads": args.threads,
                                      "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2),
                                      "ops": rows}, indent=2) + "\n")

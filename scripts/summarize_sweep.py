@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 
-from gan.dashboard import build_dashboard, write_text_atomic  # noqa: E402
+from gan.dashboard import build_dashboard  # noqa: E402
+from gan.run_files import write_text_atomic  # noqa: E402
 from gan.sweep import optuna_best, to_markdown, write_summary  # noqa: E402
 
 

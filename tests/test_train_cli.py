@@ -52,7 +52,7 @@ def test_dry_run_from_the_command_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
+def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     args = train_cmd(*TINY, "train.steps=100000", "train.sample_every=1", f"hydra.run.dir={tmp_path}")
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -65,6 +65,6 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path):
         out, _ = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert proc.returncode in (0, 130), out[-3000:]
+    assert proc.returncode == 130, out[-3000:]  # not 0: scripts and sweeps can tell it from a finished run
     assert "interrupted: saved" in out
     assert list((tmp_path / "checkpoints").glob("step_*.ckpt"))

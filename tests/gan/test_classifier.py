@@ -103,3 +103,12 @@ def test_retraining_reproduces_the_classifier(tmp_path) -> None:
     assert sorted(arrays_a) == sorted(arrays_b)
     for name in arrays_a:
         np.testing.assert_array_equal(arrays_a[name], arrays_b[name], err_msg=name)
+
+
+def test_unwritable_cache_names_the_variable(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("LRELU_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(RuntimeError, match=r"classifier cache .*a_file/cache/classifier is not writable .*set "
+                                           r"LRELU_CACHE_DIR to a writable folder"):
+        load_classifier()

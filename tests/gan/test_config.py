@@ -72,7 +72,7 @@ def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=conv_bn_act"])
     text = _error_text(info.value)
-    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel]" in text
+    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel, conv_act]" in text
 
 
 def test_bad_enum_lists_the_allowed_values():
@@ -124,7 +124,7 @@ def test_activation_presets_state_only_the_keys_they_change(preset):
     ("grid25", ["data=grid25", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
     ("sngan_mnist", ["model.d_norm=spectral", "train.loss=hinge"]),
     ("wgan_gp_mnist", ["model.d_norm=none", "train.loss=wgan_gp", "train.d_steps=5", "train.lr=1e-4",
-                       "train.beta1=0", "train.beta2=0.9"]),
+                       "train.beta1=0.5", "train.beta2=0.9"]),
 ])
 def test_experiments_are_their_recipes(name, recipe):
     experiment = OmegaConf.to_object(compose_config([f"experiment={name}"]))
@@ -135,3 +135,30 @@ def test_data_ring8_alone_is_only_the_data_and_names_the_experiment():
     assert compose_config(["data=ring8"]).model.name == "dcgan"
     with pytest.raises(ConfigError, match="experiment=ring8"):
         OmegaConf.to_object(compose_config(["data=ring8"]))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("act.clamp=nan", "act.clamp=nan must be a finite number"),
+    ("train.lr=nan", "train.lr=nan must be a finite number"),
+    ("train.lr=inf", "train.lr=inf must be a finite number"),
+    ("precision.loss_scale=inf", "precision.loss_scale=inf must be a finite number"),
+    ("train.epochs=inf", "train.epochs=inf must be a finite number"),
+])
+def test_non_finite_float_is_rejected_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config([override, "train.steps=null"] if "epochs" in override else [override]))
+
+
+def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
+    from gan.config import experiment_changes
+
+    base = OmegaConf.to_object(compose_config())
+    same = OmegaConf.to_object(compose_config(["train.steps=50", "train.log_every=3", "runtime.threads=1",
+                                               "eval.interval=7", "train.resume=auto", "model.conv_impl=gemm"]))
+    assert experiment_changes(base, same) == {}
+    other = OmegaConf.to_object(compose_config(["fusion=bn_act", "act.negative_slope=0.05", "train.lr=1e-3",
+                                                "model.ngf=16", "precision=fp16", "seed=2"]))
+    assert experiment_changes(base, other) == {
+        "act.negative_slope": [0.2, 0.05], "fusion.name": ["none", "bn_act"], "model.ngf": [32, 16],
+        "precision.name": ["fp32", "fp16"], "precision.loss_scale": [1.0, 65536.0], "seed": [0, 2],
+        "train.lr": [2e-4, 1e-3]}

@@ -212,3 +212,22 @@ def test_empty_missing_and_unreadable_folders_name_the_path(tmp_path):
         build_image_data(_cfg("folder", root=str(tmp_path / "bad")), **kwargs)
     with pytest.raises(ValueError, match="data.root=PATH"):
         build_image_data(_cfg("folder"), **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["I;16", "I;16B"])
+@pytest.mark.parametrize("channels", ["L", "RGB"])
+def test_16_bit_grey_is_scaled_to_8_bits_not_clipped(tmp_path, mode, channels):
+    """A 0..65535 gradient keeps its range: 65535 -> 255, 32896 -> 128, 0 -> 0 (Pillow alone clips at 255)."""
+    values = np.linspace(0, 65535, 32).round().astype(np.uint16)
+    wide = np.tile(values, (32, 1))
+    raw = wide.astype("<u2" if mode == "I;16" else ">u2")
+    image = Image.frombytes(mode, (32, 32), raw.tobytes())
+    path = tmp_path / "gradient16.png"
+    image.save(path)
+    with Image.open(path) as saved:
+        assert saved.mode.startswith("I")  # really stored 16-bit
+    got = gdata.read_image(path, 32, channels)
+    expected = np.round(wide / 257.0).astype(np.uint8)
+    for c in range(got.shape[2]):
+        np.testing.assert_array_equal(got[:, :, c], expected)
+    assert got.min() == 0 and got.max() == 255 and (got == 255).mean() < 0.05

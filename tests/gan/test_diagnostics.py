@@ -11,11 +11,11 @@ from tensorboardX import SummaryWriter
 from tensorboardX.proto import event_pb2
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.dashboard import read_jsonl
 from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
                              TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
 from gan.config import to_config
+from gan.run_files import read_jsonl
 from gan.training import EMA, GANTrainer, latents
 from ops import BatchNormAct, LeakyReLU
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from gan.config import ConfigError, EvalConfig, compose_config
-from gan.dashboard import read_jsonl
 from gan.evaluation import resolve_objective
 from gan.metrics import mode_metrics
+from gan.run_files import read_jsonl
 from gan.tasks import MODE_METRICS, PointData, as_points, scatter_plot
 from gan.toy2d import GRID25, RING8
 from gan.config import to_config

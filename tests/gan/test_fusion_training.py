@@ -75,7 +75,8 @@ def test_fused_training_matches_unfused(runs):
 @pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
 def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, target):
     ckpt = checkpoint_path(runs[source].run_dir, 2)
-    resumed = train(tmp_path, f"fusion={target}", "train.steps=4", f"train.resume={ckpt}")
+    # fusion changes how the network is computed: allowed on resume with an override, logged as an event
+    resumed = train(tmp_path, f"fusion={target}", "train.steps=4", "train.resume_override=true", f"train.resume={ckpt}")
     assert (resumed.start_step, resumed.end_step) == (2, 4)
     # Resuming loaded the weights, moving statistics and optimizer state: the run continues like fusion=none.
     np.testing.assert_allclose(losses(resumed), losses(runs["none"])[2:], rtol=5e-3)
@@ -87,7 +88,7 @@ def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_pa
     # The probes wrap BatchNormAct without renaming its parameters, so the checkpoint loads under fusion=none.
     probed = ["diagnostics.enabled=true", "diagnostics.interval=1"]
     first = train(tmp_path / "fused", "fusion=bn_act", "train.steps=2", *probed)
-    resumed = train(tmp_path / "unfused", "fusion=none", "train.steps=3", *probed,
+    resumed = train(tmp_path / "unfused", "fusion=none", "train.steps=3", *probed, "train.resume_override=true",
                     f"train.resume={checkpoint_path(first.run_dir, 2)}")
     assert (resumed.start_step, resumed.end_step) == (2, 3) and np.isfinite(losses(resumed)).all()
 
@@ -95,7 +96,7 @@ def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_pa
 @pytest.mark.slow
 def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path):
     with pytest.raises(CheckpointError, match="shape"):
-        train(tmp_path, "fusion=bn_act", "model.ngf=16", "train.steps=4",
+        train(tmp_path, "fusion=bn_act", "model.ngf=16", "train.steps=4", "train.resume_override=true",
               f"train.resume={checkpoint_path(runs['none'].run_dir, 2)}")
 
 

@@ -1,5 +1,6 @@
 """The training loop: exact resume, seed reproducibility, graph == PyNative, outputs, NaN hunt, bad input."""
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -9,11 +10,11 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from gan.checkpoint import CheckpointError, checkpoint_path, generator_from_checkpoint, latest_checkpoint, load_checkpoint
 from gan.config import ActConfig, ConfigError, ModelConfig
 from gan.models import Generator
 from gan.report import image_grid
-from gan.checkpoint import generator_from_checkpoint
+from gan.run_files import read_events
 from gan.training import first_nonfinite_layer
 
 def losses(summary) -> list[tuple[float, float]]:
@@ -103,14 +104,58 @@ def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_
 
 
 def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path, tiny_run):
-    with pytest.raises(CheckpointError, match="shape"):
-        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", f"train.resume={latest_checkpoint(baseline.run_dir)}")
+    resume = f"train.resume={latest_checkpoint(baseline.run_dir)}"
+    with pytest.raises(ConfigError, match="model.ngf: 8 -> 16"):
+        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", resume)
+    with pytest.raises(CheckpointError, match="shape"):  # overriding cannot load weights of another shape
+        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", "train.resume_override=true", resume)
+
+
+def strict_steps(path: Path) -> list[int]:
+    """Steps of every line, each of which must be a complete JSON record."""
+    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+
+def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_path, tiny_run):
+    probed = ["train.steps=4", "train.ckpt_every=2", "diagnostics.interval=1"]
+    tiny_run(tmp_path, *probed)
+    diag = tmp_path / "diagnostics.jsonl"
+    lines = diag.read_text().splitlines(keepends=True)
+    diag.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a crash mid-append at step 4
+    older = checkpoint_path(tmp_path, 2)
+    resumed = tiny_run(tmp_path, *probed, f"train.resume={older}")  # steps 3 and 4 are already logged
+    assert (resumed.start_step, resumed.end_step) == (2, 4)
+    for name in ("losses.jsonl", "diagnostics.jsonl"):
+        assert strict_steps(tmp_path / name) == [1, 2, 3, 4], name  # no partial line, no duplicate step
+    assert read_events(tmp_path) == [{"step": 2, "kind": "resume", "detail": {"checkpoint": str(older)}}]
+
+
+def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path, tiny_run):
+    checkpoint = latest_checkpoint(baseline.run_dir)
+    with pytest.raises(ConfigError) as info:
+        tiny_run(tmp_path, "train.steps=5", "act.negative_slope=0.05", "seed=3", f"train.resume={checkpoint}")
+    for text in ("act.negative_slope: 0.2 -> 0.05", "seed: 0 -> 3", "train.resume_override=true", checkpoint.name):
+        assert text in str(info.value)
+    assert not (tmp_path / "checkpoints").exists()
+    # Length, cadence and sample-count changes keep the experiment: accepted without an override event.
+    tiny_run(tmp_path / "same", "train.steps=5", "train.log_every=2", "train.sample_every=5", "train.keep_last=1",
+          "train.num_samples=4", f"train.resume={checkpoint}")
+    assert [e["kind"] for e in read_events(tmp_path / "same")] == ["resume"]
+    overridden = tiny_run(tmp_path / "mixed", "train.steps=5", "act.negative_slope=0.05", "train.resume_override=true",
+                       f"train.resume={checkpoint}")
+    assert overridden.end_step == 5
+    assert read_events(tmp_path / "mixed")[1] == {"step": 4, "kind": "resume_override",
+                                                  "detail": {"changed": {"act.negative_slope": [0.2, 0.05]}}}
 
 
 def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path, tiny_run):
     with pytest.raises(RuntimeError, match=r"3 consecutive steps had non-finite .* first non-finite activation: "
                                            r"(generator|discriminator)\.layers\.\w+"):
         tiny_run(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
+    skips = read_events(tmp_path)
+    assert len(skips) >= 3 and {e["kind"] for e in skips} == {"nonfinite_skip"}  # each skipped step is on record
+    assert [e["step"] for e in skips[-3:]] == list(range(skips[-1]["step"] - 2, skips[-1]["step"] + 1))
+    assert all(e["detail"]["networks"] and set(e["detail"]["networks"]) <= {"D", "G"} for e in skips)
 
 
 def test_nan_hunt_names_the_poisoned_layer():

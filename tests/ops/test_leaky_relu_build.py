@@ -1,6 +1,9 @@
 """Kernel build cache, compiler errors, thread option and 64-bit tile indexing."""
 import ctypes
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +25,10 @@ def test_library_is_cached_by_content_and_rebuilt_in_a_new_cache_dir(tmp_path, m
         build.library_path.cache_clear()
         assert build.library_path() == first and os.stat(first).st_mtime_ns == mtime
         assert os.path.dirname(first) == str(tmp_path)
-        assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(first)]  # no temp files left
+        name = os.path.basename(first)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(  # no temp files left
+            [name, name + ".sha256", name.replace(".so", ".lock")])
+        assert build.verify_entry(Path(first)) is None
     finally:
         build.library_path.cache_clear()
 
@@ -71,3 +77,98 @@ def test_ascend_device_selects_the_ascend_c_primitive():
     assert prim.attrs["negative_slope"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="formulation='maxmin'"):
         api.kernel(0.2, None, "maxmin", False, 1, "Ascend")
+
+
+# ------------------------------------------------------------------ cache integrity (a fake compiler)
+# The fake `c++` copies the real library (built once) to its -o target after a pause, and logs each
+# build: cache logic is tested in seconds, and two processes overlap reliably.
+FAKE_CXX = """#!/bin/sh
+case "$*" in *-Q*) exit 1;; esac
+while [ $# -gt 1 ]; do [ "$1" = -o ] && out=$2; shift; done
+echo build >> "$FAKE_CXX_LOG"; sleep "${FAKE_CXX_SLEEP:-0}"
+cp "$FAKE_CXX_LIB" "$out"
+"""
+
+
+@pytest.fixture
+def fake_cxx(tmp_path, monkeypatch):
+    """CXX=fakecxx on PATH, LRELU_CACHE_DIR=tmp_path/cache; yields the log of its builds."""
+    real = build.library_path()  # the real library, from the normal cache
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "fakecxx").write_text(FAKE_CXX)
+    (bin_dir / "fakecxx").chmod(0o755)
+    log = tmp_path / "builds.log"
+    log.touch()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CXX", "fakecxx")
+    monkeypatch.setenv("FAKE_CXX_LIB", real)
+    monkeypatch.setenv("FAKE_CXX_LOG", str(log))
+    monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path / "cache"))
+    build.library_path.cache_clear()
+    yield log
+    build.library_path.cache_clear()
+
+
+def builds(log: Path) -> int:
+    return len(log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("damage", ["truncate", "random", "empty", "no_checksum"])
+def test_bad_cache_entry_is_rebuilt_with_one_warning(fake_cxx, damage, caplog):
+    first = Path(build.library_path())
+    size = first.stat().st_size
+    {"truncate": lambda: first.write_bytes(first.read_bytes()[: size // 2]),
+     "random": lambda: first.write_bytes(os.urandom(size)),
+     "empty": lambda: first.write_bytes(b""),
+     "no_checksum": lambda: build.checksum_path(first).unlink()}[damage]()
+    build.library_path.cache_clear()
+    with caplog.at_level("WARNING", logger="ops.build"):
+        again = Path(build.library_path())
+    assert again == first and builds(fake_cxx) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ops.build"]
+    assert len(warnings) == 1 and str(first) in warnings[0] and "rebuilding" in warnings[0]
+    assert build.verify_entry(again) is None and first.stat().st_size == size
+    ctypes.CDLL(str(again))  # loads (a truncated file would have been a bus error)
+
+
+def test_cache_hit_needs_no_compiler(fake_cxx, monkeypatch):
+    first = build.library_path()
+    build.library_path.cache_clear()
+    monkeypatch.setenv("PATH", "/nonexistent")  # neither fakecxx nor g++ can be found
+    assert build.library_path() == first and builds(fake_cxx) == 1
+
+
+def test_concurrent_builds_make_one_entry(fake_cxx, monkeypatch):
+    monkeypatch.setenv("FAKE_CXX_SLEEP", "2")
+    code = "from ops import build; print(build.library_path())"
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    paths = {out.strip().splitlines()[-1] for out, _ in outs}
+    assert len(paths) == 1 and builds(fake_cxx) == 1  # the second process waited and used the first's build
+    assert build.verify_entry(Path(paths.pop())) is None
+
+
+def test_a_build_that_cannot_be_loaded_names_the_file_and_why(fake_cxx, tmp_path, monkeypatch):
+    garbage = tmp_path / "garbage.so"
+    garbage.write_bytes(b"not an ELF file" * 100)
+    monkeypatch.setenv("FAKE_CXX_LIB", str(garbage))
+    with pytest.raises(RuntimeError, match=r"built .*leaky_relu-\w+\.so but it cannot be loaded: .*(ELF|header)"):
+        build.library_path()
+    assert not list((tmp_path / "cache").glob("*.so*"))  # nothing half-made is left to be trusted
+
+
+def test_unwritable_cache_dir_names_the_variable_and_a_fix(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("LRELU_CACHE_DIR", str(blocker / "cache"))
+    build.library_path.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=r"LRELU_CACHE_DIR='.*a_file/cache' is not writable .*set "
+                                               r"LRELU_CACHE_DIR to a writable folder"):
+            build.library_path()
+    finally:
+        build.library_path.cache_clear()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_op.py"
-KEYS = {"n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps"}
+KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps"}
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -30,7 +30,8 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
         (d, f) for d in ("float32", "float16") for f in FORMULATIONS)
     for r in records:
         assert set(r) == KEYS and r["n"] == 65536
-        times = [r[k] for k in KEYS - {"n", "dtype", "impl"}]
+        assert r["kind"] == "leaky_relu"
+        times = [r[k] for k in KEYS - {"kind", "n", "dtype", "impl"}]
         assert all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in times)
         nbytes = 65536 * (4 if r["dtype"] == "float32" else 2)
         assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
@@ -41,3 +42,16 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
 def test_rejects_a_zero_size(tmp_path: Path) -> None:
     result = run_bench("--sizes", "0", "--json", str(tmp_path / "b.json"))
     assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
+
+
+def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
+    out = tmp_path / "q.json"
+    result = run_bench("--kinds", "qleaky_relu", "--sizes", "65536", "--repeats", "2", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    [r] = json.loads(out.read_text())
+    assert r["kind"] == "qleaky_relu" and r["dtype"] == "int8" and r["n"] == 65536
+    assert math.isclose(r["elems_per_s"], 65536 / (r["fwd_ms"] * 1e-3))
+    assert math.isclose(r["fwd_gbps"], 2 * 65536 / (r["fwd_ms"] * 1e-3) / 1e9)  # 1 byte read + 1 written
+    assert math.isclose(r["fp32_gbps"], 2 * 4 * 65536 / (r["fp32_fwd_ms"] * 1e-3) / 1e9)
+    assert math.isclose(r["speedup"], r["elems_per_s"] / r["fp32_elems_per_s"])
+    assert "int8 Gel/s" in result.stdout and "fwd x" not in result.stdout

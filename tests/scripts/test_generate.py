@@ -1,4 +1,5 @@
 """scripts/generate.py writes a sample grid from a checkpoint and rejects files that are not checkpoints."""
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from PIL import Image
 
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
+from gan.report import image_grid
 from gan.training import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,3 +58,63 @@ def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
     result = generate(str(bogus), "--out", str(tmp_path / "x.png"))
     assert result.returncode == 2 and "bogus.ckpt" in result.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_run_directory_means_its_newest_checkpoint(run_dir, tmp_path):
+    for given in (run_dir, run_dir / "checkpoints"):
+        out = tmp_path / f"{given.name}.png"
+        result = generate(str(given), "--n", "16", "--out", str(out))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert f"using {latest_checkpoint(run_dir)}" in result.stderr
+        np.testing.assert_array_equal(pixels(out), pixels(run_dir / "samples" / "step_000002.png"))
+
+
+def test_a_directory_without_checkpoints_says_what_to_pass(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = generate(str(tmp_path / "empty"))
+    assert result.returncode == 2 and "is a directory without training checkpoints" in result.stderr
+    assert "does not exist" not in result.stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "best.ckpt").write_bytes(b"")
+    result = generate(str(tmp_path / "other"))
+    assert result.returncode == 2 and "best.ckpt" in result.stderr and "pass one of those" in result.stderr
+
+
+def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir, tmp_path, monkeypatch, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import generate as script
+    import gan.checkpoint
+
+    calls = []
+    load = gan.checkpoint.generator_from_checkpoint
+
+    def counting(*args, **kwargs):
+        net, conf = load(*args, **kwargs)
+        return (lambda z: calls.append(z.shape[0]) or net(z)), conf
+
+    monkeypatch.setattr(gan.checkpoint, "generator_from_checkpoint", counting)
+    out = tmp_path / "samples.npz"
+    assert script.main([str(run_dir), "--n", "1000", "--batch-size", "96", "--npz", str(out)]) == 0
+    assert max(calls) == 96 and sum(calls) == 1000  # never more than one batch in memory
+    assert "batch" in capsys.readouterr().err  # the progress bar
+    samples = np.load(out)["samples"]
+    assert samples.shape == (1000, 3, 32, 32) and samples.dtype == np.float32
+    assert -1.0 <= samples.min() and samples.max() <= 1.0
+    grid = tmp_path / "grid.png"
+    assert script.main([str(latest_checkpoint(run_dir)), "--n", "16", "--out", str(grid)]) == 0
+    np.testing.assert_array_equal(image_grid(samples[:16]), pixels(grid))  # the npz starts with the grid's samples
+    with pytest.raises(SystemExit):
+        script.main([str(run_dir), "--n", "100000", "--out", str(tmp_path / "huge.png")])
+    assert "at most 1024 images" in capsys.readouterr().err and not (tmp_path / "huge.png").exists()
+
+
+def test_bench_generate_reports_peak_memory_per_n(run_dir, tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_generate.py"), str(run_dir), "--n", "64,600",
+                           "--batch-size", "64", "--json", str(out)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert [r["n"] for r in records] == [64, 600]
+    assert all(r["peak_rss_mib"] > 50 and r["seconds"] > 0 for r in records)
+    assert records[1]["npz_bytes"] > 600 * 3 * 32 * 32 * 4  # the samples were written

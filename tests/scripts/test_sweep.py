@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gan.dashboard import append_jsonl
+from gan.run_files import append_jsonl
 from gan.runtime import job_threads
 from gan.sweep import find_jobs, optuna_best, summarize, to_csv, to_markdown
 

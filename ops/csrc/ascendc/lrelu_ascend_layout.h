@@ -1,5 +1,5 @@
 // Unified-buffer layout of the LeakyReLU Ascend C kernels, shared by the host tiling and the kernels.
-// Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 //
 // Per tile of tile_len elements of type T the kernels hold:
 //   - one double-buffered queue per global tensor (forward x, y; backward dy, x, dx),

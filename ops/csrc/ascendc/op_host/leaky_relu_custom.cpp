@@ -2,7 +2,7 @@
 // and LeakyReluGradCustom (dx = x > 0 ? dy : s * dy, 0 where the forward output was clamped).
 // The tiling is lrelu::plan_tiling from the shared tiling.h (copied next to this file by
 // scripts/build_ascend_ops.sh), fed with the UB size and vector core count of the platform.
-// Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>

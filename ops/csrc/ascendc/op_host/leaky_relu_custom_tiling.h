@@ -1,5 +1,5 @@
 // TilingData of LeakyReluCustom and LeakyReluGradCustom: the lrelu::TilingPlan fields plus the attributes.
-// Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 #ifndef LRELU_ASCENDC_LEAKY_RELU_CUSTOM_TILING_H_
 #define LRELU_ASCENDC_LEAKY_RELU_CUSTOM_TILING_H_
 

@@ -1,5 +1,6 @@
 // LeakyReluGradCustom kernel entry: dx = x > 0 ? dy : negative_slope * dy, and 0 where the forward output
-// was clamped. Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// was clamped.
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 #include "leaky_relu_kernel.h"
 
 extern "C" __global__ __aicore__ void leaky_relu_grad_custom(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,

@@ -3,7 +3,7 @@
 // full tiles with DataCopy, then at most one tail with DataCopyPad, so nothing is read or written past
 // the end and the tail is computed on its own (64-aligned) length, not a full tile.
 // fp16/bf16 are cast to fp32, computed there, and cast back once with round-to-nearest-even.
-// Untested here: no CANN toolkit on the development machine (see docs/tiling.md).
+// Not built with CANN here (no toolkit); g++ runs it against the Ascend C twin (docs/ascend_twin.md).
 #ifndef LRELU_ASCENDC_LEAKY_RELU_KERNEL_H_
 #define LRELU_ASCENDC_LEAKY_RELU_KERNEL_H_
 
@@ -29,7 +29,8 @@ class LeakyReluKernel {
     slope_ = slope;
     has_clamp_ = has_clamp;
     clamp_ = clamp;
-    const GM_ADDR inputs[2] = {in0, in1};
+    // GM_ADDR is a macro (__gm__ uint8_t*): `const GM_ADDR` would make the bytes const, not the pointers.
+    GM_ADDR const inputs[2] = {in0, in1};
     for (int i = 0; i < kInputs; ++i) {
       in_gm_[i].SetGlobalBuffer(reinterpret_cast<__gm__ T*>(inputs[i]) + range_.start, range_.end - range_.start);
       pipe_.InitBuffer(in_q_[i], kAscendBuffers, plan.tile_len * sizeof(T));
@@ -101,11 +102,18 @@ class LeakyReluKernel {
         const int64_t c = ascend_scratch_tiles(sizeof(T), true, false);
         LocalTensor<float> y = Scratch(c + 1);
         Leaky(y, x, x, neg, count);
+        if constexpr (!kIsFloat) {
+          // The clamp cut the forward output as stored in T: round y to T (through the still unused output
+          // tile) before comparing, as the reference and the CPU kernel do. Comparing the fp32 s * x instead
+          // gets the gradient wrong where rounding moves the output across the clamp (fp16 and bf16).
+          AscendC::Cast(out, y, AscendC::RoundMode::CAST_RINT, count);
+          AscendC::Cast(y, out, AscendC::RoundMode::CAST_NONE, count);
+        }
         ReplaceWhere(result, y, clamp_, AscendC::CMPMODE::GT, Scratch(c), count);
         ReplaceWhere(result, y, -clamp_, AscendC::CMPMODE::LT, Scratch(c), count);
       }
     }
-    if (!kIsFloat) AscendC::Cast(out, result, AscendC::RoundMode::CAST_RINT, count);
+    if constexpr (!kIsFloat) AscendC::Cast(out, result, AscendC::RoundMode::CAST_RINT, count);
     out_q_.EnQue(out);
     for (int i = 0; i < kInputs; ++i) in_q_[i].FreeTensor(in[i]);
   }
@@ -153,8 +161,10 @@ class LeakyReluKernel {
   }
 
   AscendC::TPipe pipe_;
-  AscendC::TQue<AscendC::QuePosition::VECIN, kAscendBuffers> in_q_[kInputs];
-  AscendC::TQue<AscendC::QuePosition::VECOUT, kAscendBuffers> out_q_;
+  // Depth 1: no queue is ever enqueued twice without a DeQue in between (the API's recommended depth; double
+  // buffering comes from the kAscendBuffers buffers per queue given to InitBuffer, not from the depth).
+  AscendC::TQue<AscendC::QuePosition::VECIN, 1> in_q_[kInputs];
+  AscendC::TQue<AscendC::QuePosition::VECOUT, 1> out_q_;
   AscendC::TBuf<AscendC::QuePosition::VECCALC> scratch_;
   AscendC::TBuf<AscendC::QuePosition::VECCALC> mask_buf_;
   AscendC::GlobalTensor<T> in_gm_[kInputs];

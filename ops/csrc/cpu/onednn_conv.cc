@@ -1,0 +1,351 @@
+// Conv2d primitives of oneDNN as CPU aot kernels: forward, backward-data and backward-weights, and the
+// forward fused with bias + LeakyReLU (+ clamp) for fusion=conv_act.
+//
+// Linked against the oneDNN that MindSpore itself ships and has already loaded (mindspore/lib/libdnnl.so.3,
+// a threadpool build), compiled with the headers of an older or equal 3.x release (ops/onednn.py checks
+// the versions at load time). Each primitive is created with format_tag::any, so oneDNN picks its blocked
+// layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are reordered into
+// and out of them at the edges. One cache entry per (kernel, shapes, stride, padding, threads) holds the
+// primitive, the reorders, the blocked buffers and the scratchpad; a call locks only its own entry.
+//
+// A Conv2dTranspose is the adjoint of a Conv2d: its forward is this Conv2d backward-data, its input
+// gradient this forward and its weight gradient this backward-weights (ops/onednn.py wires them).
+//
+// DnnlConvForward        (src (N,C,H,W),      weights (O,C,K,K), geometry) -> dst (N,O,Ho,Wo)
+// DnnlConvBackwardData   (diff_dst (N,O,Ho,Wo), weights (O,C,K,K), geometry) -> diff_src (N,C,H,W)
+// DnnlConvBackwardWeights(src (N,C,H,W),      diff_dst (N,O,Ho,Wo), geometry) -> diff_weights (O,C,K,K)
+// DnnlConvActForward     (src, weights, bias (O,), geometry) -> LeakyReLU(conv + bias) [clamped], one primitive
+//                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
+// DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
+// geometry: int32[5] {stride, padding, threads, slope, clamp} (slope and clamp as float32 bit patterns, inf
+// for no clamp). Tensors are float32 or float16 (each on its own: amp casts every floating input of a
+// float16 cell); the primitives compute in float32, the reorders convert.
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "oneapi/dnnl/dnnl_threadpool.hpp"
+#include "oneapi/dnnl/dnnl_threadpool_iface.hpp"
+
+namespace {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+
+enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3 };
+constexpr int64_t kGeometryLength = 5;  // {stride, padding, threads, slope (float bits), clamp (float bits)}
+
+thread_local bool in_parallel = false;
+
+// oneDNN's threadpool runtime hands every parallel region to this pool: `threads` workers, the caller
+// being one of them; parallel_for returns when all n tasks have run (synchronous pool, flags 0).
+class Pool : public dnnl::threadpool_interop::threadpool_iface {
+ public:
+  explicit Pool(int threads) : threads_(threads) {}
+  int get_num_threads() const override { return threads_; }
+  bool get_in_parallel() const override { return in_parallel; }
+  uint64_t get_flags() const override { return 0; }
+  void parallel_for(int n, const std::function<void(int, int)>& fn) override {
+    const int workers = n < threads_ ? n : threads_;
+    auto run = [&](int first) {
+      const bool outer = in_parallel;
+      in_parallel = true;
+      for (int i = first; i < n; i += workers) fn(i, n);
+      in_parallel = outer;
+    };
+    std::vector<std::thread> started;
+    for (int w = 1; w < workers; ++w) started.emplace_back(run, w);
+    if (workers > 0) run(0);
+    for (std::thread& t : started) t.join();
+  }
+
+ private:
+  int threads_;
+};
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One edge of a primitive: the MindSpore tensor (plain layout) and, when oneDNN chose another layout,
+// the blocked buffer and the reorder between the two.
+struct Edge {
+  int arg;
+  memory::desc plain, chosen;
+  memory blocked;
+  dnnl::reorder convert;  // plain -> blocked for inputs, blocked -> plain for the output
+  bool reordered;
+};
+
+struct Entry {
+  std::mutex mu;
+  Pool pool;
+  dnnl::stream stream;
+  dnnl::primitive prim;
+  std::vector<Edge> in;
+  Edge out;
+  memory scratch;
+  explicit Entry(int threads)
+      : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
+};
+
+Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag plain_tag, const memory::desc& chosen,
+               bool is_input) {
+  Edge e{arg, memory::desc(dims, type, plain_tag), chosen, {}, {}, false};
+  e.reordered = e.plain != e.chosen;
+  if (e.reordered) {
+    e.blocked = memory(chosen, cpu_engine());
+    e.convert = is_input ? dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e.plain, cpu_engine(), chosen))
+                         : dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), chosen, cpu_engine(), e.plain));
+  }
+  return e;
+}
+
+memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, tag::any); }
+
+// One kernel call's problem: src (N,C,H,W), weights (O,C,K,K), dst (N,O,Ho,Wo), the dtype of each kernel
+// tensor (inputs in order, then the output), and for kForwardAct the LeakyReLU slope and clamp.
+struct Problem {
+  Kind kind;
+  memory::dims src, wei, dst;
+  int64_t stride, pad;
+  int threads;
+  std::vector<memory::data_type> types;
+  float slope, clamp;
+
+  std::vector<int64_t> key() const {
+    std::vector<int64_t> k = {kind, stride, pad, threads};
+    for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
+    for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
+    if (kind == kForwardAct) {
+      int32_t bits[2];
+      std::memcpy(bits, &slope, 4);
+      std::memcpy(bits + 1, &clamp, 4);
+      k.insert(k.end(), {bits[0], bits[1]});
+    }
+    return k;
+  }
+};
+
+// conv + bias, then LeakyReLU (eltwise_relu with alpha = slope) and, for a finite clamp, eltwise_clip.
+dnnl::primitive_attr act_attr(const Problem& p) {
+  dnnl::post_ops ops;
+  ops.append_eltwise(dnnl::algorithm::eltwise_relu, p.slope, 0.0f);
+  if (std::isfinite(p.clamp)) ops.append_eltwise(dnnl::algorithm::eltwise_clip, -p.clamp, p.clamp);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+// Build the primitive of the problem with its edges, reorders and scratchpad.
+std::unique_ptr<Entry> create(const Problem& p) {
+  auto entry = std::make_unique<Entry>(p.threads);
+  const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
+  dnnl::primitive_attr attr = p.kind == kForwardAct ? act_attr(p) : dnnl::primitive_attr();
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const auto& t = p.types;
+  const memory::desc bias = p.kind == kForwardAct ? memory::desc({p.dst[1]}, memory::data_type::f32, tag::a)
+                                                  : memory::desc();
+  const auto fwd = dnnl::convolution_forward::primitive_desc(
+      cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(p.src),
+      any_desc(p.wei), bias, any_desc(p.dst), strides, padding, padding, attr);
+  memory::desc scratch;
+  if (p.kind == kForward || p.kind == kForwardAct) {
+    entry->prim = dnnl::convolution_forward(fwd);
+    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], tag::nchw, fwd.src_desc(), true),
+                 make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, fwd.weights_desc(), true)};
+    if (p.kind == kForwardAct) entry->in.push_back(make_edge(DNNL_ARG_BIAS, {p.dst[1]}, t[2], tag::a, bias, true));
+    entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), tag::nchw, fwd.dst_desc(), false);
+    scratch = fwd.scratchpad_desc();
+  } else if (p.kind == kBackwardData) {
+    const auto pd = dnnl::convolution_backward_data::primitive_desc(
+        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src), any_desc(p.wei), any_desc(p.dst),
+        strides, padding, padding, fwd, attr);
+    entry->prim = dnnl::convolution_backward_data(pd);
+    entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], tag::nchw, pd.diff_dst_desc(), true),
+                 make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, pd.weights_desc(), true)};
+    entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], tag::nchw, pd.diff_src_desc(), false);
+    scratch = pd.scratchpad_desc();
+  } else {
+    const auto pd = dnnl::convolution_backward_weights::primitive_desc(
+        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src), any_desc(p.wei), any_desc(p.dst),
+        strides, padding, padding, fwd, attr);
+    entry->prim = dnnl::convolution_backward_weights(pd);
+    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], tag::nchw, pd.src_desc(), true),
+                 make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], tag::nchw, pd.diff_dst_desc(), true)};
+    entry->out = make_edge(DNNL_ARG_DIFF_WEIGHTS, p.wei, t[2], tag::oihw, pd.diff_weights_desc(), false);
+    scratch = pd.scratchpad_desc();
+  }
+  entry->scratch = memory(scratch, cpu_engine());
+  return entry;
+}
+
+// The cached entry of one problem (created on first use; entries live for the process).
+Entry& lookup(const Problem& p) {
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<Entry>& slot = cache[p.key()];
+  if (!slot) slot = create(p);
+  return *slot;
+}
+
+// The memory the primitive reads or writes for this edge; an input is reordered into its blocked buffer.
+memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input) {
+  memory user(e.plain, cpu_engine(), data);
+  if (!e.reordered) return user;
+  if (is_input) e.convert.execute(stream, user, e.blocked);
+  return e.blocked;
+}
+
+void run(Entry& entry, void** inputs, void* out) {
+  const std::lock_guard<std::mutex> lock(entry.mu);
+  dnnl::stream& stream = entry.stream;
+  std::unordered_map<int, memory> args = {{entry.out.arg, bind(entry.out, out, stream, false)},
+                                          {DNNL_ARG_SCRATCHPAD, entry.scratch}};
+  for (size_t i = 0; i < entry.in.size(); ++i) args[entry.in[i].arg] = bind(entry.in[i], inputs[i], stream, true);
+  entry.prim.execute(stream, args);
+  if (entry.out.reordered) {
+    memory user(entry.out.plain, cpu_engine(), out);
+    entry.out.convert.execute(stream, entry.out.blocked, user);
+  }
+  stream.wait();
+}
+
+memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + ndim); }
+
+bool float_type(const char* dtype, memory::data_type* t) {
+  if (std::strcmp(dtype, "float32") == 0) *t = memory::data_type::f32;
+  else if (std::strcmp(dtype, "float16") == 0) *t = memory::data_type::f16;
+  else return false;
+  return true;
+}
+
+float float_at(const int32_t* params, int index) {
+  float f;
+  std::memcpy(&f, params + index, sizeof f);
+  return f;
+}
+
+// params: {inputs..., geometry, out}; kForwardAct has three inputs (src, weights, bias), the others two.
+// Returns 0, 1 (bad signature/dtype) or 2 (oneDNN refused the problem).
+int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
+  const int inputs = kind == kForwardAct ? 3 : 2, geo = inputs, out = inputs + 1;
+  if (nparam != inputs + 2 || ndims[0] != 4 || ndims[1] != 4 || ndims[out] != 4 || ndims[geo] != 1 ||
+      shapes[geo][0] != kGeometryLength || std::strcmp(dtypes[geo], "int32") != 0) {
+    return 1;
+  }
+  Problem p{kind, {}, {}, {}, 0, 0, 1, {}, 0.0f, 0.0f};
+  for (int i = 0; i < nparam; ++i) {
+    memory::data_type t;
+    if (i != geo && !float_type(dtypes[i], &t)) return 1;
+    if (i != geo) p.types.push_back(t);
+  }
+  const int32_t* g = static_cast<const int32_t*>(params[geo]);
+  p.stride = g[0];
+  p.pad = g[1];
+  p.threads = g[2] > 1 ? g[2] : 1;
+  p.slope = float_at(g, 3);
+  p.clamp = float_at(g, 4);
+  // (src, weights, dst) dims from the kernel's first two inputs and its output.
+  const memory::dims a = dims_of(4, shapes[0]), b = dims_of(4, shapes[1]), o = dims_of(4, shapes[out]);
+  p.src = kind == kBackwardData ? o : a;
+  p.wei = kind == kBackwardWeights ? o : b;
+  p.dst = kind == kBackwardData ? a : kind == kBackwardWeights ? b : o;
+  if (kind == kForwardAct && (ndims[2] != 1 || shapes[2][0] != p.dst[1])) return 1;
+  try {
+    void* in[3] = {params[0], params[1], params[2]};
+    run(lookup(p), in, params[out]);
+  } catch (const dnnl::error&) {
+    return 2;
+  }
+  return 0;
+}
+
+// dz = dy where y > 0, slope * dy elsewhere, 0 where |y| reached a finite clamp: the LeakyReLU gradient read
+// from the output's sign (y > 0 <=> z > 0 for slope >= 0), computed in float32 and rounded once. The output
+// cannot tell a clamped value from a pre-activation exactly at +-clamp: both count as clamped (gradient 0).
+template <typename T>
+void act_backward(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dz, int64_t n, float slope,
+                  float clamp) {
+  const float bound = std::isfinite(clamp) ? clamp : INFINITY;  // no clamp: no finite y is cut off
+  for (int64_t i = 0; i < n; ++i) {
+    const float yi = static_cast<float>(y[i]), g = static_cast<float>(dy[i]);
+    const float d = yi > 0.0f ? g : slope * g;
+    dz[i] = static_cast<T>((yi >= bound || yi <= -bound) && std::isfinite(clamp) ? 0.0f : d);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int DnnlConvForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
+  return entry_point(kForward, nparam, params, ndims, shapes, dtypes);
+}
+
+int DnnlConvBackwardData(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*,
+                         void*) {
+  return entry_point(kBackwardData, nparam, params, ndims, shapes, dtypes);
+}
+
+int DnnlConvBackwardWeights(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*,
+                            void*) {
+  return entry_point(kBackwardWeights, nparam, params, ndims, shapes, dtypes);
+}
+
+int DnnlConvActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
+  return entry_point(kForwardAct, nparam, params, ndims, shapes, dtypes);
+}
+
+// Inputs: y, dy (same shape and dtype, float32|float16), geometry; output: dz like y.
+int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
+  if (nparam != 4 || ndims[2] != 1 || shapes[2][0] != kGeometryLength || std::strcmp(dtypes[2], "int32") != 0 ||
+      std::strcmp(dtypes[0], dtypes[1]) != 0 || std::strcmp(dtypes[0], dtypes[3]) != 0 || ndims[0] != ndims[1]) {
+    return 1;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < ndims[0]; ++i) {
+    if (shapes[0][i] != shapes[1][i]) return 1;
+    n *= shapes[0][i];
+  }
+  const int32_t* g = static_cast<const int32_t*>(params[2]);
+  const float slope = float_at(g, 3), clamp = float_at(g, 4);
+  if (std::strcmp(dtypes[0], "float32") == 0) {
+    act_backward(static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
+                 static_cast<float*>(params[3]), n, slope, clamp);
+  } else if (std::strcmp(dtypes[0], "float16") == 0) {
+    act_backward(static_cast<const _Float16*>(params[0]), static_cast<const _Float16*>(params[1]),
+                 static_cast<_Float16*>(params[3]), n, slope, clamp);
+  } else {
+    return 1;
+  }
+  return 0;
+}
+
+// The oneDNN this library calls: {major, minor, patch} of the loaded library, {major, minor, patch} of the
+// headers it was compiled with; `path` receives the file the dynamic linker bound dnnl_version to.
+int LreluDnnlVersion(int32_t* out, char* path, int path_len) {
+  const dnnl_version_t* v = dnnl_version();
+  const int32_t values[6] = {v->major, v->minor, v->patch, DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR,
+                             DNNL_VERSION_PATCH};
+  std::memcpy(out, values, sizeof values);
+  Dl_info info{};
+  const char* file = dladdr(reinterpret_cast<void*>(&dnnl_version), &info) && info.dli_fname ? info.dli_fname : "";
+  std::strncpy(path, file, static_cast<size_t>(path_len - 1));
+  path[path_len - 1] = '\0';
+  return 0;
+}
+
+}  // extern "C"

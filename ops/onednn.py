@@ -1,0 +1,203 @@
+"""Conv2d and Conv2dTranspose through oneDNN's convolution primitives (ops/csrc/cpu/onednn_conv.cc), CPU only.
+
+Which oneDNN: the one MindSpore 2.10 ships and loads itself (`mindspore/lib/libdnnl.so.3`, oneDNN 3.10.1,
+a threadpool build). The kernel library links that file by path (rpath), so the process holds one library
+with the SONAME libdnnl.so.3 and the kernels cannot bind to another copy. It compiles with the headers of
+the `onednn-devel` package (pinned in pyproject.toml, extra `onednn`): oneDNN keeps its C API backward
+compatible within a major version and the C++ API is an inline wrapper over it, so headers of an older 3.x
+release work with the newer library; `dnnl_info()` checks that at load time and reports the library's file.
+Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the package's own dependency
+`onednn` is a second (SYCL) libdnnl.so.3 with about 1 GB of Intel runtimes that nothing here loads.
+
+`conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
+adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them; `conv2d_act` fuses bias +
+LeakyReLU (+ clamp) into the Conv2d. Each is differentiable in its tensors: the three primitives (forward,
+backward-data, backward-weights) are each other's gradients. float32 and float16 tensors (each input on its
+own, as amp casts them) are converted by the reorders; the convolutions compute in float32.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.metadata
+import logging
+import math
+from pathlib import Path
+from typing import Callable
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops as msops
+from mindspore.ops import constexpr
+
+from . import build
+from .api import FLOAT_DTYPES, check_clamp, check_negative_slope, num_threads
+from .im2col import check_geometry, conv_output_size
+
+SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
+HEADERS_PACKAGE, HEADERS_VERSION = "onednn-devel", "2025.3.0"  # oneDNN 3.9.1 headers; pinned in pyproject.toml
+_log = logging.getLogger(__name__)
+
+
+def mindspore_dnnl() -> Path:
+    """MindSpore's bundled oneDNN library (the one the kernels link); RuntimeError when the wheel lacks it."""
+    lib = Path(ms.__file__).resolve().parent / "lib" / "libdnnl.so.3"
+    if not lib.is_file():
+        raise RuntimeError(f"conv_impl=onednn links MindSpore's own oneDNN, but {lib} does not exist in this "
+                           f"MindSpore {ms.__version__} installation; use model.conv_impl=gemm")
+    return lib
+
+
+def headers() -> Path:
+    """The include directory holding oneapi/dnnl/dnnl.hpp, from the onednn-devel package."""
+    try:
+        files = importlib.metadata.files(HEADERS_PACKAGE) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for f in files:
+        if str(f).endswith("include/oneapi/dnnl/dnnl_version.h"):
+            return Path(f.locate()).resolve().parents[2]
+    raise RuntimeError(f"conv_impl=onednn compiles against the oneDNN headers of the {HEADERS_PACKAGE} package, "
+                       f"which is not installed; run `pip install --no-deps {HEADERS_PACKAGE}=={HEADERS_VERSION}` "
+                       f"or use model.conv_impl=gemm")
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str:
+    """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
+    include, lib = headers(), mindspore_dnnl()
+    flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
+    return build.library_path("onednn_conv", (SOURCE,), (SOURCE, include / "oneapi" / "dnnl" / "dnnl_version.h"),
+                              flags)
+
+
+@functools.lru_cache(maxsize=None)
+def dnnl_info() -> dict:
+    """{"version", "headers", "library"} of the oneDNN the kernels call, logged once.
+
+    RuntimeError when the loaded library's major version differs from the headers' or its minor version is
+    older (the C API is only backward compatible).
+    """
+    lib = ctypes.CDLL(library_path())
+    values, path = (ctypes.c_int32 * 6)(), ctypes.create_string_buffer(4096)
+    lib.LreluDnnlVersion(values, path, len(path))
+    loaded, compiled = tuple(values[:3]), tuple(values[3:])
+    info = {"version": ".".join(map(str, loaded)), "headers": ".".join(map(str, compiled)),
+            "library": path.value.decode()}
+    if loaded[0] != compiled[0] or loaded[1] < compiled[1]:
+        raise RuntimeError(f"the oneDNN kernels were compiled with oneDNN {info['headers']} headers but bound to "
+                           f"oneDNN {info['version']} ({info['library']}); install {HEADERS_PACKAGE} with "
+                           f"headers of major {loaded[0]} and minor <= {loaded[1]}")
+    _log.info("oneDNN convolutions: oneDNN %s from %s (headers %s)", info["version"], info["library"],
+              info["headers"])
+    return info
+
+
+def available() -> bool:
+    """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
+    try:
+        dnnl_info()
+    except (RuntimeError, OSError) as err:
+        _log.info("oneDNN convolutions unavailable: %s", err)
+        return False
+    return True
+
+
+def _shape_of(shape: tuple) -> Callable[..., list[int]]:
+    """Custom out_shape: always `shape`."""
+    return lambda *_: list(shape)
+
+
+def _geometry(stride: int, padding: int, threads: int, slope: float, clamp: float) -> ms.Tensor:
+    """The kernels' int32 geometry input {stride, padding, threads, slope, clamp}, the floats as float32 bits
+    (an integer input, so amp never casts it)."""
+    floats = np.array([slope, clamp], np.float32).view(np.int32)
+    return ms.Tensor(np.concatenate([np.array([stride, padding, threads], np.int32), floats]))
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, transpose: bool,
+            threads: int, act: tuple[float, float] | None = None) -> tuple[msops.Custom, ms.Tensor]:
+    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
+
+    act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
+    backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
+    """
+    lib = library_path()
+    dnnl_info()
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)))
+    n, _, h, w = x_shape
+    k = w_shape[2]
+    if transpose:  # x is the conv's dst (N, C_in, h, w); y its src (N, C_out, H, W)
+        y_shape = (n, w_shape[1], (h - 1) * stride - 2 * padding + k, (w - 1) * stride - 2 * padding + k)
+    else:
+        y_shape = (n, w_shape[0], conv_output_size(h, k, stride, padding), conv_output_size(w, k, stride, padding))
+
+    def custom(name: str, shape: tuple, bprop=None) -> msops.Custom:
+        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda a, *_: a,
+                            func_type="aot", bprop=bprop)
+        # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
+        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose, *(act or ())))
+        return prim
+
+    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
+    if transpose:
+        forward = custom("DnnlConvForward", x_shape)
+
+        def bprop(x, wt, params, out, dout):
+            return forward(dout, wt, params), weights_grad(dout, x, params), msops.zeros_like(params)
+        return custom("DnnlConvBackwardData", y_shape, bprop), geometry
+    backward_data = custom("DnnlConvBackwardData", x_shape)
+    if act is None:
+        def bprop(x, wt, params, out, dout):
+            return backward_data(dout, wt, params), weights_grad(x, dout, params), msops.zeros_like(params)
+        return custom("DnnlConvForward", y_shape, bprop), geometry
+    act_grad = custom("DnnlActBackward", y_shape)
+
+    def act_bprop(x, wt, bias, params, out, dout):
+        dz = act_grad(out, dout, params)
+        dbias = dz.astype(ms.float32).sum((0, 2, 3)).astype(bias.dtype)
+        return backward_data(dz, wt, params), weights_grad(x, dz, params), dbias, msops.zeros_like(params)
+    return custom("DnnlConvActForward", y_shape, act_bprop), geometry
+
+
+@constexpr
+def _conv_kernels(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
+                  act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
+    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
+
+    Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
+    a DCGAN-64 step once failed to compile with "Miss argument input for parameter:transpose" here."""
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
+    check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
+    channels = w_shape[0] if transpose else w_shape[1]
+    if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[1] != channels or w_shape[2] != w_shape[3]:
+        raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x (N, {channels}, H, W) and a "
+                         f"square 4-d weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
+    return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
+                   act)
+
+
+def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
+    """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None)
+    return op(x, weight, geometry)
+
+
+def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
+    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None)
+    return op(x, weight, geometry)
+
+
+def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int, padding: int, negative_slope: float,
+               clamp: float | None = None) -> ms.Tensor:
+    """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,).
+
+    The backward reads the activation's gradient from the output's sign; an output exactly at +-clamp counts
+    as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
+    """
+    act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act)
+    return op(x, weight, bias, geometry)

@@ -1,0 +1,232 @@
+"""gan.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers; fusion=conv_act
+(conv + bias + LeakyReLU + clamp as one primitive) matches the unfused layers.
+
+Forward, input and weight gradients, with and without bias: the odd geometries of test_layers against
+MindSpore's native layers, every DCGAN-32/64/128 layer geometry (real widths, batch 2) against the gemm
+layers (themselves tested against native), a jitted G/D stack, and a gemm checkpoint resumed under onednn.
+
+Tolerance: fp32, |onednn - reference| <= 1e-5 + 1e-4 * |reference| elementwise for the small cases; the
+DCGAN layers sum up to 8192 products (512 channels x 4x4), so there atol scales with the output's magnitude:
+1e-4 * max|reference| (summation order differs between oneDNN's blocked kernels and a GEMM).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor, nn
+
+from gan.config import ActConfig, ModelConfig, compose_config
+from gan.layers import (OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, check_fusion_impl, fuse_conv_act,
+                        make_conv, resolve_conv_impl)
+from gan.models import Discriminator, init_dcgan_weights, num_blocks
+from gan.training import run
+from ops import LeakyReLU, onednn
+
+from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
+
+RTOL, ATOL = 1e-4, 1e-5
+
+pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers (onednn-devel) not installed")
+
+
+def _pair(case: tuple, transpose: bool, has_bias: bool, reference: str, batch: int = 2):
+    """A reference layer, an onednn layer carrying its parameters, and an input batch."""
+    cin, cout, k, s, p, h, w = case
+    rng = np.random.default_rng(sum(case) + transpose)
+    ref = make_conv(cin, cout, k, s, p, transpose=transpose, has_bias=has_bias, impl=reference)
+    if has_bias:
+        ref.bias.set_data(Tensor(rng.standard_normal(cout).astype(np.float32)))
+    dnn = make_conv(cin, cout, k, s, p, transpose=transpose, has_bias=has_bias, impl="onednn")
+    ms.load_param_into_net(dnn, {q.name: q.clone() for q in ref.get_parameters()}, strict_load=True)
+    return ref, dnn, Tensor(rng.standard_normal((batch, cin, h, w)).astype(np.float32))
+
+
+def _check(ref: nn.Cell, dnn: nn.Cell, x: Tensor, scaled: bool = False) -> None:
+    want_y = ref(x).asnumpy()
+    seed = np.random.default_rng(1).standard_normal(want_y.shape).astype(np.float32)
+    names = ["y", "dx"] + [q.name for q in ref.trainable_params()]
+    for name, got, want in zip(names, _grads(dnn, x, seed), _grads(ref, x, seed)):
+        atol = 1e-4 * float(np.abs(want).max()) if scaled else ATOL
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("has_bias", [False, True])
+@pytest.mark.parametrize("transpose,case", [(False, c) for c in CASES] + [(True, c) for c in TRANSPOSE_CASES])
+def test_onednn_matches_native_forward_and_grads(transpose: bool, case: tuple, has_bias: bool) -> None:
+    _check(*_pair(case, transpose, has_bias, "native"))
+
+
+def _dcgan_geometries(size: int, nz: int, width: int, channels: int = 3) -> list[tuple[bool, tuple]]:
+    """(transpose, case) of every conv layer of gan.models' DCGAN G and D at `size` px."""
+    n = num_blocks(size)
+    g, in_ch = [], nz
+    for i in range(n):
+        out, side = width * 2 ** (n - 1 - i), 4 * 2 ** i
+        g.append((True, (in_ch, out, 4, 1, 0, 1, 1) if i == 0 else (in_ch, out, 4, 2, 1, side // 2, side // 2)))
+        in_ch = out
+    g.append((True, (in_ch, channels, 4, 2, 1, size // 2, size // 2)))
+    d, in_ch = [], channels
+    for i in range(n):
+        out = width * 2 ** i
+        d.append((False, (in_ch, out, 4, 2, 1, size >> i, size >> i)))
+        in_ch = out
+    d.append((False, (in_ch, 1, 4, 1, 0, 4, 4)))
+    return g + d
+
+
+DCGAN = ([("dcgan32", t, c) for t, c in _dcgan_geometries(32, 64, 32)]
+         + [("dcgan64", t, c) for t, c in _dcgan_geometries(64, 100, 64)]
+         + [("dcgan128", t, c) for t, c in _dcgan_geometries(128, 100, 64)])
+
+
+@pytest.mark.parametrize("model,transpose,case", DCGAN, ids=[f"{m}-{'T' if t else 'C'}{c}" for m, t, c in DCGAN])
+def test_onednn_matches_gemm_on_dcgan_layers(model: str, transpose: bool, case: tuple) -> None:
+    _check(*_pair(case, transpose, False, "gemm"), scaled=True)
+
+
+def test_onednn_stack_grads_match_gemm_in_graph_mode() -> None:
+    """A jitted G-like stack (transposed convs, BatchNorm, LeakyReLU, conv back down): loss and all grads."""
+    nets = {}
+    for impl in ("gemm", "onednn"):
+        nets[impl] = nn.SequentialCell(
+            make_conv(8, 16, 4, 1, 0, transpose=True, impl=impl), nn.BatchNorm2d(16), nn.LeakyReLU(0.2),
+            make_conv(16, 8, 4, 2, 1, transpose=True, impl=impl), nn.LeakyReLU(0.2),
+            make_conv(8, 4, 4, 2, 1, impl=impl), nn.LeakyReLU(0.2), make_conv(4, 1, 4, 1, 0, impl=impl))
+    ms.load_param_into_net(nets["onednn"], {q.name: q.clone() for q in nets["gemm"].get_parameters()},
+                           strict_load=True)
+    rng = np.random.default_rng(0)
+    z = Tensor(rng.standard_normal((4, 8, 1, 1)).astype(np.float32))
+    seed = Tensor(rng.standard_normal((4, 1, 1, 1)).astype(np.float32))
+    results = {}
+    for impl, net in nets.items():
+        net.set_train(True)
+        _, (gz, gparams) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(z)
+        results[impl] = [net(z).asnumpy(), gz.asnumpy(), *(g.asnumpy() for g in gparams)]
+    for got, want in zip(results["onednn"], results["gemm"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("transpose,case", [(False, CASES[0]), (True, TRANSPOSE_CASES[0])])
+def test_onednn_layers_take_fp16_and_compute_in_fp32(transpose: bool, case: tuple) -> None:
+    """A float16 cell (amp) keeps float16 in and out; the convolution itself runs in float32."""
+    ref, dnn, x = _pair(case, transpose, True, "native")
+    dnn.to_float(ms.float16)
+    x16 = x.astype(ms.float16)
+    got = dnn(x16)
+    assert got.dtype == ms.float16
+    want = ref(x16.astype(ms.float32)).asnumpy()
+    np.testing.assert_allclose(got.asnumpy().astype(np.float32), want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+
+
+def test_make_conv_builds_the_onednn_classes() -> None:
+    assert type(make_conv(2, 3, 4, 2, 1, impl="onednn")) is OnednnConv2d
+    assert type(make_conv(2, 3, 4, 2, 1, transpose=True, impl="onednn")) is OnednnConv2dTranspose
+    assert resolve_conv_impl("onednn", "CPU") == "onednn"
+    with pytest.raises(ValueError, match="runs on CPU only"):
+        resolve_conv_impl("onednn", "Ascend")
+
+
+def test_kernels_call_mindspores_own_onednn() -> None:
+    """One libdnnl.so.3 in the process: the kernels bind to the file inside the MindSpore wheel, version 3.x."""
+    info = onednn.dnnl_info()
+    assert info["library"] == str(onednn.mindspore_dnnl())
+    major, minor, _ = map(int, info["version"].split("."))
+    h_major, h_minor, _ = map(int, info["headers"].split("."))
+    assert major == h_major == 3 and h_minor <= minor
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if "libdnnl" in line}
+    assert mapped == {str(onednn.mindspore_dnnl())}
+
+
+def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
+    """4 gemm steps == 2 gemm steps, a checkpoint, then 2 onednn steps resumed from it (losses to 1e-4)."""
+    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
+            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "train.ckpt_every=2"]
+    whole = run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=4"]), tmp_path / "gemm")
+    run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=2"]), tmp_path / "mixed")
+    resumed = run(compose_config(tiny + ["model.conv_impl=onednn", "train.steps=4", "train.resume=auto"]),
+                  tmp_path / "mixed")
+    got = [(s.loss_d, s.loss_g) for s in resumed.history]
+    want = [(s.loss_d, s.loss_g) for s in whole.history][2:]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# fusion=conv_act: conv + bias + LeakyReLU (+ clamp) as one primitive against the unfused onednn conv + op.
+ACT_CASES = [(CASES[0], 0.2, None), (CASES[1], 0.0, None), (CASES[3], 0.2, 0.5), (CASES[4], 0.01, 1.0)]
+
+
+@pytest.mark.parametrize("has_bias", [False, True])
+@pytest.mark.parametrize("case,slope,clamp", ACT_CASES)
+def test_conv_act_matches_conv_then_leaky_relu(case: tuple, slope: float, clamp: float | None,
+                                               has_bias: bool) -> None:
+    cin, cout, k, s, p, h, w = case
+    conv, _, x = _pair(case, False, has_bias, "onednn")
+    fused = fuse_conv_act(conv, slope, clamp)
+    ms.load_param_into_net(fused, {q.name: q.clone() for q in conv.get_parameters()}, strict_load=True)
+    unfused = nn.SequentialCell([conv, LeakyReLU(slope, clamp=clamp)])
+    want_y = unfused(x).asnumpy()
+    seed = np.random.default_rng(2).standard_normal(want_y.shape).astype(np.float32)
+    names = ["y", "dx"] + [q.name for q in conv.trainable_params()]
+    for name, got, want in zip(names, _grads(fused, x, seed), _grads(unfused, x, seed)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def test_conv_act_discriminator_matches_bn_act_in_graph_mode() -> None:
+    """D with fusion=conv_act (first conv + act fused, BatchNormAct after the others) == fusion=bn_act: same
+    parameter names, and in a jitted step the same logits and gradients."""
+    model, act = ModelConfig(ngf=8, ndf=8, nz=16, conv_impl="onednn"), ActConfig(clamp=4.0)
+    nets = {kind: Discriminator(model, act, 3, "onednn", kind) for kind in ("bn_act", "conv_act")}
+    assert type(nets["conv_act"].layers.conv0) is OnednnConv2dAct and "act0" not in nets["conv_act"].layers.name_cells()
+    assert [q.name for q in nets["conv_act"].get_parameters()] == [q.name for q in nets["bn_act"].get_parameters()]
+    init_dcgan_weights(nets["bn_act"], np.random.default_rng(0))
+    ms.load_param_into_net(nets["conv_act"], {q.name: q.clone() for q in nets["bn_act"].get_parameters()},
+                           strict_load=True)
+    rng = np.random.default_rng(1)
+    x = Tensor(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
+    seed = Tensor(rng.standard_normal(4).astype(np.float32))
+    results = {}
+    for kind, net in nets.items():
+        net.set_train(True)
+        loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
+        results[kind] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
+    for got, want in zip(results["conv_act"], results["bn_act"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_conv_act_needs_onednn() -> None:
+    with pytest.raises(ValueError, match="fusion=conv_act.*model.conv_impl=onednn.*'gemm'"):
+        check_fusion_impl("conv_act", "gemm")
+    check_fusion_impl("conv_act", "onednn")
+    check_fusion_impl("bn_act", "gemm")
+    assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), 0.2, None) is None
+
+
+def test_conv_act_training_matches_unfused(tmp_path) -> None:
+    """2 graph-mode training steps with fusion=conv_act give fusion=none's losses (onednn both, 1e-4)."""
+    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
+            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "model.conv_impl=onednn", "train.steps=2"]
+    got, want = (run(compose_config(tiny + [f"fusion={kind}"]), tmp_path / kind) for kind in ("conv_act", "none"))
+    np.testing.assert_allclose([(s.loss_d, s.loss_g) for s in got.history],
+                               [(s.loss_d, s.loss_g) for s in want.history], rtol=1e-4, atol=1e-5)
+
+
+def test_missing_headers_fall_back_to_gemm_and_name_the_package(monkeypatch) -> None:
+    """Without onednn-devel, auto resolves to gemm on CPU and conv_impl=onednn says what to install."""
+    def no_package(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "files", no_package)
+    for cached in (onednn.dnnl_info, onednn.library_path):
+        cached.cache_clear()
+    try:
+        assert resolve_conv_impl("auto", "CPU") == "gemm"
+        with pytest.raises(RuntimeError, match="pip install --no-deps onednn-devel==2025.3.0"):
+            resolve_conv_impl("onednn", "CPU")
+    finally:
+        monkeypatch.undo()
+        for cached in (onednn.dnnl_info, onednn.library_path):
+            cached.cache_clear()
+    assert resolve_conv_impl("auto", "CPU") == "onednn"

@@ -1,0 +1,118 @@
+"""scripts/export.py: MINDIR and ONNX exports of tiny checkpoints reload to the trained generator's outputs."""
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+import pytest
+
+from gan.checkpoint import latest_checkpoint
+from gan.config import compose_config
+from gan.deploy import run_mindir, run_onnx
+from gan.checkpoint import generator_from_checkpoint
+from gan.training import fixed_latents, run
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=32",
+        "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
+
+
+def export(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "export.py"), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """A 2-step run: gemm convolutions, fused BatchNorm + LeakyReLU, a different slope per G layer, EMA."""
+    path = tmp_path_factory.mktemp("run")
+    run(compose_config(TINY + ["fusion=bn_act", "act.g_layers=[0.05,0.2,0.4]"]), path)
+    return latest_checkpoint(path)
+
+
+def trained_outputs(ckpt: Path, z: np.ndarray) -> np.ndarray:
+    net, _ = generator_from_checkpoint(ckpt)
+    return net(ms.Tensor(z)).asnumpy()
+
+
+def test_mindir_dynamic_batch_reloads_to_the_trained_generator(checkpoint, tmp_path):
+    result = export(str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "g"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "built-in LeakyReLU vs the project's op: max |diff| 0" in result.stdout
+    path = tmp_path / "g.mindir"
+    assert path.exists() and "dynamic batch" in result.stdout
+    for seed, n in ((5, 7), (6, 2)):  # batch sizes the script did not check
+        z = fixed_latents(seed, n, 16)
+        out = run_mindir(path, z)
+        assert out.shape == (n, 3, 32, 32)
+        np.testing.assert_allclose(out, trained_outputs(checkpoint, z), rtol=0, atol=1e-5)
+
+
+def test_mindir_fixed_batch(checkpoint, tmp_path):
+    result = export(str(checkpoint), "--format", "MINDIR", "--batch", "4", "--out", str(tmp_path / "g4.mindir"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    z = fixed_latents(3, 4, 16)
+    np.testing.assert_allclose(run_mindir(tmp_path / "g4.mindir", z), trained_outputs(checkpoint, z), atol=1e-5)
+
+
+def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
+    pytest.importorskip("onnxruntime")
+    result = export(str(checkpoint), "--format", "ONNX", "--out", str(tmp_path / "g.onnx"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dropped output_shape" in result.stdout
+    z = fixed_latents(4, 5, 16)
+    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=1e-4)
+
+
+def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
+    run_dir = tmp_path / "run"
+    run(compose_config(TINY + ["act.clamp=4.0"]), run_dir)
+    result = export(str(latest_checkpoint(run_dir)), "--format", "MINDIR", "--out", str(tmp_path / "c.mindir"))
+    assert result.returncode == 1 and "act0" in result.stderr and "clamp=4.0" in result.stderr
+    assert not (tmp_path / "c.mindir").exists()
+
+
+def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
+    bogus = tmp_path / "bogus.ckpt"
+    bogus.write_bytes(b"not a checkpoint")
+    result = export(str(bogus), "--format", "MINDIR", "--out", str(tmp_path / "x.mindir"))
+    assert result.returncode == 2 and "bogus.ckpt" in result.stderr
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("export_script", REPO / "scripts" / "export.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatch, capsys):
+    module = load_script()
+    monkeypatch.setattr(module, "BUILTIN_TOLERANCE", -1.0)  # no difference can pass
+    assert module.main([str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "a.mindir")]) == 1
+    assert "built-in LeakyReLU does not reproduce" in capsys.readouterr().err
+    assert not (tmp_path / "a.mindir").exists()
+    module = load_script()
+    monkeypatch.setattr(module, "EXPORT_TOLERANCE", {"MINDIR": -1.0})
+    assert module.main([str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "b.mindir")]) == 1
+    assert "did not reproduce the generator" in capsys.readouterr().err
+    assert not (tmp_path / "b.mindir").exists()
+
+
+def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
+    """The 2D generator's dense layers reshape by the batch size: the ONNX repair keeps them batch-free."""
+    pytest.importorskip("onnxruntime")
+    run_dir = tmp_path / "run"
+    run(compose_config(["data=ring8", "train.dry_run=true", "model.ngf=16", "model.ndf=16", "train.ema_beta=0.5",
+                        "eval.num_samples=100"]), run_dir)
+    ckpt = latest_checkpoint(run_dir)
+    for fmt, run_file in (("ONNX", run_onnx), ("MINDIR", run_mindir)):
+        out = tmp_path / f"g2d.{fmt.lower()}"
+        result = export(str(ckpt), "--format", fmt, "--out", str(out))
+        assert result.returncode == 0, result.stderr[-3000:]
+        z = fixed_latents(8, 5, 2)
+        np.testing.assert_allclose(run_file(out, z), trained_outputs(ckpt, z), atol=1e-5)
