@@ -7,7 +7,8 @@ from mindspore import Tensor
 
 from gan.config import ActConfig, ModelConfig
 from gan.layers import PowerIteration, SpectralNorm, make_conv
-from gan.models import NETWORKS, PointwiseDense, dense, NORMS
+from gan.models import NETWORKS, NORMS, PointwiseDense, dense
+from ops import onednn
 
 
 def _set_weight(layer, rng):
@@ -49,10 +50,13 @@ def test_forward_is_the_layer_with_weight_over_sigma(impl):
     np.testing.assert_allclose(sn(x).asnumpy(), plain(x).asnumpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_native_and_gemm_spectral_layers_agree_and_share_parameter_names():
+@pytest.mark.parametrize("impl", ["gemm", "onednn"])
+def test_spectral_layers_agree_across_conv_impls_and_share_parameter_names(impl):
+    if impl == "onednn" and not onednn.available():
+        pytest.skip("the oneDNN kernels do not build here")
     rng = np.random.default_rng(2)
     native = make_conv(3, 4, 4, 2, 1, has_bias=True, impl="native", spectral_norm=True)
-    gemm = make_conv(3, 4, 4, 2, 1, has_bias=True, impl="gemm", spectral_norm=True)
+    gemm = make_conv(3, 4, 4, 2, 1, has_bias=True, impl=impl, spectral_norm=True)
     assert [p.name for p in native.get_parameters()] == [p.name for p in gemm.get_parameters()]
     for a, b in zip(native.get_parameters(), gemm.get_parameters()):
         b.set_data(Tensor(rng.standard_normal(a.shape).astype(np.float32)))
