@@ -100,24 +100,65 @@ class DataConfig:
             raise ConfigError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")
 
 
+ACT_KINDS = ("leaky_relu", "relu", "prelu", "rrelu", "elu", "adaptive")  # relu: leaky_relu with slope 0
+BN_ACT_KINDS = ("leaky_relu", "relu", "prelu")  # the kinds fusion=bn_act fuses with BatchNorm
+_FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
+
+
+def _float32(key: str, value: float) -> None:
+    """Raise ConfigError unless float32 (the kernels' compute dtype) holds a finite non-zero `value` as non-zero
+    and finite (e.g. 1e-50 would become 0); NaN and inf are left to Config's finiteness check."""
+    if value != 0 and math.isfinite(value) and not _FLOAT32_TINY <= abs(value) <= _FLOAT32_MAX:
+        raise ConfigError(f"{key}={value!r} cannot be represented in float32, the kernels' compute dtype; use 0 or "
+                          f"a magnitude between {_FLOAT32_TINY:.3g} and {_FLOAT32_MAX:.3g}")
+
+
 @dataclass
 class ActConfig:
-    """LeakyReLU slopes: one global value, optionally one per layer for D and for G."""
+    """Activations of D and G: the kind of each network and its parameters (gan.models.make_activation).
+
+    leaky_relu slopes: one global value, optionally one per layer for D and for G; relu is leaky_relu with
+    slope 0 through the same op. Slopes are in [0, 1], as the op accepts them (1 = identity).
+    """
 
     negative_slope: float = 0.2
     g_negative_slope: Optional[float] = None
     d_layers: Optional[List[float]] = None
     g_layers: Optional[List[float]] = None
     clamp: Optional[float] = None
+    d_kind: str = "leaky_relu"
+    g_kind: str = "leaky_relu"
+    prelu_init: float = 0.25
+    rrelu_lower: float = 1 / 8
+    rrelu_upper: float = 1 / 3
+    elu_alpha: float = 1.0
+    adaptive_init: float = 0.2
 
     def __post_init__(self) -> None:
         slopes = [("act.negative_slope", self.negative_slope), ("act.g_negative_slope", self.g_negative_slope)]
         slopes += [(f"act.d_layers[{i}]", s) for i, s in enumerate(self.d_layers or [])]
         slopes += [(f"act.g_layers[{i}]", s) for i, s in enumerate(self.g_layers or [])]
+        slopes += [("act.rrelu_lower", self.rrelu_lower), ("act.rrelu_upper", self.rrelu_upper)]
         for key, slope in slopes:
-            if slope is not None and not 0.0 <= slope < 1.0:
-                raise ConfigError(f"{key}={slope!r} must be in [0, 1) (0 = ReLU)")
+            if slope is not None and not 0.0 <= slope <= 1.0:
+                raise ConfigError(f"{key}={slope!r} must be in [0, 1] (0 = ReLU, 1 = identity)")
+        if self.rrelu_lower > self.rrelu_upper:
+            raise ConfigError(f"act.rrelu_lower={self.rrelu_lower!r} must be <= act.rrelu_upper={self.rrelu_upper!r}")
+        for net in ("d", "g"):
+            kind = getattr(self, f"{net}_kind")
+            _choice(f"act.{net}_kind", kind, ACT_KINDS)
+            if kind != "leaky_relu" and getattr(self, f"{net}_layers") is not None:
+                raise ConfigError(f"act.{net}_layers sets per-layer LeakyReLU slopes, but act.{net}_kind={kind!r}; "
+                                  f"use act.{net}_kind=leaky_relu or act.{net}_layers=null")
+        for key in ("prelu_init", "elu_alpha", "adaptive_init"):
+            value = getattr(self, key)
+            if not math.isfinite(value):
+                raise ConfigError(f"act.{key}={value!r} must be a finite number")
         _positive("act.clamp", self.clamp, allow_none=True)
+        for key, value in slopes + [(f"act.{k}", getattr(self, k)) for k in ("prelu_init", "elu_alpha",
+                                                                              "adaptive_init", "clamp")]:
+            if value is not None:
+                _float32(key, value)
 
 
 @dataclass
@@ -315,6 +356,10 @@ class Config:
                               "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
                               "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
                               "use model.d_norm=none or model.d_norm=spectral")
+        if penalty and self.act.d_kind not in ("leaky_relu", "relu"):
+            raise ConfigError(f"act.d_kind={self.act.d_kind!r} with a gradient penalty (train.loss=wgan_gp or "
+                              "train.r1_gamma>0): the penalty differentiates D twice, which the project's LeakyReLU "
+                              "(and relu) supports; the other activation kernels have first derivatives only")
         if penalty and self.model.conv_impl == "onednn":
             raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
                               " the penalty differentiates D twice and the oneDNN convolution kernels have first "
@@ -329,6 +374,12 @@ class Config:
                               "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
                               "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
                               "BatchNorm to fuse)")
+        if self.fusion.name in ("bn_act", "conv_act"):
+            for net in ("d", "g"):
+                kind = getattr(self.act, f"{net}_kind")
+                if kind not in BN_ACT_KINDS:
+                    raise ConfigError(f"fusion={self.fusion.name} fuses BatchNorm with {list(BN_ACT_KINDS)} only, got "
+                                      f"act.{net}_kind={kind!r}; use fusion=none for it")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")

@@ -111,6 +111,7 @@ def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batc
         ms.export(portable, spec, file_name=str(path.with_suffix("")) if path.suffix else str(path),
                   file_format=fmt)
     except (RuntimeError, TypeError, ValueError) as err:
+        path.unlink(missing_ok=True)
         raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
     if not path.exists():
         raise ExportError(f"MindSpore's {fmt} exporter reported success but {path} does not exist")

@@ -1,7 +1,7 @@
-"""Dead-channel diagnostics for any MindSpore network built with the project's LeakyReLU (graph and PyNative).
+"""Dead-channel diagnostics for any MindSpore network built with the project's activations (graph and PyNative).
 
-Collection: `attach(net, example_input, "G")` wraps every `ops.LeakyReLU` (and fused `ops.BatchNormAct`)
-cell of `net` in a `ProbedActivation` that, inside `construct`, adds per-channel statistics of the
+Collection: `attach(net, example_input, "G")` wraps every activation cell of ops (PROBED_CELLS: LeakyReLU,
+fused BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU) of `net` in a `ProbedActivation` that, inside `construct`, adds per-channel statistics of the
 pre-activation x and of the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with
 `ops.InsertGradientOf`. Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
 ignores. The sums accumulate over every pass since the previous check (e.g. D's passes on real and fake
@@ -34,9 +34,12 @@ from mindspore import ops as msops
 from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import heatmap_image, network_summary
 from gan.run_files import DIAGNOSTICS_FILE, append_jsonl, read_jsonl
-from ops import BatchNormAct, LeakyReLU, batch_moments
+from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
 
-PROBED_CELLS = (LeakyReLU, BatchNormAct)  # the project's activation cells (BatchNormAct: fused BN + LeakyReLU)
+# The project's activation cells (BatchNormAct: fused BN + LeakyReLU), and the learnable slope tensor of those
+# that learn one: recorded per channel at every check ("slopes" in diagnostics.jsonl, TensorBoard histograms).
+PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU)
+LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight"}
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
 # Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
 # beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.
@@ -170,6 +173,12 @@ class ProbedActivation(nn.Cell):
         self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
         msops.assign_add(self.diag_passes, self.forward_pass)
         return self.tap(y) if self.tap_gradients else y
+
+    def learned_slopes(self) -> list[float] | None:
+        """The wrapped layer's learned slopes (PReLU weight, adaptive alpha; one per channel, or one shared),
+        None for activations without a learnable slope."""
+        name = LEARNED_SLOPES.get(type(self.act))
+        return None if name is None else _round(getattr(self.act, name).asnumpy().astype(np.float64))
 
     def probe_params(self) -> list[Parameter]:
         """The Parameters this probe writes."""
@@ -387,6 +396,8 @@ class DiagnosticsLogger:
             columns = self.neg_frac[layer]
             matrix = np.array([columns[s] for s in sorted(columns)], np.float64).T
             self.writer.add_image(f"diag_heatmap/{layer}", heatmap_image(matrix), step, dataformats="HWC")
+        for layer, values in record.get("slopes", {}).items():
+            self.writer.add_histogram(f"diag_slopes/{layer}", np.asarray(values, np.float64), step)
         for net in sorted({layer.split("/")[0] for layer in layers}):
             for metric in self.SCALARS[:4]:
                 value = network_summary(record, net, metric)
@@ -450,6 +461,9 @@ class TrainingDiagnostics:
         """
         stats = {p.layer: p.collect() for p in self.probes}
         self.last = self.tracker.update(step, reduce(stats) if reduce is not None else stats)
+        slopes = {p.layer: s for p in self.probes if (s := p.learned_slopes()) is not None}
+        if slopes:
+            self.last["slopes"] = slopes
         if self.logger is not None:
             self.logger.log(self.last)
         return self.last

@@ -1,6 +1,8 @@
-"""DCGAN and 2D MLP generators and discriminators, all built from one conv -> BatchNorm -> LeakyReLU block."""
+"""DCGAN and 2D MLP generators and discriminators, all built from one conv -> BatchNorm -> activation block;
+the activation of each layer comes from one factory (make_activation) reading act.d_kind / act.g_kind."""
 from __future__ import annotations
 
+import zlib
 from collections import OrderedDict
 from typing import Callable, NamedTuple
 from math import log2
@@ -10,7 +12,41 @@ from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
 from gan.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
-from ops import norm_act_layers
+from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU, norm_act_layers
+
+# act.{d,g}_kind -> the layer's activation cell from (act config, LeakyReLU slope, channels, RReLU seed).
+# Learnable slopes are per channel; relu is LeakyReLU with slope 0 through the same op.
+ACTIVATION_KINDS: dict[str, Callable[[ActConfig, float, int, int], nn.Cell]] = {
+    "leaky_relu": lambda a, slope, channels, seed: LeakyReLU(slope, clamp=a.clamp),
+    "relu": lambda a, slope, channels, seed: LeakyReLU(0.0, clamp=a.clamp),
+    "prelu": lambda a, slope, channels, seed: PReLU(channels, a.prelu_init, clamp=a.clamp),
+    "rrelu": lambda a, slope, channels, seed: RReLU(a.rrelu_lower, a.rrelu_upper, clamp=a.clamp, seed=seed),
+    "elu": lambda a, slope, channels, seed: ELU(a.elu_alpha, clamp=a.clamp),
+    "adaptive": lambda a, slope, channels, seed: AdaptiveLeakyReLU(a.adaptive_init, channels, clamp=a.clamp),
+}
+
+
+def layer_seed(run_seed: int, layer: str) -> int:
+    """A 31-bit seed per (run seed, layer name) for random activations (RReLU's key)."""
+    return zlib.crc32(f"{run_seed}/{layer}".encode()) & 0x7FFFFFFF
+
+
+def make_activation(act: ActConfig, net: str, index: int, slope: float, channels: int) -> nn.Cell:
+    """The activation of layer `index` of network `net` ("d" or "g"), of kind act.{net}_kind.
+
+    RReLU layers get layer_seed(0, ...) here; `seed_random_activations` mixes in the run's seed.
+    """
+    kind = getattr(act, f"{net}_kind")
+    if kind not in ACTIVATION_KINDS:
+        raise ConfigError(f"act.{net}_kind={kind!r} is not allowed; choose one of {list(ACTIVATION_KINDS)}")
+    return ACTIVATION_KINDS[kind](act, slope, channels, layer_seed(0, f"{net}{index}"))
+
+
+def seed_random_activations(net: nn.Cell, run_seed: int) -> None:
+    """Key every RReLU of `net` by (run seed, its layer name): other seeds draw other slopes."""
+    for name, cell in net.cells_and_names():
+        if isinstance(cell, RReLU):
+            cell.reseed(layer_seed(run_seed, name))
 
 
 def num_blocks(image_size: int) -> int:
@@ -45,17 +81,20 @@ NORMS = {"batch": Norm(batch_norm=True, spectral=False, bias=False),
 
 
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
-           clamp: float | None, fusion: str, sync_bn: bool) -> None:
-    """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and LeakyReLU as
-    `fusion` builds them, as block `index`. fusion=conv_act makes a conv without BatchNorm and its LeakyReLU
-    one layer (same parameters, under the conv's name: bias + activation fused by oneDNN); other kinds run
-    the LeakyReLU op alone after a layer without BatchNorm."""
-    fused = fuse_conv_act(conv, slope, clamp) if fusion == "conv_act" and width is None else None
+           clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell) -> None:
+    """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and the activation
+    `act` as `fusion` builds them, as block `index` (a LeakyReLU there is built by norm_act_layers itself).
+    fusion=conv_act makes a conv without BatchNorm and its LeakyReLU one layer (same parameters, under the
+    conv's name); other activations stay separate layers."""
+    leaky = type(act) is LeakyReLU
+    fused = fuse_conv_act(conv, act.negative_slope, clamp) if leaky and fusion == "conv_act" and width is None \
+        else None
     if fused is not None:
         layers[f"conv{index}"] = fused
         return
     layers[f"conv{index}"] = conv
-    for role, cell in norm_act_layers(fusion, width, slope, clamp=clamp, sync=sync_bn).items():
+    for role, cell in norm_act_layers(fusion, width, act.negative_slope if leaky else slope, clamp=clamp,
+                                      sync=sync_bn, act=None if leaky else act).items():
         layers[f"{role}{index}"] = cell
 
 
@@ -75,7 +114,8 @@ class Generator(nn.Cell):
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
             conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, has_bias=norm.bias, impl=conv_impl)
-            _block(layers, i, conv, width if norm.batch_norm else None, slope, act.clamp, fusion, sync_bn)
+            _block(layers, i, conv, width if norm.batch_norm else None, slope, act.clamp, fusion, sync_bn,
+                   make_activation(act, "g", i, slope, width))
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, has_bias=norm.bias, impl=conv_impl)
         layers["tanh"] = nn.Tanh()
@@ -104,7 +144,8 @@ class Discriminator(nn.Cell):
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
             conv = make_conv(in_ch, width, 4, 2, 1, has_bias=norm.bias, impl=conv_impl, spectral_norm=norm.spectral)
-            _block(layers, i, conv, width if norm.batch_norm and i > 0 else None, slope, act.clamp, fusion, sync_bn)
+            _block(layers, i, conv, width if norm.batch_norm and i > 0 else None, slope, act.clamp, fusion, sync_bn,
+                   make_activation(act, "d", i, slope, width))
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, has_bias=norm.bias, impl=conv_impl,
                                        spectral_norm=norm.spectral)
@@ -169,7 +210,8 @@ class MLPGenerator(nn.Cell):
         in_ch = model.nz
         for i, slope in enumerate(slopes):
             width = model.ngf if norm.batch_norm else None
-            _block(layers, i, dense(in_ch, model.ngf, norm), width, slope, act.clamp, fusion, sync_bn)
+            _block(layers, i, dense(in_ch, model.ngf, norm), width, slope, act.clamp, fusion, sync_bn,
+                   make_activation(act, "g", i, slope, model.ngf))
             in_ch = model.ngf
         layers[f"conv{MLP_G_DEPTH}"] = PointwiseDense(in_ch, channels)
         self.layers = nn.SequentialCell(layers)
@@ -192,7 +234,8 @@ class MLPDiscriminator(nn.Cell):
         in_ch = channels
         for i, slope in enumerate(slopes):
             width = model.ndf if norm.batch_norm else None
-            _block(layers, i, dense(in_ch, model.ndf, norm), width, slope, act.clamp, fusion, sync_bn)
+            _block(layers, i, dense(in_ch, model.ndf, norm), width, slope, act.clamp, fusion, sync_bn,
+                   make_activation(act, "d", i, slope, model.ndf))
             in_ch = model.ndf
         layers[f"conv{MLP_D_DEPTH}"] = dense(in_ch, 1, NORMS["spectral" if norm.spectral else "none"])
         self.layers = nn.SequentialCell(layers)

@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gan.files import write_atomic
 
 DIAGNOSTICS_FILE = "diagnostics.jsonl"  # one record per dead-channel check (gan.diagnostics)
@@ -28,6 +30,8 @@ EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps
 REPORT_FILE = "report.html"  # the run's dashboard page
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
 EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip")
+CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
+OVERRIDES_FILE = ".hydra/overrides.yaml"  # the command-line overrides of a Hydra job
 log = logging.getLogger(__name__)
 
 
@@ -166,3 +170,18 @@ def read_events(run_dir: str | Path) -> list[dict]:
     """The run's events in the order they happened ([] when there is no events.jsonl)."""
     path = Path(run_dir) / EVENTS_FILE
     return read_records(path) if path.is_file() else []
+
+
+def read_overrides(run_dir: str | Path) -> dict[str, str]:
+    """A Hydra job's command-line overrides as {key: value} ("+key"/"~key" prefixes dropped); {} without the file."""
+    path = Path(run_dir) / OVERRIDES_FILE
+    if not path.is_file():
+        return {}
+    items = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: expected a YAML list of key=value overrides, got {type(items).__name__}")
+    overrides = {}
+    for item in items:
+        key, _, value = str(item).partition("=")
+        overrides[key.lstrip("+~")] = value
+    return overrides

@@ -14,9 +14,9 @@ from pathlib import Path
 import yaml
 
 from gan.dashboard import SUMMARY_METRICS, network_summary
-from gan.run_files import DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, read_jsonl, write_text_atomic
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
+                           write_text_atomic)
 
-OVERRIDES_FILE = ".hydra/overrides.yaml"
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 
 
@@ -31,10 +31,7 @@ def find_jobs(sweep_dir: str | Path) -> list[Path]:
 
 def job_row(job_dir: Path, root: Path) -> dict:
     """One summary row: job name, its overrides, final metrics, last losses and dead-channel fractions."""
-    row: dict = {"job": str(job_dir.relative_to(root))}
-    for item in yaml.safe_load((job_dir / OVERRIDES_FILE).read_text(encoding="utf-8")) or []:
-        key, _, value = str(item).partition("=")
-        row[key.lstrip("+~")] = value
+    row: dict = {"job": str(job_dir.relative_to(root)), **read_overrides(job_dir)}
     metrics_path = job_dir / METRICS_FILE
     if metrics_path.is_file():
         row.update(json.loads(metrics_path.read_text(encoding="utf-8")))

@@ -23,7 +23,7 @@ from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
 from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
-from gan.models import NETWORKS, Discriminator, Generator
+from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.outputs import RunOutputs, RunSummary
 from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
@@ -101,7 +101,8 @@ class EMA(nn.Cell):
 
     def construct(self) -> Tensor:
         for src, dst, beta in zip(self.source, self.target, self.betas):
-            ops.assign(dst, dst * beta + src * (1.0 - beta))
+            # beta 0 (statistics, counters such as RReLU's int32 draw count): a plain copy
+            ops.assign(dst, src if beta == 0.0 else dst * beta + src * (1.0 - beta))
         return ops.zeros((), ms.float32)
 
 
@@ -150,6 +151,8 @@ class GANTrainer:
                                     self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        for net in (self.g, self.d):
+            seed_random_activations(net, cfg.seed)
         # Unique names: the D step also runs G, so both live in one graph.
         self.g.update_parameters_name("generator.")
         self.d.update_parameters_name("discriminator.")

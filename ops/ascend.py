@@ -13,6 +13,8 @@ import functools
 from mindspore import ops as msops
 from mindspore.ops import CustomRegOp, DataType
 
+from ._custom import same
+
 OP_NAME = "LeakyReluCustom"
 GRAD_OP_NAME = "LeakyReluGradCustom"
 NO_CLAMP = -1.0  # the op's "clamp" attribute: any negative value disables clamping
@@ -33,17 +35,12 @@ def reg_info(op_name: str, inputs: tuple[str, ...], output: str, negative_slope:
     return reg.target("Ascend").get_op_info()
 
 
-def _same(x, *_):
-    """Custom out_shape/out_dtype: the output is shaped and typed like the first input."""
-    return x
-
-
 def _custom(op_name: str, inputs: tuple[str, ...], output: str, negative_slope: float, clamp: float,
             bprop=None) -> msops.Custom:
     """One Custom primitive of the installed op; the attributes are also set on the primitive itself,
     because a CustomRegOp name keeps the attribute values of its first registration (MindSpore 2.10:
     a second Custom with the same op name and another value silently runs with the first)."""
-    prim = msops.Custom(op_name, out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop,
+    prim = msops.Custom(op_name, out_shape=same, out_dtype=same, func_type="aot", bprop=bprop,
                         reg_info=reg_info(op_name, inputs, output, negative_slope, clamp))
     prim.add_prim_attr("negative_slope", negative_slope)
     prim.add_prim_attr("clamp", clamp)

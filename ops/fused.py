@@ -22,12 +22,15 @@ from numbers import Real
 from typing import Callable
 
 import mindspore as ms
-from mindspore import nn
+import numpy as np
+from mindspore import Parameter, nn
 from mindspore import ops as msops
 from mindspore.ops import constexpr
 
-from . import build
-from .api import FLOAT_DTYPES, LeakyReLU, check_clamp, check_negative_slope, num_threads, pack_scalars
+from . import params
+from ._custom import FLOAT_DTYPES, aot, num_threads
+from .activations import PReLU, check_clamp, check_finite, check_negative_slope
+from .api import LeakyReLU
 
 FUSION_KINDS = ("none", "bn_act", "graph_kernel", "conv_act")
 GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
@@ -70,42 +73,57 @@ def _stats_dtypes(*_):
     return ms.float32, ms.float32, ms.float32, ms.float32
 
 
-def _same(x, *_):
-    """Custom out_shape/out_dtype: shaped and typed like the first input."""
-    return x
-
-
 def _grad_outputs(x, _dy, gamma, *_):
     """BnActBackward outputs: dx like x, dgamma and dbeta like gamma."""
     return x, gamma, gamma
 
 
+def _prelu_grad_outputs(x, _dy, gamma, _beta, _mean, _var, weight, _params):
+    """BnPreluBackward outputs: dx like x, dgamma and dbeta like gamma, dweight like the PReLU weight."""
+    return x, gamma, gamma, weight
+
+
 @functools.lru_cache(maxsize=None)
 def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
-           momentum: float, threads: int) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+           momentum: float, threads: int, prelu: bool = False) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
-    Scalars travel as a tensor input (`pack_scalars`; not attributes: MindSpore keeps the attribute values
-    of the first registration of a Custom op name). One primitive serves float32 and float16.
+    Scalars travel as a tensor input (ops/csrc/params.h's BnActParams, packed by ops.params; not attributes,
+    see ops._custom). One primitive serves float32 and float16. prelu=True: the forward takes a PReLU weight
+    ((1,) or (C,)) after var, whose values replace the slope, and the backward returns its gradient too.
     """
-    lib = build.library_path()
-    scalars = pack_scalars((negative_slope, math.inf if clamp is None else clamp, gain, threads,
-                            float(batch_stats), eps, momentum))
-    grad = msops.Custom(f"{lib}:BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs, func_type="aot")
+    scalars = params.pack("bn_act", slope=negative_slope, clamp=math.inf if clamp is None else clamp, gain=gain,
+                          threads=threads, batch_stats=float(batch_stats), eps=eps, momentum=momentum)
 
-    def bprop(x, gamma, beta, mean, var, params, out, dout):
-        dx, dgamma, dbeta = grad(x, dout, gamma, beta, mean, var, params)
-        if batch_stats:  # mean and var are x's own statistics: dx already includes their dependence on x
-            return dx, dgamma, dbeta, msops.zeros_like(mean), msops.zeros_like(var), msops.zeros_like(params)
-        # mean and var are inputs (eval, bias_act, synchronised statistics): their own gradients, from
-        # z = gamma * (x - mean) / sqrt(var + eps) + beta, where dbeta = sum(dz) and dgamma = sum(dz * xhat).
+    def stats_grads(gamma, mean, var, dgamma, dbeta):
+        """Gradients for mean and var: 0 for x's own batch statistics (dx already includes their dependence
+        on x); else, from z = gamma * (x - mean) / sqrt(var + eps) + beta with dbeta = sum(dz), dgamma =
+        sum(dz * xhat), their own gradients (eval, bias_act, synchronised statistics)."""
+        if batch_stats:
+            return msops.zeros_like(mean), msops.zeros_like(var)
         g32, var32 = gamma.astype(ms.float32), var.astype(ms.float32)
         dmean = -g32 * dbeta.astype(ms.float32) / msops.sqrt(var32 + eps)
         dvar = -0.5 * g32 * dgamma.astype(ms.float32) / (var32 + eps)
-        return dx, dgamma, dbeta, dmean.astype(mean.dtype), dvar.astype(var.dtype), msops.zeros_like(params)
+        return dmean.astype(mean.dtype), dvar.astype(var.dtype)
 
-    forward = msops.Custom(f"{lib}:BnActForward", out_shape=_same, out_dtype=_same, func_type="aot", bprop=bprop)
-    stats = msops.Custom(f"{lib}:BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes, func_type="aot")
+    if prelu:
+        grad = aot("BnPreluBackward", out_shape=_prelu_grad_outputs, out_dtype=_prelu_grad_outputs)
+
+        def bprop(x, gamma, beta, mean, var, weight, params, out, dout):
+            dx, dgamma, dbeta, dweight = grad(x, dout, gamma, beta, mean, var, weight, params)
+            return (dx, dgamma, dbeta, *stats_grads(gamma, mean, var, dgamma, dbeta), dweight,
+                    msops.zeros_like(params))
+
+        forward = aot("BnPreluForward", bprop=bprop)
+    else:
+        grad = aot("BnActBackward", out_shape=_grad_outputs, out_dtype=_grad_outputs)
+
+        def bprop(x, gamma, beta, mean, var, params, out, dout):
+            dx, dgamma, dbeta = grad(x, dout, gamma, beta, mean, var, params)
+            return dx, dgamma, dbeta, *stats_grads(gamma, mean, var, dgamma, dbeta), msops.zeros_like(params)
+
+        forward = aot("BnActForward", bprop=bprop)
+    stats = aot("BnActStats", out_shape=_stats_shapes, out_dtype=_stats_dtypes)
     return forward, stats, scalars
 
 
@@ -124,12 +142,12 @@ def _check_input(dtype: ms.Type, shape: tuple, channels: int, batch_stats: bool)
 
 @constexpr
 def _resolve(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
-             momentum: float) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+             momentum: float, prelu: bool = False) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """Checked arguments -> cached kernels; constexpr so it also runs inside ms.jit."""
     if not (0.0 <= momentum <= 1.0 and eps > 0.0):
         raise ValueError(f"momentum={momentum!r} must be in [0, 1] and eps={eps!r} must be > 0")
     return kernel(check_negative_slope(negative_slope), check_clamp(clamp), check_gain(gain), batch_stats,
-                  float(eps), float(momentum), num_threads())
+                  float(eps), float(momentum), num_threads(), prelu)
 
 
 def batch_moments(x: ms.Tensor, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None
@@ -166,22 +184,27 @@ def moving_update(moving_mean: ms.Tensor, moving_variance: ms.Tensor, mean: ms.T
 
 def _bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
             negative_slope: float, *, training: bool, momentum: float, eps: float, gain: float,
-            clamp: float | None, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None
-            ) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
+            clamp: float | None, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None,
+            weight: ms.Tensor | None = None) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
     """(y, new moving mean, new moving variance) of fused_bn_act without the update; the statistics are
     None unless training. The caller assigns them: see BatchNormAct.construct for why. With `sum_across`
-    (synchronised BatchNorm) training uses batch_moments over the ranks and the kernel takes them as inputs."""
+    (synchronised BatchNorm) training uses batch_moments over the ranks and the kernel takes them as inputs.
+    `weight`: a PReLU weight ((1,) or (C,)) in place of the slope (BatchNormPReLU)."""
     _check_input(x.dtype, x.shape, gamma.shape[0], training)
+    prelu = weight is not None
+    tail = (weight,) if prelu else ()
     if training and sum_across is not None:
-        forward, _, scalars = _resolve(negative_slope, clamp, gain, False, eps, momentum)
+        forward, _, scalars = _resolve(negative_slope, clamp, gain, False, eps, momentum, prelu)
         mean, var, count = batch_moments(x, sum_across)
         new_mean, new_var = moving_update(moving_mean, moving_variance, mean, var, count, momentum)
-        return forward(x, gamma, beta, mean, var, scalars), new_mean, new_var
-    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum)
+        return forward(x, gamma, beta, mean, var, *tail, scalars), new_mean, new_var
+    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum, prelu)
     if training:
         mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
-        return forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), scalars), new_mean, new_var
-    y = forward(x, gamma, beta, msops.stop_gradient(moving_mean), msops.stop_gradient(moving_variance), scalars)
+        y = forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), *tail, scalars)
+        return y, new_mean, new_var
+    y = forward(x, gamma, beta, msops.stop_gradient(moving_mean), msops.stop_gradient(moving_variance), *tail,
+                scalars)
     return y, None, None
 
 
@@ -275,8 +298,39 @@ class BatchNormAct(nn.BatchNorm2d):
                 f"gain={self.gain}")
 
 
+class BatchNormPReLU(BatchNormAct):
+    """nn.BatchNorm2d + PReLU (+ gain, clamp) as one fused op: BatchNormAct whose slope is the learnable
+    `prelu_weight` of `num_parameters` values (1 or the channels), initialised to `init`; its gradient is
+    reduced per channel inside the backward kernel. BatchNorm parameter names as nn.BatchNorm2d's."""
+
+    def __init__(self, num_features: int, num_parameters: int = 1, init: float = 0.25, *,
+                 clamp: float | None = None, gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9,
+                 sync: bool = False) -> None:
+        super().__init__(num_features, 0.0, clamp=clamp, gain=gain, eps=eps, momentum=momentum, sync=sync)
+        if num_parameters not in (1, num_features):
+            raise ValueError(f"num_parameters={num_parameters!r} is not allowed: it must be 1 or num_features="
+                             f"{num_features}")
+        self.init = check_finite("init", init)
+        self.prelu_weight = Parameter(ms.Tensor(np.full(num_parameters, self.init, np.float32)), name="prelu_weight")
+
+    def construct(self, x: ms.Tensor) -> ms.Tensor:
+        # BatchNormAct.construct with the weight; not a shared helper method: calling a method of self there
+        # changed amp O3's graph-mode casting of gamma/beta (tests/ops/test_amp.py caught it).
+        y, new_mean, new_var = _bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta, 0.0,
+                                       training=self.training, momentum=self.keep, eps=self.eps, gain=self.gain,
+                                       clamp=self.clamp, sum_across=self.sum_across, weight=self.prelu_weight)
+        if self.training:
+            msops.assign(self.moving_mean, new_mean)
+            msops.assign(self.moving_variance, new_var)
+        return y
+
+    def extend_repr(self) -> str:
+        return (f"{nn.BatchNorm2d.extend_repr(self)}, num_parameters={self.prelu_weight.shape[0]}, init={self.init}, "
+                f"clamp={self.clamp}, gain={self.gain}")
+
+
 def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
-                    clamp: float | None = None, sync: bool = False) -> dict[str, nn.Cell]:
+                    clamp: float | None = None, sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
 
     "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
@@ -285,14 +339,22 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     followed by the activation into one oneDNN primitive; the model builder does that, gan/models.py). channels=None (no BatchNorm): every kind is the
     LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
+    `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); "bn_act" fuses BatchNorm
+    with a LeakyReLU (its slope and clamp) or a PReLU (BatchNormPReLU, its weight's size, init and clamp;
+    the weight is then named bn<i>.prelu_weight instead of act<i>.weight) and nothing else (ValueError).
     """
     check_fusion_kind(kind)
-    act = {"act": LeakyReLU(negative_slope, clamp=clamp)}
+    layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
     if channels is None:
-        return act
+        return layers
     if kind in ("bn_act", "conv_act"):
-        return {"bn": BatchNormAct(channels, negative_slope, clamp=clamp, sync=sync)}
-    return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **act}
+        a = layers["act"]
+        if type(a) is PReLU:
+            return {"bn": BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)}
+        if type(a) is not LeakyReLU:
+            raise ValueError(f"fusion={kind} fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
+        return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync)}
+    return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **layers}
 
 
 def jit_level(kind: str, device_target: str) -> str:

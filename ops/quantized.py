@@ -19,8 +19,9 @@ from mindspore import nn
 from mindspore import ops as msops
 from mindspore.ops import constexpr
 
-from . import build
-from .api import _same, check_negative_slope, num_threads, pack_scalars
+from . import params
+from ._custom import aot, num_threads
+from .activations import check_negative_slope
 
 QUANT_DTYPES = {ms.int8: (-128, 127), ms.uint8: (0, 255)}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -54,8 +55,7 @@ def check_quant_dtype(dtype: ms.Type) -> ms.Type:
 @functools.lru_cache(maxsize=None)
 def kernel() -> msops.Custom:
     """The Custom primitive (one for both dtypes: the kernel dispatches on the dtype at run time)."""
-    return msops.Custom(f"{build.library_path()}:QuantizedLeakyRelu", out_shape=_same, out_dtype=_same,
-                        func_type="aot")
+    return aot("QuantizedLeakyRelu")
 
 
 def quant_scalars(dtype: ms.Type, negative_slope: float, in_scale: float, in_zero_point: int,
@@ -63,10 +63,11 @@ def quant_scalars(dtype: ms.Type, negative_slope: float, in_scale: float, in_zer
     """Checked parameters packed as the kernel's scalars tensor; ValueError/TypeError naming a bad one."""
     check_quant_dtype(dtype)
     lo, hi = QUANT_DTYPES[dtype]
-    values = (check_negative_slope(negative_slope), check_scale("in_scale", in_scale, hi - lo),
-              check_zero_point("in_zero_point", in_zero_point, dtype), check_scale("out_scale", out_scale),
-              check_zero_point("out_zero_point", out_zero_point, dtype), num_threads())
-    return pack_scalars(values)
+    return params.pack("quantized", slope=check_negative_slope(negative_slope),
+                       in_scale=check_scale("in_scale", in_scale, hi - lo),
+                       in_zero_point=check_zero_point("in_zero_point", in_zero_point, dtype),
+                       out_scale=check_scale("out_scale", out_scale),
+                       out_zero_point=check_zero_point("out_zero_point", out_zero_point, dtype), threads=num_threads())
 
 
 _graph_quant_scalars = constexpr(quant_scalars)  # the same checks at compile time inside ms.jit

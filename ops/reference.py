@@ -19,6 +19,8 @@ becomes +0.0 (select keeps -0.0), and it turns NaN into +0.0 (select propagates 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 FORMULATIONS = ("select", "maxmin")
@@ -136,6 +138,187 @@ def bn_act_backward(x: np.ndarray, dy: np.ndarray, gamma: np.ndarray, beta: np.n
         dxhat = dxhat - _channel_view(dbeta * np.asarray(gamma, np.float64), x64.ndim) / m \
             - xhat * _channel_view(dgamma * np.asarray(gamma, np.float64), x64.ndim) / m
     return (dxhat * rstd).astype(x.dtype), dgamma, dbeta
+
+
+# ---- the rest of the activation family (ops/activations.py); same rounding rules as LeakyReLU ----
+
+def _clamp_f32(y: np.ndarray, clamp: float | None) -> np.ndarray:
+    """y (float32) limited to [-clamp, clamp]; NaN stays NaN."""
+    if clamp is None:
+        return y
+    c = np.float32(clamp)
+    return np.where(y > c, c, np.where(y < -c, -c, y))
+
+
+def _clamped_out(y: np.ndarray, clamp: float | None) -> np.ndarray:
+    """Where the clamp cuts y (float32) off: there the gradient is 0."""
+    if clamp is None:
+        return np.zeros(y.shape, bool)
+    return (y > np.float32(clamp)) | (y < -np.float32(clamp))
+
+
+def _slopes_forward(x: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+    """x > 0 ? x : slope * x in float32 (slopes broadcast against x), the product rounded to x's dtype."""
+    xf = _as_f32(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(xf > 0, xf, (np.asarray(slopes, np.float32) * xf).astype(x.dtype).astype(np.float32))
+
+
+def _slopes_backward(x: np.ndarray, dy: np.ndarray, slopes: np.ndarray, clamp: float | None) -> np.ndarray:
+    """dx of _slopes_forward + clamp, in x's dtype."""
+    xf, s = _as_f32(x), np.asarray(slopes, np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dx = np.where(xf > 0, _as_f32(dy), (s * _as_f32(dy)).astype(x.dtype).astype(np.float32))
+        dx = np.where(_clamped_out(_slopes_forward(x, s), clamp), np.float32(0.0), dx)
+    return dx.astype(x.dtype)
+
+
+def channel_weight(weight: np.ndarray, ndim: int) -> np.ndarray:
+    """A PReLU weight of shape (1,) or (C,) as float32, shaped to broadcast along axis 1 of an ndim tensor."""
+    w = np.asarray(weight).astype(np.float32)
+    return w.reshape(1) if w.size == 1 else w.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def prelu_forward(x: np.ndarray, weight: np.ndarray, clamp: float | None = None) -> np.ndarray:
+    """PReLU as torch.nn.functional.prelu: x > 0 ? x : weight[channel] * x (float32 math, one rounding)."""
+    with np.errstate(invalid="ignore"):
+        return _clamp_f32(_slopes_forward(x, channel_weight(weight, x.ndim)), clamp).astype(x.dtype)
+
+
+def prelu_backward(x: np.ndarray, dy: np.ndarray, weight: np.ndarray, clamp: float | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(dx in x's dtype, dweight in weight's dtype): dweight[c] = sum of x * dy over channel c where x <= 0
+    and the output was not clamped (float32 products summed in float64, rounded once)."""
+    w = channel_weight(weight, x.ndim)
+    dx = _slopes_backward(x, dy, w, clamp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        xf = _as_f32(x)
+        keep = ~(xf > 0) & ~_clamped_out(_slopes_forward(x, w), clamp)
+        terms = np.where(keep, xf * _as_f32(dy), np.float32(0.0)).astype(np.float64)
+    axes = tuple(range(x.ndim)) if np.asarray(weight).size == 1 else (0,) + tuple(range(2, x.ndim))
+    return dx, terms.sum(axes).reshape(np.shape(weight)).astype(np.float32).astype(np.asarray(weight).dtype)
+
+
+_LOG2E, _LN2_HI, _LN2_LO = np.float32(1.44269504088896341), np.float32(0.693359375), np.float32(-2.12194440e-4)
+_TAYLOR = [np.float32(1.0 / math.factorial(n)) for n in range(2, 9)]
+
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to float32 (the float32 product is exact in float64; the float64 sum is then
+    rounded to float32, which equals one rounding except in ties too rare to occur in the tests)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def _pow2(k: np.ndarray) -> np.ndarray:
+    """2^k as float32 for integral float32 k (NaN stays NaN)."""
+    return np.where(np.isnan(k), k, np.ldexp(np.float32(1), np.nan_to_num(k).astype(np.int32))).astype(np.float32)
+
+
+def elu_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(expm1(x), exp(x)) for float32 x <= 0, step by step as the ELU kernel computes them (activations.cc):
+    x limited to [-104, 0], k = rint(x * log2(e)), r = x - k * ln2 (two fmas), p = fma(r * r, q(r), r) with q
+    the Taylor polynomial of (expm1(r) - r) / r^2 to degree 6 (Horner, fmas), 2^k = a * b with
+    a = 2^max(k, -126); expm1 = fma(a * b, p, a * b - 1), exp = fma(a, p, a) * b."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = np.asarray(x, np.float32)
+        x = np.where(x < -104, np.float32(-104), x)
+        x = np.where(x > 0, np.float32(0), x)
+        k = np.rint(x * _LOG2E).astype(np.float32)
+        r = _fma32(-k, _LN2_HI, x)
+        r = _fma32(-k, _LN2_LO, r)
+        q = np.full(x.shape, _TAYLOR[-1], np.float32)
+        for c in _TAYLOR[-2::-1]:
+            q = _fma32(q, r, c)
+        p = _fma32((r * r).astype(np.float32), q, r)
+        ka = np.where(k < -126, np.float32(-126), k)
+        a, b = _pow2(ka), _pow2((k - ka).astype(np.float32))
+        s = (a * b).astype(np.float32)
+        em1 = np.where(x == 0, x, _fma32(s, p, (s - np.float32(1)).astype(np.float32)))  # expm1(-0) = -0
+        return em1, (_fma32(a, p, a) * b).astype(np.float32)
+
+
+def elu_forward(x: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
+    """ELU as torch.nn.functional.elu: x > 0 ? x : alpha * expm1(x), with expm1 from elu_parts (float32, within
+    1 ulp of the exact value), times the float32 alpha, rounded once to x's dtype."""
+    xf = _as_f32(x)
+    em1, _ = elu_parts(xf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = np.where(xf > 0, xf, (np.float32(alpha) * em1).astype(x.dtype).astype(np.float32))
+    return _clamp_f32(y, clamp).astype(x.dtype)
+
+
+def elu_backward(x: np.ndarray, dy: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
+    """dx = dy where x > 0, else dy * (alpha * exp(x)) with exp from elu_parts (float32 products), 0 where the
+    clamp cut the output off; rounded once to x's dtype."""
+    xf, dyf = _as_f32(x), _as_f32(dy)
+    _, ex = elu_parts(xf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        g = (np.float32(alpha) * ex).astype(np.float32)
+        dx = np.where(xf > 0, dyf, (dyf * g).astype(x.dtype).astype(np.float32))
+        y = elu_forward(x, alpha).astype(np.float32)
+        dx = np.where(_clamped_out(y, clamp), np.float32(0.0), dx)
+    return dx.astype(x.dtype)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def rrelu_uniforms(seed: int, counter: int, n: int) -> np.ndarray:
+    """u_i in [0, 1) (24 bits, float64) of element i = 0..n-1 for the key (seed, counter): a pure function.
+
+    key = mix64(seed << 32 | counter) (both as uint32), u_i = (mix64(key + (i + 1) * golden) >> 40) / 2^24.
+    """
+    with np.errstate(over="ignore"):
+        key = _mix64(np.array([(int(seed) & 0xFFFFFFFF) << 32 | (int(counter) & 0xFFFFFFFF)], np.uint64))[0]
+        h = _mix64(key + (np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN))
+    return (h >> np.uint64(40)).astype(np.float64) / 16777216.0
+
+
+def rrelu_slopes(seed: int, counter: int, shape: tuple, lower: float, upper: float) -> np.ndarray:
+    """The per-element slopes of RReLU in training: float32(lower + (upper - lower) * u_i) in float64 math,
+    with lower and upper taken as float32, element i in row-major order."""
+    lo, hi = float(np.float32(lower)), float(np.float32(upper))
+    u = rrelu_uniforms(seed, counter, int(np.prod(shape, dtype=np.int64)))
+    return (lo + (hi - lo) * u).astype(np.float32).reshape(shape)
+
+
+def rrelu_forward(x: np.ndarray, lower: float = 1 / 8, upper: float = 1 / 3, *, training: bool = False,
+                  key: tuple[int, int] = (0, 0), clamp: float | None = None) -> np.ndarray:
+    """RReLU: in training x > 0 ? x : s_i * x with rrelu_slopes(*key); in eval LeakyReLU with the slope
+    float32((lower + upper) / 2) (as torch.nn.functional.rrelu with training=False)."""
+    if not training:
+        return forward(x, (lower + upper) / 2, clamp)
+    with np.errstate(invalid="ignore"):
+        return _clamp_f32(_slopes_forward(x, rrelu_slopes(*key, x.shape, lower, upper)), clamp).astype(x.dtype)
+
+
+def rrelu_backward(x: np.ndarray, dy: np.ndarray, lower: float = 1 / 8, upper: float = 1 / 3, *,
+                   training: bool = False, key: tuple[int, int] = (0, 0), clamp: float | None = None) -> np.ndarray:
+    """dx of rrelu_forward: the same slopes as the forward (same key), 0 where clamped."""
+    if not training:
+        return backward(x, dy, (lower + upper) / 2, clamp)
+    return _slopes_backward(x, dy, rrelu_slopes(*key, x.shape, lower, upper), clamp)
+
+
+def adaptive_slopes(x: np.ndarray, alpha: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    """AdaptiveLeakyReLU's per-channel slopes in float64: sigmoid(mean_c / sqrt(var_c + eps)) * alpha_c, with
+    the mean and the population (biased) variance of channel c (axis 1) over batch and space."""
+    x64 = np.asarray(x, np.float64)
+    axes = (0,) + tuple(range(2, x64.ndim))
+    z = x64.mean(axes) / np.sqrt(x64.var(axes) + eps)
+    return np.asarray(alpha, np.float64) / (1.0 + np.exp(-z))
+
+
+def adaptive_forward(x: np.ndarray, alpha: np.ndarray, eps: float = 1e-5, clamp: float | None = None) -> np.ndarray:
+    """AdaptiveLeakyReLU: PReLU with the weight adaptive_slopes(x, alpha) (rounded to float32)."""
+    return prelu_forward(x, adaptive_slopes(x, alpha, eps).astype(np.float32), clamp)
 
 
 QUANT_RANGES = {"int8": (-128, 127), "uint8": (0, 255)}

@@ -1,24 +1,28 @@
-"""Benchmark the project's LeakyReLU op against MindSpore's nn.LeakyReLU and a memory-copy baseline.
+"""Benchmark the project's activations against MindSpore's built-in equivalents and a memory-copy baseline.
 
-For each size and dtype: forward and forward+backward time of every formulation of ops.leaky_relu and of
-nn.LeakyReLU, all in graph mode (ms.jit), median of repeats after a warm-up, timed round-robin;
+For each kind (--kinds, rows of KINDS: leaky_relu, prelu, rrelu, elu), size and dtype: forward and
+forward+backward time of every implementation of the kind (LeakyReLU: each formulation; RReLU: eval and
+train) and of its MindSpore counterpart (nn.LeakyReLU, nn.PReLU, nn.RReLU in the same mode, nn.ELU), side by
+side, all in graph mode (ms.jit), median of repeats after a warm-up, timed round-robin;
 forward+backward is ms.value_and_grad of the op (the backward gets dy = ones). Bandwidth counts one read and one
 write of the tensor. The copy baseline is the faster of a single-threaded numpy copy (np.copyto) of the same
 bytes and the same copy split over one thread per available core (numpy releases the GIL), timed in the
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
 
-`--kinds` picks the benchmarks (one row of KINDS each; every record carries its `kind`):
-  leaky_relu   the above (default)
+`--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
+`kind`):
+  leaky_relu, prelu, rrelu, elu   the above (default leaky_relu)
   qleaky_relu  the int8 LeakyReLU (ops.quantized_leaky_relu, a table lookup) against the fp32 op's forward
                on the same number of elements, both in graph mode, timed round-robin: elements/s and bytes/s
                (one read and one write: 1 byte per element for int8, 4 for fp32); --dtypes does not apply.
 
-    python scripts/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu qleaky_relu] --json PATH
+    python scripts/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu,prelu,rrelu,elu,qleaky_relu] --json PATH
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -34,7 +38,7 @@ import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
 from gan.files import write_json_atomic  # noqa: E402
-from ops import FORMULATIONS, QuantizedLeakyReLU, leaky_relu  # noqa: E402
+from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
 FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
@@ -42,8 +46,6 @@ QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
 RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
                "builtin_fwdbwd_ms", "copy_gbps")
-QLEAKY_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwd_gbps", "elems_per_s", "fp32_fwd_ms", "fp32_gbps",
-               "fp32_elems_per_s", "speedup")
 QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
@@ -96,27 +98,74 @@ def custom_forward(formulation: str) -> Callable[[ms.Tensor], ms.Tensor]:
     return forward
 
 
-def bench_case(n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
-    """Records for one (size, dtype): one per formulation, sharing the built-in and copy measurements."""
+Forward = Callable[[ms.Tensor], ms.Tensor]
+
+
+def _leaky_relu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """Each formulation of ops.leaky_relu against nn.LeakyReLU."""
+    return (n,), {f: (custom_forward(f), nn.LeakyReLU(SLOPE)) for f in FORMULATIONS}
+
+
+def _prelu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.prelu with one shared weight (its gradient reduced in the kernel) against nn.PReLU(channel=1)."""
+    weight = ms.Tensor(np.full(1, 0.25, np.float32))
+
+    def forward(x: ms.Tensor) -> ms.Tensor:
+        return prelu(x, weight)
+    return (1, 1, n), {"kernel": (forward, nn.PReLU(1, 0.25))}
+
+
+def _rrelu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.rrelu in eval and in training (per-element slopes) against nn.RReLU in the same mode."""
+    key = ms.Tensor(np.int32([1, 0]))
+
+    def evaluate(x: ms.Tensor) -> ms.Tensor:
+        return rrelu(x)
+
+    def train(x: ms.Tensor) -> ms.Tensor:
+        return rrelu(x, training=True, key=key)
+    builtin_eval, builtin_train = nn.RReLU(), nn.RReLU()
+    builtin_eval.set_train(False)
+    builtin_train.set_train(True)
+    return (n,), {"eval": (evaluate, builtin_eval), "train": (train, builtin_train)}
+
+
+def _elu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
+    """ops.elu against nn.ELU (alpha 1)."""
+    def forward(x: ms.Tensor) -> ms.Tensor:
+        return elu(x, 1.0)
+    return (n,), {"kernel": (forward, nn.ELU(1.0))}
+
+
+# element-wise kind -> (element count -> (input shape, {impl: (our forward, MindSpore's equivalent)})).
+ELEMENTWISE: dict[str, Callable[[int], tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]]] = {
+    "leaky_relu": _leaky_relu, "prelu": _prelu, "rrelu": _rrelu, "elu": _elu}
+
+
+def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
+    """Records for one (kind, size, dtype): one per implementation, each beside its built-in, sharing the copy."""
     np_dtype, _ = DTYPES[dtype]
-    host = np.random.default_rng(0).standard_normal(n).astype(np_dtype)
+    shape, impls = ELEMENTWISE[kind](n)
+    host = np.random.default_rng(0).standard_normal(n).astype(np_dtype).reshape(shape)
     copy_dst = np.empty_like(host)
     x = ms.Tensor(host)
-    fns = {"copy": lambda: np.copyto(copy_dst, host), "copy_mt": parallel_copy(copy_dst, host, pool, workers)}
-    fns["builtin_fwd"], fns["builtin_fwdbwd"] = jitted_pair(nn.LeakyReLU(SLOPE), x)
-    for formulation in FORMULATIONS:
-        fns[f"{formulation}_fwd"], fns[f"{formulation}_fwdbwd"] = jitted_pair(custom_forward(formulation), x)
+    fns = {"copy": lambda: np.copyto(copy_dst, host), "copy_mt": parallel_copy(copy_dst.reshape(-1), host.reshape(-1),
+                                                                                pool, workers)}
+    for impl, (ours, builtin) in impls.items():
+        fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = jitted_pair(ours, x)
+        fns[f"{impl}_builtin_fwd"], fns[f"{impl}_builtin_fwdbwd"] = jitted_pair(builtin, x)
     t = interleaved_medians(fns, repeats)
-    return [{"kind": "leaky_relu", "n": n, "dtype": dtype, "impl": formulation, "fwd_ms": t[f"{formulation}_fwd"],
-             "fwdbwd_ms": t[f"{formulation}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{formulation}_fwd"]),
-             "builtin_fwd_ms": t["builtin_fwd"], "builtin_fwdbwd_ms": t["builtin_fwdbwd"],
+    return [{"kind": kind, "n": n, "dtype": dtype, "impl": impl, "fwd_ms": t[f"{impl}_fwd"],
+             "fwdbwd_ms": t[f"{impl}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{impl}_fwd"]),
+             "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
              "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"]))}
-            for formulation in FORMULATIONS]
+            for impl in impls]
 
 
-def bench_leaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
-    """The leaky_relu kind: bench_case for each dtype."""
-    return [r for dtype in dtypes for r in bench_case(n, dtype, repeats, pool, workers)]
+def bench_elementwise(kind: str, n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor,
+                      workers: int) -> list[dict]:
+    """An element-wise kind (ELEMENTWISE): bench_case for each dtype."""
+    return [r for dtype in dtypes for r in bench_case(kind, n, dtype, repeats, pool, workers)]
 
 
 def bench_qleaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolExecutor, workers: int) -> list[dict]:
@@ -150,11 +199,11 @@ def qleaky_table(records: list[dict]) -> str:
 
 def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
-    head = (f"{'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
+    head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
             f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6}")
     rows = [head]
     for r in records:
-        rows.append(f"{r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
+        rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
@@ -168,7 +217,17 @@ class Kind(NamedTuple):
     table: Callable[[list[dict]], str]
 
 
-KINDS = {"leaky_relu": Kind(bench_leaky_relu, table), "qleaky_relu": Kind(bench_qleaky_relu, qleaky_table)}
+KINDS = {**{kind: Kind(functools.partial(bench_elementwise, kind), table) for kind in ELEMENTWISE},
+         "qleaky_relu": Kind(bench_qleaky_relu, qleaky_table)}
+
+
+def kinds_list(text: str) -> list[str]:
+    """argparse type: comma-separated names of KINDS."""
+    kinds = [k for k in text.split(",") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [text]}; choose from {','.join(KINDS)}")
+    return kinds
 
 
 def positive_size(text: str) -> int:
@@ -185,11 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
     parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32", "float16"])
-    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), default=["leaky_relu"],
-                        help="benchmarks to run (default leaky_relu)")
+    parser.add_argument("--kinds", nargs="+", type=kinds_list, default=[["leaky_relu"]],
+                        help=f"benchmarks to run, comma- or space-separated, of {','.join(KINDS)} (default leaky_relu)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
     parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
     args = parser.parse_args(argv)
+    args.kinds = [kind for group in args.kinds for kind in group]
     repeats = args.repeats or (3 if args.quick else 10)
     if repeats < 1:
         parser.error(f"--repeats must be >= 1, got {repeats}")

@@ -1,6 +1,7 @@
 """Build the self-contained HTML dead-channel dashboard of a run directory or a sweep directory of runs.
 
     python scripts/dashboard.py multirun/2025-01-01/12-00-00 --out report.html [--screenshot report.png]
+        [--screenshot-height 2400]
 
 The page compares the runs found below the directory (see gan/dashboard.py for the files it reads) and
 opens in a browser without a server: images are inline, there is no JavaScript and no network access.
@@ -23,7 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/dashboard.html)")
     parser.add_argument("--title", help="page title (default: the directory name)")
     parser.add_argument("--screenshot", type=Path, help="also render the page to this PNG with headless Chromium")
+    parser.add_argument("--screenshot-height", type=int, default=2000,
+                        help="height of the screenshot in pixels (width 1400; default 2000)")
     args = parser.parse_args(argv)
+    if args.screenshot_height < 100:
+        parser.error(f"--screenshot-height={args.screenshot_height} is not allowed: use at least 100 pixels")
     try:
         page = build_dashboard(args.run_dir, args.title)
     except (FileNotFoundError, ValueError) as err:
@@ -32,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out} ({len(page) / 1024:.0f} KiB)")
     if args.screenshot:
         try:
-            print(f"wrote {screenshot(out, args.screenshot)}")
+            print(f"wrote {screenshot(out, args.screenshot, height=args.screenshot_height)}")
         except (FileNotFoundError, RuntimeError) as err:
             parser.error(str(err))
     return 0

@@ -10,8 +10,9 @@ file that fails its check is removed):
   1. the built-in LeakyReLU gives the same generator outputs as the project's op, within 1e-6;
   2. the exported file, loaded back, gives the training-time generator's outputs, also for another batch
      size when the batch is dynamic: MINDIR (mindspore.load + nn.GraphCell) within 1e-5; ONNX (ONNX
-     Runtime) within 1e-4, as its convolutions sum in another order (measured: up to 2.2e-5 on a
-     300-step DCGAN-32 generator, 5.3e-6 on another batch of the same).
+     Runtime) within 2e-4: MindSpore 2.10's CPU Tanh is off exact tanh by up to 1.006e-4 near |x| = 5 (it
+     even returns -1.0000098) where ONNX Runtime's is not, and the convolutions sum in another order
+     (measured on the default run's generator: max 1.0e-4 at an output MindSpore puts at -1.000009).
 The batch axis is dynamic unless --batch fixes it. ONNX (needs `onnx` and `onnxruntime`): MindSpore
 exports a static batch only and writes ConvTranspose's output_shape malformed; the file is repaired (that
 attribute dropped, the batch axis made symbolic unless --batch). Input: latents (N, nz, 1, 1) float32; output: images in [-1, 1].
@@ -25,7 +26,7 @@ import sys
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
 BUILTIN_TOLERANCE = 1e-6
-EXPORT_TOLERANCE = {"MINDIR": 1e-5, "ONNX": 1e-4}
+EXPORT_TOLERANCE = {"MINDIR": 1e-5, "ONNX": 2e-4}
 CHECK_LATENTS = 16
 
 

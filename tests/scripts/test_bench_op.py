@@ -44,6 +44,22 @@ def test_rejects_a_zero_size(tmp_path: Path) -> None:
     assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
 
 
+def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = run_bench("--kinds", "prelu,rrelu,elu", "--sizes", "4096", "--dtypes", "float32", "--repeats", "1",
+                       "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    records = json.loads(out.read_text())
+    assert [(r["kind"], r["impl"]) for r in records] == [("prelu", "kernel"), ("rrelu", "eval"), ("rrelu", "train"),
+                                                         ("elu", "kernel")]
+    assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in records)
+
+
+def test_rejects_an_unknown_kind(tmp_path: Path) -> None:
+    result = run_bench("--kinds", "leaky_relu,swish", "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and "unknown kind(s) ['swish']" in result.stderr
+
+
 def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
     out = tmp_path / "q.json"
     result = run_bench("--kinds", "qleaky_relu", "--sizes", "65536", "--repeats", "2", "--json", str(out))

@@ -1,4 +1,6 @@
 """scripts/dashboard.py: a fake sweep of two runs becomes one self-contained page that headless Chromium renders."""
+import io
+import json
 import os
 import re
 import shutil
@@ -10,62 +12,134 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.dashboard import (append_jsonl, build_dashboard, find_runs, heatmap_image, losses_record, read_jsonl,
-                           write_text_atomic)
+from gan.dashboard import build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png
+from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
 from gan.diagnostics import DeadChannelTracker, LayerStats
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "dashboard.py"
 LAYERS = {"G/act0": 16, "G/act1": 8, "D/act0": 8, "D/act1": 16}
+STEPS = range(100, 1100, 100)
 
 
-def fake_run(run_dir: Path, slope: float, seed: int) -> None:
-    """A run directory as training writes it: config, diagnostics/losses jsonl, metrics, a sample grid."""
+def fake_run(run_dir: Path, slope: float, seed: int, overrides: list[str] | None = None,
+             events: list[dict] | None = None, slopes: bool = False) -> None:
+    """A run directory as training writes it: config, diagnostics/losses/metrics jsonl, a sample grid.
+
+    With `overrides` the run is a Hydra job (.hydra/overrides.yaml); `events` become events.jsonl; `slopes`
+    adds learned per-channel slopes of D/act1 to each diagnostics record (an adaptive activation).
+    """
     rng = np.random.default_rng(seed)
     (run_dir / ".hydra").mkdir(parents=True)
     (run_dir / ".hydra" / "config.yaml").write_text(
-        f"act:\n  negative_slope: {slope}\nprecision:\n  name: fp32\nmodel:\n  image_size: 32\n  ngf: 32\n")
+        f"act:\n  negative_slope: {slope}\nprecision:\n  name: fp32\nmodel:\n  image_size: 32\n  ngf: 32\n"
+        f"seed: {seed}\n")
+    if overrides is not None:
+        (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     tracker = DeadChannelTracker()
-    for check, step in enumerate(range(100, 1100, 100)):
+    for check, step in enumerate(STEPS):
         stats = {}
         for layer, channels in LAYERS.items():
-            # With slope 0 more channels drift to always-negative as training goes on.
+            # With slope 0 more channels drift to always-negative as training goes on, and dead channels go
+            # silent (output 0; dL/dy still arrives from the next layer); with slope 0.2 they stay dead but
+            # keep passing signal.
             dying = int(channels * (0.5 if slope == 0 else 0.1) * check / 9)
             neg = rng.uniform(0.3, 0.7, channels)
             neg[:dying] = 1.0
-            stats[layer] = LayerStats(neg, rng.uniform(0.5, 1.5, channels), rng.uniform(0.5, 1.5, channels),
-                                      3, 3, None, None)
-        append_jsonl(run_dir / "diagnostics.jsonl", tracker.update(step, stats))
+            out, grad = rng.uniform(0.5, 1.5, channels), rng.uniform(0.5, 1.5, channels)
+            if slope == 0:
+                out[:dying] = 0.0
+            stats[layer] = LayerStats(neg, out, grad, 3, 3, None, None)
+        record = tracker.update(step, stats)
+        if slopes:
+            record["slopes"] = {"D/act1": [0.2 + 0.01 * check * c / 16 for c in range(16)]}
+        append_jsonl(run_dir / "diagnostics.jsonl", record)
         append_jsonl(run_dir / "losses.jsonl", {"step": step, "loss_d": 1.0 + rng.normal() * 0.1,
                                                 "loss_g": 2.0 + rng.normal() * 0.1, "d_x": 0.7, "d_g_z": 0.3})
-    (run_dir / "metrics.json").write_text('{"class_coverage": 0.9, "frechet": 12.5}')
+        if step % 200 == 0:
+            append_jsonl(run_dir / "metrics.jsonl", {"step": step, "class_coverage": 0.5 + step / 2000,
+                                                     "frechet_distance": 100.0 - step / 20})
+    (run_dir / "metrics.json").write_text('{"class_coverage": 1.0, "frechet_distance": 50.0}')
+    for event in events or []:
+        append_jsonl(run_dir / "events.jsonl", event)
     (run_dir / "samples").mkdir()
     Image.fromarray(rng.integers(0, 255, (66, 66, 3), np.uint8)).save(run_dir / "samples" / "step_001000.png")
 
 
+# As gan.run_files.record_resume / nonfinite_detail write them; `recycle` as the activation work plans it.
+RESUME_EVENTS = [{"step": 500, "kind": "resume", "detail": {"checkpoint": "checkpoints/step_00000500.ckpt"}},
+                 {"step": 500, "kind": "resume_override", "detail": {"changed": {"train.lr": [0.0002, 0.0001]}}},
+                 {"step": 700, "kind": "nonfinite_skip", "detail": {"networks": ["D"],
+                                                                    "loss_scale": {"D": 1024.0, "G": None}}},
+                 {"step": 900, "kind": "recycle", "detail": {"layer": "D/act1", "channels": [0, 1]}}]
+
+
 @pytest.fixture
 def sweep(tmp_path: Path) -> Path:
+    """Two runs without Hydra overrides (grouped by their config hparams)."""
     root = tmp_path / "multirun"
     fake_run(root / "0", 0.0, 0)
     fake_run(root / "1", 0.2, 1)
     return root
 
 
+@pytest.fixture
+def seeded_sweep(tmp_path: Path) -> Path:
+    """A Hydra sweep: slope 0 and 0.2 x seeds 0, 1; one run with events, one with learned slopes."""
+    root = tmp_path / "seeded"
+    for job, (slope, seed) in enumerate((s, r) for s in (0.0, 0.2) for r in (0, 1)):
+        fake_run(root / str(job), slope, seed, [f"act.negative_slope={slope}", f"seed={seed}", "data=mnist"],
+                 events=RESUME_EVENTS if job == 1 else None, slopes=job == 3)
+    return root
+
+
 def test_page_compares_runs_and_is_self_contained(sweep):
     page = build_dashboard(sweep)
-    assert page.count("<table") == 3  # summary + one heatmap table per run
-    assert page.count("<img") == 2 * len(LAYERS) + 2  # heatmaps + one sample grid per run
-    assert page.count("<svg") == len(LAYERS) + 2  # dead fraction per layer + two loss charts
-    assert "0 (slope 0.0)" in page and "1 (slope 0.2)" in page and "class_coverage" in page
+    assert page.count('<table class="runs"') == 1
+    # One chart per layer and statistic, two quality metrics over time, four loss/D-output charts.
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" viewBox') == 4 * len(LAYERS) + 2 + 4
+    # Heatmaps: neg_frac, dormant and gradient scores per layer and run; one sample per run.
+    assert page.count('class="heatmap"') == 3 * 2 * len(LAYERS) and page.count("samples of") == 2
+    # No overrides: the runs are grouped by their config hparams, the slope being the one that differs.
+    assert "act.negative_slope=0.0" in page and "act.negative_slope=0.2" in page and "class_coverage" in page
     assert not re.search(r"(src|href)=\"(?!data:)", page) and "<script" not in page
-    summary = page.split("</table>")[0]
-    # Final dead fractions in the summary: slope 0 lost half its G channels, slope 0.2 one of 24.
-    assert "<td>0.5</td>" in summary and "<td>0.04167</td>" in summary
+    runs = page.split('<table class="runs"')[1].split("</table>")[0]
+    # Final dead fractions in the run table: slope 0 lost half its G channels, slope 0.2 one of 24.
+    assert "G 50.0%" in runs and "G 4.2%" in runs
+
+
+def test_seeds_form_groups_drawn_as_mean_and_band(seeded_sweep):
+    page = build_dashboard(seeded_sweep)
+    legend = page.split('<div class="legend-list">')[1].split("</div>")[0]
+    assert legend.count("<span>") == 2 and "2 runs, seeds 0, 1" in legend
+    assert "common settings: data=mnist" in page and "2 groups by act.negative_slope" in page
+    # The charts draw one mean line per group, and a band where the seeds differ (the losses are noisy).
+    loss_chart = page.split("<title>loss D</title>")[1].split("</svg>")[0]
+    assert loss_chart.count("<polyline") == 2 and loss_chart.count("<polygon") == 2
+    # Slope 0: dead channels are also dormant (dL/dy still arrives, so not grad-dead); slope 0.2: dead only.
+    runs = page.split('<table class="runs"')[1].split("</table>")[0]
+    cells = [[c.split("</td>")[0] for c in row.split("<td>")[1:]] for row in runs.split("<tr>")[2:]]
+    assert cells[0][5:8] == ["G 50.0%<br>D 50.0%"] * 2 + ["G 0.0%<br>D 0.0%"]  # slope 0: dead = dormant
+    assert cells[2][5:8] == ["G 4.2%<br>D 4.2%", "G 0.0%<br>D 0.0%", "G 0.0%<br>D 0.0%"]  # slope 0.2
+
+
+def test_events_and_learned_slopes_are_drawn(seeded_sweep):
+    page = build_dashboard(seeded_sweep)
+    # Both events of step 500 (resume, then resume with changed settings) are kept and marked on every chart.
+    charts = page.count('<svg xmlns="http://www.w3.org/2000/svg" viewBox')
+    assert page.count('<g class="event">') == 4 * charts
+    assert "resume_override at step 500" in page and "Event markers: <b>R</b> resume" in page
+    events = page.split('<table class="events">')[1].split("</table>")[0]
+    assert events.count("<tr>") == 1 + len(RESUME_EVENTS) and "train.lr" in events
+    # The run with learned slopes gets a fourth tab with D/act1's slopes; the others have three.
+    assert page.count('class="tab-slopes"') == 1 and page.count('class="tab-neg_frac"') == 4
+    assert 'alt="D/act1 learned slope"' in page and "0.2&ndash;0.284" in page  # the run's slope range
 
 
 def test_single_run_directory_and_errors(sweep, tmp_path):
     assert find_runs(sweep / "1") == [sweep / "1"]
-    assert build_dashboard(sweep / "1").count("<table") == 2
+    page = build_dashboard(sweep / "1")
+    assert page.count("<table") == 1 and page.count('class="heatmap"') == 3 * len(LAYERS) and "1 run" in page
     with pytest.raises(FileNotFoundError, match="no run found"):
         build_dashboard(tmp_path / "multirun" / "0" / "samples")
     with pytest.raises(FileNotFoundError, match="is not a directory"):
@@ -92,6 +166,31 @@ def test_heatmap_rows_are_channels_and_colour_follows_neg_frac():
         heatmap_image(np.zeros(3))
 
 
+def test_heatmap_png_is_one_pixel_per_cell_with_grey_for_missing_values():
+    image = Image.open(io.BytesIO(heatmap_png(np.array([[0.0, 1.0, np.nan]]))))
+    assert image.mode == "P" and image.size == (3, 1)
+    assert [image.convert("RGB").getpixel((x, 0)) for x in range(3)] == [(68, 1, 84), (253, 231, 37), (200, 200, 200)]
+    big = Image.open(io.BytesIO(heatmap_png(np.zeros((1200, 1000)))))
+    assert big.size == (334, 400)  # averaged in blocks of 3 x 3 to fit 480 checks x 512 channels
+
+
+def test_channel_matrix_reads_each_statistic_and_nulls(seeded_sweep):
+    records = [json.loads(line) for line in (seeded_sweep / "3" / "diagnostics.jsonl").read_text().splitlines()]
+    records[0]["layers"]["D/act1"]["grad_score"][2] = None
+    grad, steps = channel_matrix(records, "D/act1", "grad_score")
+    assert grad.shape == (16, len(STEPS)) and steps == list(STEPS) and np.isnan(grad[2, 0])
+    slopes, _ = channel_matrix(records, "D/act1", "slopes")
+    assert slopes[15, -1] == pytest.approx(0.2 + 0.09 * 15 / 16)
+    with pytest.raises(ValueError, match="'G/act0' has no 'slopes'"):
+        channel_matrix(records, "G/act0", "slopes")
+
+
+def test_thirty_groups_get_thirty_distinct_line_styles():
+    runs = [{"settings": {"train.lr": str(i), "seed": "0"}} for i in range(30)]
+    groups, common, varied = group_runs(runs, [str(i) for i in range(30)])
+    assert varied == ["train.lr"] and common == {} and len({(g.colour, g.dash) for g in groups}) == 30
+
+
 def test_cli_writes_the_page_atomically_and_rejects_an_empty_directory(sweep, tmp_path):
     env = {**os.environ, "GLOG_v": "3"}
     out = tmp_path / "report.html"
@@ -105,32 +204,68 @@ def test_cli_writes_the_page_atomically_and_rejects_an_empty_directory(sweep, tm
     assert failed.returncode == 2 and "no run found" in failed.stderr
 
 
-def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
-    """Run headless Chromium with no network features and console messages on stderr."""
+def chrome(width: int = 1400, height: int = 1000):
+    """Headless Chromium driven through Debian's chromium-driver (Selenium), window `width` x `height`."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert binary, "Debian's chromium is required for this test (.ci/run installs it: apt-get install chromium)"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--window-size=1400,2000"]
-    return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120)
+    driver = shutil.which("chromedriver")
+    assert binary and driver, ("this test needs Debian's chromium and chromium-driver "
+                               "(.ci/run installs them: apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=Service(driver))
 
 
 @pytest.mark.slow
-def test_headless_chromium_renders_tables_and_images(sweep, tmp_path):
-    page = write_text_atomic(tmp_path / "report.html", build_dashboard(sweep))
-    dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "profile")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count("<table") == 3 and dom.stdout.count("<img") == 2 * len(LAYERS) + 2
-    shot = tmp_path / "dashboard.png"
-    run = chromium(f"--screenshot={shot}", page.as_uri(), profile=tmp_path / "profile")
-    for result in (dom, run):
-        assert "Uncaught" not in result.stderr and "ERROR:CONSOLE" not in result.stderr, result.stderr[-2000:]
-    pixels = np.asarray(Image.open(shot).convert("RGB"))
-    assert pixels.shape == (2000, 1400, 3) and pixels.std() > 10  # rendered, not a blank page
-    # Viridis yellow (dead channels) reached the screen: the heatmap images were decoded and drawn.
-    assert (np.abs(pixels.astype(int) - (253, 231, 37)).sum(axis=-1) < 10).sum() > 100
-    if os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/img/dashboard.png is refreshed this way
-        shutil.copyfile(shot, os.environ["DASHBOARD_SCREENSHOT"])
+def test_real_browser_30_runs_fit_1400_px_images_load_and_tabs_switch(tmp_path):
+    from selenium.webdriver.common.by import By
+
+    root = tmp_path / "sweep30"
+    for job in range(30):  # 15 settings x 2 seeds; one run with events, one with learned slopes
+        setting, seed = divmod(job, 2)
+        fake_run(root / str(job), 0.0 if setting < 8 else 0.2, seed,
+                 [f"act.negative_slope={0.0 if setting < 8 else 0.2}", f"train.lr={0.0001 * (setting + 1):.4f}",
+                  f"seed={seed}", "data=mnist"], events=RESUME_EVENTS if job == 1 else None, slopes=job == 0)
+    page = write_text_atomic(tmp_path / "report.html", build_dashboard(root))
+    driver = chrome()
+    try:
+        driver.get(page.as_uri())
+        width, scroll = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+        assert width == 1400 and scroll <= width, f"horizontal scroll: page {scroll} px wide in a {width} px window"
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])")
+        assert len(images) == 30 * 3 * len(LAYERS) + 1 + 30  # heatmaps, D/act1 slopes of run 0, samples
+        assert [i for i in images if not (i[1] and i[2] > 0 and i[3] > 0)] == []
+        charts = driver.execute_script("return Array.from(document.querySelectorAll('svg.chart')).map("
+                                       "s => {const r = s.getBoundingClientRect(); return [r.width, r.height]})")
+        assert len(charts) == 4 * len(LAYERS) + 2 + 4
+        assert min(w for w, _ in charts) > 150 and min(h for _, h in charts) > 60
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".legend-list > span")) == 15
+
+        def shown(run: int) -> dict[str, list[str]]:
+            """Visible heatmap panels of a run and the alt texts of their images that have a rendered size."""
+            panels = driver.find_elements(By.CSS_SELECTOR, f"#heatmaps-{run} .panel")
+            return {p.get_attribute("data-kind"): [i.get_attribute("alt") for i in p.find_elements(By.TAG_NAME, "img")
+                                                   if i.size["width"] > 0 and i.size["height"] > 0]
+                    for p in panels if p.is_displayed()}
+
+        assert shown(0) == {"neg_frac": [f"{layer} neg_frac" for layer in LAYERS]}
+        driver.find_element(By.CSS_SELECTOR, 'label[for="hm0-dormant_score"]').click()
+        assert shown(0) == {"dormant_score": [f"{layer} dormant score" for layer in LAYERS]}
+        assert list(shown(2)) == ["neg_frac"]  # each run has its own tabs
+        assert shown(1) == {}  # the second seed of a group starts folded, and opens with a click
+        driver.find_element(By.CSS_SELECTOR, "#heatmaps-1 > summary").click()
+        assert list(shown(1)) == ["neg_frac"]
+        driver.find_element(By.CSS_SELECTOR, 'label[for="hm0-slopes"]').click()
+        assert shown(0) == {"slopes": ["D/act1 learned slope"]}
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 1400
+    finally:
+        driver.quit()
 
 
 @pytest.mark.slow

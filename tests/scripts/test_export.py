@@ -65,7 +65,7 @@ def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dropped output_shape" in result.stdout
     z = fixed_latents(4, 5, 16)
-    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=1e-4)
+    np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=2e-4)
 
 
 def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
@@ -116,3 +116,12 @@ def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
         assert result.returncode == 0, result.stderr[-3000:]
         z = fixed_latents(8, 5, 2)
         np.testing.assert_allclose(run_file(out, z), trained_outputs(ckpt, z), atol=1e-5)
+
+
+def test_mindspore_cpu_tanh_error_is_what_the_onnx_tolerance_allows_for():
+    """MindSpore 2.10's CPU Tanh deviates from exact tanh by ~1e-4 near |x| = 5 and overshoots 1; ONNX
+    Runtime's does not, so the ONNX check of scripts/export.py needs 2e-4 where the MINDIR one holds 1e-5."""
+    x = np.linspace(-9, 9, 20001, dtype=np.float32)
+    err = np.abs(ms.nn.Tanh()(ms.Tensor(x)).asnumpy().astype(np.float64) - np.tanh(x.astype(np.float64)))
+    assert 5e-5 < err.max() < 1.5e-4
+    assert load_script().EXPORT_TOLERANCE == {"MINDIR": 1e-5, "ONNX": 2e-4}

@@ -94,7 +94,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
     assert rows[0]["loss_g"] != rows[1]["loss_g"]  # the slope reached the networks
     assert (sweep / "summary.md").read_text().startswith("| job | experiment | act.negative_slope | train.steps |")
     page = (sweep / "dashboard.html").read_text()
-    assert "slope 0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
+    assert "act.negative_slope=0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
 
 
 @pytest.mark.slow

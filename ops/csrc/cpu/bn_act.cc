@@ -5,14 +5,17 @@
 //     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
 // in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
-// Scalars travel as 7 float32 values {slope, clamp (+inf = none), gain, threads, batch_stats, eps, momentum}
-// stored as int32 bit patterns, which mixed precision does not cast (kernel_common.h). Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
+// Scalars travel as one lrelu::BnActParams (../params.h: slope, clamp (+inf = none), gain, threads, batch_stats,
+// eps, momentum) in an int32 tensor of float32 bit patterns, which mixed precision does not cast. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
 // concat/split ops, whose launch costs more than the kernels at DCGAN sizes.
 //
 // BnActStats   (x, moving_mean, moving_var, scalars)  -> mean, var (biased), new moving_mean, moving_var
 //              (moving = momentum * moving + (1 - momentum) * batch, unbiased batch variance)
 // BnActForward (x, gamma, beta, mean, var, scalars)     -> y
 // BnActBackward(x, dy, gamma, beta, mean, var, scalars) -> dx, dgamma, dbeta
+// BnPreluForward / BnPreluBackward: the same with a PReLU weight input ((1,) or (C,)) before the scalars
+//              replacing the slope per channel; the backward also returns dweight[c] = sum over z <= 0 (not
+//              clamped) of gain * dy * z, reduced in the same pass as dgamma and dbeta.
 // With batch_stats = 1, mean and var are the batch statistics of x, and dx includes their dependence
 // on x (the BatchNorm training backward); with 0 they are constants (eval mode, bias).
 //
@@ -30,77 +33,26 @@ namespace {
 
 using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
-struct Scalars {
-  float slope;
-  float clamp;  // +inf when no clamp
-  float gain;
-  int64_t threads;
-  bool batch_stats;
-  float eps;
-  float momentum;
-};
+using Scalars = lrelu::BnActParams;
 
-Scalars read_scalars(const void* p) {
-  const float threads = scalar_at(p, 3);
-  return {scalar_at(p, 0), scalar_at(p, 1), scalar_at(p, 2), threads >= 1.0f ? static_cast<int64_t>(threads) : 1,
-          scalar_at(p, 4) != 0.0f, scalar_at(p, 5), scalar_at(p, 6)};
-}
-
-struct Layout {
-  int64_t n, channels, inner;  // elements; C; product of the dims after the channel axis
-};
-
-Layout read_layout(int ndim, const int64_t* shape) {
-  int64_t inner = 1;
-  for (int i = 2; i < ndim; ++i) inner *= shape[i];
-  return {element_count(ndim, shape), ndim >= 2 ? shape[1] : 0, inner};
-}
-
-// Call run_fn(c, start, len) for the maximal single-channel runs of elements [start, start + len).
-template <typename RunFn>
-void for_each_run(const Layout& l, int64_t start, int64_t len, const RunFn& run_fn) {
-  const int64_t end = start + len;
-  while (start < end) {
-    const int64_t plane = start / l.inner;
-    const int64_t stop = (plane + 1) * l.inner < end ? (plane + 1) * l.inner : end;
-    run_fn(plane % l.channels, start, stop - start);
-    start = stop;
-  }
-}
-
-// Per-channel sums over x with one partial row of `width` doubles per (channel, tile), added in tile
-// order. run_fn(c, start, len, acc) adds the run's contribution to acc[0 .. width).
-template <typename RunFn>
-std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout& l, int width,
-                                    const RunFn& run_fn) {
-  const int64_t row = width * l.channels;
-  std::vector<double> partial(static_cast<size_t>(plan.total_tiles * row), 0.0);
-  for_each_tile(plan, [&](int64_t start, int64_t len) {
-    double* tile_acc = partial.data() + start / plan.tile_len * row;
-    for_each_run(l, start, len, [&](int64_t c, int64_t s, int64_t n) { run_fn(c, s, n, tile_acc + width * c); });
-  });
-  std::vector<double> total(static_cast<size_t>(row), 0.0);
-  for (int64_t t = 0; t < plan.total_tiles; ++t) {
-    for (int64_t k = 0; k < row; ++k) total[k] += partial[t * row + k];
-  }
-  return total;
-}
+// Threads as an integer, read once per call.
+inline int64_t threads_of(const Scalars& s) { return lrelu::thread_count(s.threads); }
 
 // Per-channel constants of the element formulas.
 struct Affine {
-  float a, beta, mean, rstd;  // z = (x - mean) * a + beta, a = gamma * rstd, rstd = 1 / sqrt(var + eps)
+  float a, beta, mean, rstd, slope;  // slope: the LeakyReLU slope, or the channel's PReLU weight  // z = (x - mean) * a + beta, a = gamma * rstd, rstd = 1 / sqrt(var + eps)
 };
 
 // Per-channel inputs as float32: gamma, beta, mean, var.
 struct Channels {
-  std::vector<float> gamma, beta, mean, var;
+  std::vector<float> gamma, beta, mean, var, slope;  // slope: the LeakyReLU slope or the PReLU weight per channel
 };
 
 std::vector<Affine> channel_affines(const Channels& ch, int64_t channels, float eps) {
   std::vector<Affine> f(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
     const float rstd = 1.0f / std::sqrt(ch.var[c] + eps);
-    f[c] = {ch.gamma[c] * rstd, ch.beta[c], ch.mean[c], rstd};
+    f[c] = {ch.gamma[c] * rstd, ch.beta[c], ch.mean[c], rstd, ch.slope[c]};
   }
   return f;
 }
@@ -110,15 +62,22 @@ inline V pre_activation(V x, const Affine& f) { return (x - f.mean) * f.a + f.be
 
 // Upstream gradient through gain, LeakyReLU and clamp at pre-activation z (float32 math).
 template <typename V>
-inline V act_grad(V z, V dy, const Scalars& s) {
-  const V y = s.gain * forward_unclamped<V, NoRound, false>(z, s.slope);
-  const V pass = z > 0.0f ? s.gain * dy : (s.gain * s.slope) * dy;
+inline V act_grad(V z, V dy, const Affine& f, const Scalars& s) {
+  const V y = s.gain * forward_unclamped<V, NoRound, false>(z, f.slope);
+  const V pass = z > 0.0f ? s.gain * dy : (s.gain * f.slope) * dy;
   return (y > s.clamp) | (y < -s.clamp) ? splat<V>(0.0f) : pass;
 }
 
+// The slope's gradient contribution at z: gain * dy * z where z <= 0 and the output was not clamped.
 template <typename V>
-inline V act_value(V z, const Scalars& s) {
-  return clamp_value(s.gain * forward_unclamped<V, NoRound, false>(z, s.slope), s.clamp);
+inline V slope_grad(V z, V dy, const Affine& f, const Scalars& s) {
+  const V y = s.gain * forward_unclamped<V, NoRound, false>(z, f.slope);
+  return (z > 0.0f) | (y > s.clamp) | (y < -s.clamp) ? splat<V>(0.0f) : s.gain * dy * z;
+}
+
+template <typename V>
+inline V act_value(V z, const Affine& f, const Scalars& s) {
+  return clamp_value(s.gain * forward_unclamped<V, NoRound, false>(z, f.slope), s.clamp);
 }
 
 // ---- run loops: one channel, contiguous, __restrict__ pointers; 8 lanes where F16C/AVX exist ----
@@ -151,36 +110,44 @@ __attribute__((noinline)) void forward_run(const T* __restrict__ x, T* __restric
                                            const Affine f, const Scalars s) {
   int64_t i = 0;
 #if defined(__F16C__)
-  for (; i + 8 <= len; i += 8) store8(y + i, act_value<f8>(pre_activation<f8>(load8(x + i), f), s));
+  for (; i + 8 <= len; i += 8) store8(y + i, act_value<f8>(pre_activation<f8>(load8(x + i), f), f, s));
 #endif
-  for (; i < len; ++i) y[i] = static_cast<T>(act_value<float>(pre_activation<float>(static_cast<float>(x[i]), f), s));
+  for (; i < len; ++i) y[i] = static_cast<T>(act_value<float>(pre_activation<float>(static_cast<float>(x[i]), f), f, s));
 }
 
-// acc += {sum dz, sum dz * (x - mean)} over the run.
-template <typename T>
+// acc += {sum dz, sum dz * (x - mean)} over the run, and with kSlopeGrad also the PReLU weight's sum.
+template <typename T, bool kSlopeGrad>
 __attribute__((noinline)) void grad_sums_run(const T* __restrict__ x, const T* __restrict__ dy, int64_t len,
                                              const Affine f, const Scalars s, double* acc) {
   int64_t i = 0;
-  double s1 = 0.0, s2 = 0.0;
+  double s1 = 0.0, s2 = 0.0, s3 = 0.0;
 #if defined(__F16C__)
-  f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f);
+  f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f), v3 = splat<f8>(0.0f);
   for (; i + 8 <= len; i += 8) {
     const f8 xv = load8(x + i);
-    const f8 dz = act_grad<f8>(pre_activation<f8>(xv, f), load8(dy + i), s);
+    const f8 z = pre_activation<f8>(xv, f);
+    const f8 dyv = load8(dy + i);
+    const f8 dz = act_grad<f8>(z, dyv, f, s);
     v1 += dz;
     v2 += dz * (xv - f.mean);
+    if (kSlopeGrad) v3 += slope_grad<f8>(z, dyv, f, s);
   }
   s1 = lane_sum(v1);
   s2 = lane_sum(v2);
+  if (kSlopeGrad) s3 = lane_sum(v3);
 #endif
   for (; i < len; ++i) {
     const float xv = static_cast<float>(x[i]);
-    const float dz = act_grad<float>(pre_activation<float>(xv, f), static_cast<float>(dy[i]), s);
+    const float z = pre_activation<float>(xv, f);
+    const float dyv = static_cast<float>(dy[i]);
+    const float dz = act_grad<float>(z, dyv, f, s);
     s1 += dz;
     s2 += static_cast<double>(dz * (xv - f.mean));
+    if (kSlopeGrad) s3 += static_cast<double>(slope_grad<float>(z, dyv, f, s));
   }
   acc[0] += s1;
   acc[1] += s2;
+  if (kSlopeGrad) acc[2] += s3;
 }
 
 // dx = a * (dz - k1 - (x - mean) * k2); k1 = k2 = 0 unless the statistics are batch statistics.
@@ -192,13 +159,13 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
 #if defined(__F16C__)
   for (; i + 8 <= len; i += 8) {
     const f8 xv = load8(x + i);
-    const f8 dz = act_grad<f8>(pre_activation<f8>(xv, f), load8(dy + i), s);
+    const f8 dz = act_grad<f8>(pre_activation<f8>(xv, f), load8(dy + i), f, s);
     store8(dx + i, f.a * (dz - k1 - (xv - f.mean) * k2));
   }
 #endif
   for (; i < len; ++i) {
     const float xv = static_cast<float>(x[i]);
-    const float dz = act_grad<float>(pre_activation<float>(xv, f), static_cast<float>(dy[i]), s);
+    const float dz = act_grad<float>(pre_activation<float>(xv, f), static_cast<float>(dy[i]), f, s);
     dx[i] = static_cast<T>(f.a * (dz - k1 - (xv - f.mean) * k2));
   }
 }
@@ -212,7 +179,7 @@ int stats(const void* xv, const float* moving_mean, const float* moving_var, con
   const T* x = static_cast<const T*>(xv);
   const int64_t m = l.channels > 0 ? l.n / l.channels : 0;  // elements per channel
   if (m == 0) return l.channels > 0 ? 3 : 0;
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 1);
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 1);
   if (plan.tile_len == 0) return 2;
   // Sums of (x - pivot), pivot = the channel's first element: no cancellation when |mean| >> std.
   std::vector<float> pivot(static_cast<size_t>(l.channels));
@@ -234,7 +201,7 @@ int stats(const void* xv, const float* moving_mean, const float* moving_var, con
 
 template <typename T>
 int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& s, void* yv) {
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 2);
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 2);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
@@ -245,28 +212,31 @@ int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& 
   return 0;
 }
 
-template <typename T>
+// With kSlopeGrad also dslope[c] = sum gain * dy * z over z <= 0 (not clamped): the PReLU weight's gradient.
+template <typename T, bool kSlopeGrad>
 int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& l, const Scalars& s, void* dxv,
-             float* dgamma, float* dbeta) {
-  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), s.threads, 3);
+             float* dgamma, float* dbeta, float* dslope) {
+  const lrelu::TilingPlan plan = make_plan(l.n, sizeof(T), threads_of(s), 3);
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   const T* dy = static_cast<const T*>(dyv);
   T* dx = static_cast<T*>(dxv);
   const int64_t C = l.channels;
   const std::vector<Affine> f = channel_affines(ch, C, s.eps);
-  const std::vector<double> sums = reduce_channels(plan, l, 2, [&](int64_t c, int64_t start, int64_t len, double* acc) {
-    grad_sums_run(x + start, dy + start, len, f[c], s, acc);
+  constexpr int kWidth = kSlopeGrad ? 3 : 2;
+  const std::vector<double> sums = reduce_channels(plan, l, kWidth, [&](int64_t c, int64_t start, int64_t len, double* acc) {
+    grad_sums_run<T, kSlopeGrad>(x + start, dy + start, len, f[c], s, acc);
   });
   const double m = C > 0 ? static_cast<double>(l.n / C) : 0.0;
   std::vector<float> k1(static_cast<size_t>(C), 0.0f), k2(static_cast<size_t>(C), 0.0f);
   for (int64_t c = 0; c < C; ++c) {
     const double rstd = f[c].rstd;
-    dgamma[c] = static_cast<float>(rstd * sums[2 * c + 1]);
-    dbeta[c] = static_cast<float>(sums[2 * c]);
-    if (s.batch_stats && m > 0) {
-      k1[c] = static_cast<float>(sums[2 * c] / m);
-      k2[c] = static_cast<float>(rstd * rstd * sums[2 * c + 1] / m);
+    dgamma[c] = static_cast<float>(rstd * sums[kWidth * c + 1]);
+    dbeta[c] = static_cast<float>(sums[kWidth * c]);
+    if (kSlopeGrad) dslope[c] = static_cast<float>(sums[kWidth * c + 2]);
+    if (s.batch_stats != 0.0f && m > 0) {
+      k1[c] = static_cast<float>(sums[kWidth * c] / m);
+      k2[c] = static_cast<float>(rstd * rstd * sums[kWidth * c + 1] / m);
     }
   }
   for_each_tile(plan, [&](int64_t start, int64_t len) {
@@ -277,60 +247,38 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
   return 0;
 }
 
-bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
-
-bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16"); }
-
-// True when inputs first .. first + count - 1 are float32 or float16.
-bool floats_ok(const char** dtypes, int first, int count) {
-  for (int k = first; k < first + count; ++k) {
-    if (!is_float(dtypes[k])) return false;
-  }
-  return true;
-}
-
-// A per-channel tensor (float32 or float16, checked by floats_ok) as float32.
-std::vector<float> widen(const void* p, const char* dtype, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  if (is(dtype, "float32")) {
-    std::memcpy(out.data(), p, sizeof(float) * static_cast<size_t>(n));
-  } else {
-    const half* h = static_cast<const half*>(p);
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
-  }
-  return out;
-}
-
-// Write float32 values to an output of dtype float32 or float16 (rounded to nearest even once).
-void narrow(const std::vector<float>& v, const char* dtype, void* out) {
-  if (is(dtype, "float32")) {
-    std::memcpy(out, v.data(), sizeof(float) * v.size());
-  } else {
-    half* h = static_cast<half*>(out);
-    for (size_t i = 0; i < v.size(); ++i) h[i] = static_cast<half>(v[i]);
-  }
-}
-
-Channels read_channels(void** params, const char** dtypes, int first, int64_t channels) {
+// gamma, beta, mean, var from inputs first .. first + 3; the slope of every channel is `slope`.
+Channels read_channels(void** params, const char** dtypes, int first, int64_t channels, float slope) {
   return {widen(params[first], dtypes[first], channels), widen(params[first + 1], dtypes[first + 1], channels),
-          widen(params[first + 2], dtypes[first + 2], channels), widen(params[first + 3], dtypes[first + 3], channels)};
+          widen(params[first + 2], dtypes[first + 2], channels), widen(params[first + 3], dtypes[first + 3], channels),
+          std::vector<float>(static_cast<size_t>(channels), slope)};
+}
+
+// The PReLU weight at input k ((1,) or (C,), float32|float16) as the per-channel slopes; false if misshapen.
+bool read_weight_slopes(void** params, int* ndims, int64_t** shapes, const char** dtypes, int k, int64_t channels,
+                        std::vector<float>* slope) {
+  const int64_t count = ndims[k] == 1 ? shapes[k][0] : -1;
+  if (!is_float(dtypes[k]) || (count != 1 && count != channels)) return false;
+  const std::vector<float> w = widen(params[k], dtypes[k], count);
+  for (int64_t c = 0; c < channels; ++c) (*slope)[c] = w[count == 1 ? 0 : c];
+  return true;
 }
 
 }  // namespace
 
 extern "C" {
 
-// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (BnActParams);
 // outputs: mean, var, new moving_mean, new moving_var (float32 (C,)).
 // Returns 3 when a channel has no elements (a batch statistic is undefined).
 int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                void* /*stream*/, void* /*extra*/) {
-  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 2) || !scalars_dtype_ok(dtypes[3])) return 1;
+  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 2) || !lrelu::params_ok<Scalars>(dtypes[3], ndims[3], shapes[3])) return 1;
   for (int k = 4; k < 8; ++k) {
     if (!is(dtypes[k], "float32")) return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[3]);
+  const Scalars s = lrelu::read_params<Scalars>(params[3]);
   const std::vector<float> mm = widen(params[1], dtypes[1], l.channels);
   const std::vector<float> mv = widen(params[2], dtypes[2], l.channels);
   float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
@@ -340,40 +288,88 @@ int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const ch
   return 1;
 }
 
-// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
 // output: y (dtype of x).
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
-  if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !scalars_dtype_ok(dtypes[5])) return 1;
+  if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !lrelu::params_ok<Scalars>(dtypes[5], ndims[5], shapes[5])) return 1;
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[5]);
-  const Channels ch = read_channels(params, dtypes, 1, l.channels);
+  const Scalars s = lrelu::read_params<Scalars>(params[5]);
+  const Channels ch = read_channels(params, dtypes, 1, l.channels, s.slope);
   if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[6]);
   if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[6]);
   return 1;
 }
 
-// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (int32[7]);
+// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
 // outputs: dx (dtype of x), dgamma, dbeta (dtype of gamma, float32 math).
 int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                   void* /*stream*/, void* /*extra*/) {
   if (nparam != 10 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !floats_ok(dtypes, 2, 4) ||
-      !scalars_dtype_ok(dtypes[6]) || !floats_ok(dtypes, 8, 2)) {
+      !lrelu::params_ok<Scalars>(dtypes[6], ndims[6], shapes[6]) || !floats_ok(dtypes, 8, 2)) {
     return 1;
   }
   const Layout l = read_layout(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[6]);
-  const Channels ch = read_channels(params, dtypes, 2, l.channels);
+  const Scalars s = lrelu::read_params<Scalars>(params[6]);
+  const Channels ch = read_channels(params, dtypes, 2, l.channels, s.slope);
   std::vector<float> dgamma(static_cast<size_t>(l.channels)), dbeta(static_cast<size_t>(l.channels));
   int status = 1;
   if (is(dtypes[0], "float32")) {
-    status = backward<float>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data());
+    status = backward<float, false>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data(), nullptr);
   } else if (is(dtypes[0], "float16")) {
-    status = backward<half>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data());
+    status = backward<half, false>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data(), nullptr);
   }
   if (status != 0) return status;
   narrow(dgamma, dtypes[8], params[8]);
   narrow(dbeta, dtypes[9], params[9]);
+  return 0;
+}
+
+// BatchNorm + PReLU: as BnActForward with one more input, the PReLU weight ((1,) or (C,)) before the scalars,
+// whose values replace the slope. Inputs: x, gamma, beta, mean, var, weight, scalars; output: y.
+int BnPreluForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
+                   void* /*stream*/, void* /*extra*/) {
+  if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !lrelu::params_ok<Scalars>(dtypes[6], ndims[6], shapes[6])) {
+    return 1;
+  }
+  const Layout l = read_layout(ndims[0], shapes[0]);
+  const Scalars s = lrelu::read_params<Scalars>(params[6]);
+  Channels ch = read_channels(params, dtypes, 1, l.channels, 0.0f);
+  if (!read_weight_slopes(params, ndims, shapes, dtypes, 5, l.channels, &ch.slope)) return 1;
+  if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[7]);
+  if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[7]);
+  return 1;
+}
+
+// Inputs: x, dy, gamma, beta, mean, var, weight, scalars; outputs: dx, dgamma, dbeta, dweight (dtype of weight;
+// with a (1,) weight the sum over all channels).
+int BnPreluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
+                    void* /*stream*/, void* /*extra*/) {
+  if (nparam != 12 || ndims[0] < 2 || !is(dtypes[0], dtypes[1]) || !floats_ok(dtypes, 2, 4) ||
+      !lrelu::params_ok<Scalars>(dtypes[7], ndims[7], shapes[7]) || !floats_ok(dtypes, 9, 3)) {
+    return 1;
+  }
+  const Layout l = read_layout(ndims[0], shapes[0]);
+  const Scalars s = lrelu::read_params<Scalars>(params[7]);
+  Channels ch = read_channels(params, dtypes, 2, l.channels, 0.0f);
+  if (!read_weight_slopes(params, ndims, shapes, dtypes, 6, l.channels, &ch.slope)) return 1;
+  const size_t C = static_cast<size_t>(l.channels);
+  std::vector<float> dgamma(C), dbeta(C), dslope(C);
+  int status = 1;
+  if (is(dtypes[0], "float32")) {
+    status = backward<float, true>(params[0], params[1], ch, l, s, params[8], dgamma.data(), dbeta.data(), dslope.data());
+  } else if (is(dtypes[0], "float16")) {
+    status = backward<half, true>(params[0], params[1], ch, l, s, params[8], dgamma.data(), dbeta.data(), dslope.data());
+  }
+  if (status != 0) return status;
+  narrow(dgamma, dtypes[9], params[9]);
+  narrow(dbeta, dtypes[10], params[10]);
+  if (shapes[6][0] == 1) {
+    double total = 0.0;
+    for (float v : dslope) total += v;
+    dslope.assign(1, static_cast<float>(total));
+  }
+  narrow(dslope, dtypes[11], params[11]);
   return 0;
 }
 

@@ -1,5 +1,5 @@
-// Shared pieces of the CPU aot kernels (leaky_relu.cc, bn_act.cc): half/vector types, the rounding
-// policies, the scalars input, the LeakyReLU element formula, the clamp, and the tile walk over the one
+// Shared pieces of the CPU aot kernels (leaky_relu.cc, bn_act.cc, activations.cc): half/vector types, the
+// rounding policies, the LeakyReLU element formula, the clamp, and the tile walk over the one
 // tiling plan.
 //
 // The element formulas are written once over V (float, or an 8-lane float vector) and a rounding
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../params.h"
 #include "../tiling.h"
 
 namespace lrelu {
@@ -42,17 +43,6 @@ inline int64_t element_count(int ndim, const int64_t* shape) {
 }
 
 template <typename V> inline V splat(float s) { return s; }
-
-// The scalars input is an int32 tensor holding float32 bit patterns (ops.api.pack_scalars): MindSpore's
-// mixed precision (amp O2/O3) casts every floating-point input of an op in a float16 cell to float16,
-// integer inputs never, so the float32 slope and clamp arrive unrounded. Returns false for another dtype.
-inline bool scalars_dtype_ok(const char* dtype) { return std::strcmp(dtype, "int32") == 0; }
-
-inline float scalar_at(const void* scalars, int index) {
-  float f;
-  std::memcpy(&f, static_cast<const char*>(scalars) + sizeof(float) * index, sizeof f);
-  return f;
-}
 
 struct NoRound {
   template <typename V> static V apply(V v) { return v; }
@@ -146,6 +136,83 @@ void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
   for (int64_t core = 1; core < plan.used_cores; ++core) workers.emplace_back(run_core, core);
   if (plan.used_cores > 0) run_core(0);
   for (std::thread& w : workers) w.join();
+}
+
+// ---- channel layout (N, C, *inner) and per-channel helpers (bn_act.cc, activations.cc) ----
+
+struct Layout {
+  int64_t n, channels, inner;  // elements; C; product of the dims after the channel axis
+};
+
+inline Layout read_layout(int ndim, const int64_t* shape) {
+  int64_t inner = 1;
+  for (int i = 2; i < ndim; ++i) inner *= shape[i];
+  return {element_count(ndim, shape), ndim >= 2 ? shape[1] : 0, inner};
+}
+
+// Call run_fn(c, start, len) for the maximal single-channel runs of elements [start, start + len).
+template <typename RunFn>
+void for_each_run(const Layout& l, int64_t start, int64_t len, const RunFn& run_fn) {
+  const int64_t end = start + len;
+  while (start < end) {
+    const int64_t plane = start / l.inner;
+    const int64_t stop = (plane + 1) * l.inner < end ? (plane + 1) * l.inner : end;
+    run_fn(plane % l.channels, start, stop - start);
+    start = stop;
+  }
+}
+
+// Per-channel sums over x with one partial row of `width` doubles per (channel, tile), added in tile
+// order. run_fn(c, start, len, acc) adds the run's contribution to acc[0 .. width).
+template <typename RunFn>
+std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout& l, int width,
+                                    const RunFn& run_fn) {
+  const int64_t row = width * l.channels;
+  std::vector<double> partial(static_cast<size_t>(plan.total_tiles * row), 0.0);
+  for_each_tile(plan, [&](int64_t start, int64_t len) {
+    double* tile_acc = partial.data() + start / plan.tile_len * row;
+    for_each_run(l, start, len, [&](int64_t c, int64_t s, int64_t n) { run_fn(c, s, n, tile_acc + width * c); });
+  });
+  std::vector<double> total(static_cast<size_t>(row), 0.0);
+  for (int64_t t = 0; t < plan.total_tiles; ++t) {
+    for (int64_t k = 0; k < row; ++k) total[k] += partial[t * row + k];
+  }
+  return total;
+}
+
+
+inline bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
+
+inline bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16"); }
+
+// True when inputs first .. first + count - 1 are float32 or float16.
+inline bool floats_ok(const char** dtypes, int first, int count) {
+  for (int k = first; k < first + count; ++k) {
+    if (!is_float(dtypes[k])) return false;
+  }
+  return true;
+}
+
+// A per-channel tensor (float32 or float16, checked by floats_ok) as float32.
+inline std::vector<float> widen(const void* p, const char* dtype, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  if (is(dtype, "float32")) {
+    std::memcpy(out.data(), p, sizeof(float) * static_cast<size_t>(n));
+  } else {
+    const half* h = static_cast<const half*>(p);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+  }
+  return out;
+}
+
+// Write float32 values to an output of dtype float32 or float16 (rounded to nearest even once).
+inline void narrow(const std::vector<float>& v, const char* dtype, void* out) {
+  if (is(dtype, "float32")) {
+    std::memcpy(out, v.data(), sizeof(float) * v.size());
+  } else {
+    half* h = static_cast<half*>(out);
+    for (size_t i = 0; i < v.size(); ++i) h[i] = static_cast<half>(v[i]);
+  }
 }
 
 }  // namespace cpu

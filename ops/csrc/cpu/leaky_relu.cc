@@ -2,10 +2,10 @@
 //
 // y = x > 0 ? x : slope * x, then optionally clamped to [-clamp, clamp] with NaN kept.
 // float16 values are widened to float, multiplied by the float32 slope and rounded to half once.
-// The scalar parameters travel as a tensor of 3 float32 values {slope, clamp (+inf = none), threads}, stored
-// as int32 bit patterns so that mixed precision leaves them alone (kernel_common.h), rather than as primitive
-// attributes, because a second CustomRegOp registration with the same name keeps the first attribute
-// value (measured with MindSpore 2.10: the second registration silently runs with the first slope).
+// The scalar parameters travel as one lrelu::ActParams (../params.h: slope, clamp (+inf = none), threads, ...)
+// in an int32 tensor of float32 bit patterns, rather than as primitive attributes, because a second
+// CustomRegOp registration with the same name keeps the first attribute value (measured with MindSpore 2.10:
+// the second registration silently runs with the first slope).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops
@@ -20,16 +20,7 @@ namespace {
 
 using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
-struct Scalars {
-  float slope;
-  float clamp;  // +inf when no clamp
-  int64_t threads;
-};
-
-Scalars read_scalars(const void* p) {
-  const float threads = scalar_at(p, 2);
-  return {scalar_at(p, 0), scalar_at(p, 1), threads >= 1.0f ? static_cast<int64_t>(threads) : 1};
-}
+using Scalars = lrelu::ActParams;
 
 template <typename V, typename R, bool kMaxMin>
 inline V forward_value(V x, float slope, float clamp) {
@@ -88,7 +79,7 @@ __attribute__((noinline)) void backward_tile(const half* __restrict__ m, const h
 
 template <typename T, bool kMaxMin>
 int forward(void* x, const Scalars& s, void* y, int64_t n) {
-  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), s.threads, 2);
+  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 2);
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* xp = static_cast<const T*>(x);
   T* yp = static_cast<T*>(y);
@@ -100,7 +91,7 @@ int forward(void* x, const Scalars& s, void* y, int64_t n) {
 
 template <typename T>
 int backward(void* m, void* dy, const Scalars& s, void* dx, int64_t n) {
-  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), s.threads, 3);
+  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 3);
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* mp = static_cast<const T*>(m);
   const T* dyp = static_cast<const T*>(dy);
@@ -115,9 +106,9 @@ int backward(void* m, void* dy, const Scalars& s, void* dx, int64_t n) {
 // the output is a one-element token (set to 0) that only orders the op in the graph.
 template <bool kMaxMin, bool kInplace>
 int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
-  if (nparam != 3 || !scalars_dtype_ok(dtypes[1])) return 1;
+  if (nparam != 3 || !lrelu::params_ok<Scalars>(dtypes[1], ndims[1], shapes[1])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[1]);
+  const Scalars s = lrelu::read_params<Scalars>(params[1]);
   void* y = kInplace ? params[0] : params[2];
   if (std::strcmp(dtypes[0], "float32") == 0) {
     if (kInplace) *static_cast<float*>(params[2]) = 0.0f;
@@ -134,7 +125,7 @@ int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const
 
 extern "C" {
 
-// Inputs: x (float32|float16), scalars (int32[3], float32 bits); output: y (dtype of x).
+// Inputs: x (float32|float16), scalars (ActParams); output: y (dtype of x).
 int LeakyReluForwardSelect(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                            void* /*stream*/, void* /*extra*/) {
   return forward_entry<false, false>(nparam, params, ndims, shapes, dtypes);
@@ -156,12 +147,12 @@ int LeakyReluForwardMaxMinInplace(int nparam, void** params, int* ndims, int64_t
   return forward_entry<true, true>(nparam, params, ndims, shapes, dtypes);
 }
 
-// Inputs: m (forward input x, or output y in place), dy, scalars (int32[3], float32 bits); output: dx.
+// Inputs: m (forward input x, or output y in place), dy, scalars (ActParams); output: dx.
 int LeakyReluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                       void* /*stream*/, void* /*extra*/) {
-  if (nparam != 4 || std::strcmp(dtypes[0], dtypes[1]) != 0 || !scalars_dtype_ok(dtypes[2])) return 1;
+  if (nparam != 4 || std::strcmp(dtypes[0], dtypes[1]) != 0 || !lrelu::params_ok<Scalars>(dtypes[2], ndims[2], shapes[2])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
-  const Scalars s = read_scalars(params[2]);
+  const Scalars s = lrelu::read_params<Scalars>(params[2]);
   if (std::strcmp(dtypes[0], "float32") == 0) return backward<float>(params[0], params[1], s, params[3], n);
   if (std::strcmp(dtypes[0], "float16") == 0) return backward<half>(params[0], params[1], s, params[3], n);
   return 1;

@@ -35,9 +35,9 @@ struct QuantParams {
 };
 
 QuantParams read_params(const void* p) {
-  const float threads = scalar_at(p, 5);
-  return {scalar_at(p, 0), scalar_at(p, 1), scalar_at(p, 3), static_cast<int32_t>(scalar_at(p, 2)),
-          static_cast<int32_t>(scalar_at(p, 4)), threads >= 1.0f ? static_cast<int64_t>(threads) : 1};
+  const auto s = lrelu::read_params<lrelu::QuantizedParams>(p);  // ../params.h
+  return {s.slope, s.in_scale, s.out_scale, static_cast<int32_t>(s.in_zero_point),
+          static_cast<int32_t>(s.out_zero_point), lrelu::thread_count(s.threads)};
 }
 
 // table[b] is the output byte for the input byte b (the code's bit pattern, so int8 -1 is entry 255).
@@ -84,10 +84,10 @@ int lookup(const uint8_t* x, uint8_t* y, int64_t n, int64_t threads, const uint8
 
 extern "C" {
 
-// Inputs: q (int8|uint8), scalars (int32[6], float32 bits); output: y (dtype of q).
+// Inputs: q (int8|uint8), scalars (lrelu::QuantizedParams); output: y (dtype of q).
 int QuantizedLeakyRelu(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                        void* /*stream*/, void* /*extra*/) {
-  if (nparam != 3 || !scalars_dtype_ok(dtypes[1]) || std::strcmp(dtypes[0], dtypes[2]) != 0) return 1;
+  if (nparam != 3 || !lrelu::params_ok<lrelu::QuantizedParams>(dtypes[1], ndims[1], shapes[1]) || std::strcmp(dtypes[0], dtypes[2]) != 0) return 1;
   const QuantParams p = read_params(params[1]);
   alignas(64) uint8_t table[256];
   const IeeeSubnormals ieee;  // subnormal scales and products as IEEE (graph-mode threads flush them)

@@ -1,0 +1,133 @@
+"""act.d_kind / act.g_kind: every kind trains (dry run), resumes exactly, is probed by the diagnostics, and
+records its learned slopes; bad kinds and parameters fail at composition naming the key."""
+import json
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from gan.config import ACT_KINDS, ConfigError, compose_config
+from gan.models import Discriminator, Generator, make_activation
+from gan.training import run
+from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU
+
+TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
+        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
+CELLS = {"leaky_relu": LeakyReLU, "relu": LeakyReLU, "prelu": PReLU, "rrelu": RReLU, "elu": ELU,
+         "adaptive": AdaptiveLeakyReLU}
+
+
+def train(run_dir, *overrides):
+    return run(compose_config(TINY + list(overrides)), run_dir)
+
+
+def test_factory_builds_each_kind_with_its_parameters():
+    act = OmegaConf.to_object(compose_config(["act.prelu_init=0.1", "act.elu_alpha=0.5", "act.rrelu_lower=0.2",
+                                              "act.rrelu_upper=0.3", "act.adaptive_init=0.4"])).act
+    for kind in ACT_KINDS:
+        act.d_kind = kind
+        cell = make_activation(act, "d", 1, 0.2, 16)
+        assert type(cell) is CELLS[kind]
+    act.d_kind = "prelu"
+    assert make_activation(act, "d", 0, 0.2, 16).weight.asnumpy().tolist() == [np.float32(0.1)] * 16
+    act.d_kind = "relu"
+    assert make_activation(act, "d", 0, 0.2, 16).negative_slope == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ACT_KINDS)
+def test_dry_run_with_every_kind_in_both_networks(kind, tmp_path, capsys):
+    summary = train(tmp_path, "train.dry_run=true", f"act.d_kind={kind}", f"act.g_kind={kind}", "train.ema_beta=0.9")
+    assert summary.end_step == 2 and all(np.isfinite([s.loss_d, s.loss_g]).all() for s in summary.history)
+    assert "D/act0" in capsys.readouterr().out  # the diagnostics probed D's activations
+    records = [json.loads(line) for line in (tmp_path / "diagnostics.jsonl").read_text().splitlines()]
+    layers = records[-1]["layers"]
+    assert {"G/act0", "D/act0", "D/act1"} <= set(layers) and all(0 <= v["dead_frac"] <= 1 for v in layers.values())
+    slopes = records[-1].get("slopes")
+    if kind in ("prelu", "adaptive"):
+        assert set(slopes) == set(layers)
+        assert all(len(slopes[layer]) == layers[layer]["channels"] for layer in layers)
+    else:
+        assert slopes is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["rrelu", "prelu"])
+def test_resume_is_exact(kind, tmp_path):
+    kinds = [f"act.d_kind={kind}", f"act.g_kind={kind}"]
+    whole = train(tmp_path / "whole", "train.steps=4", *kinds)
+    train(tmp_path / "part", "train.steps=2", *kinds)
+    resumed = train(tmp_path / "part", "train.steps=4", "train.resume=auto", *kinds)
+    losses = [(s.loss_d, s.loss_g) for s in whole.history]
+    assert [(s.loss_d, s.loss_g) for s in resumed.history] == losses[2:]
+    assert len(set(losses)) == 4
+
+
+@pytest.mark.slow
+def test_rrelu_layers_draw_per_run_seed(tmp_path):
+    kinds = ["act.d_kind=rrelu", "act.g_kind=rrelu", "train.steps=2"]
+    first, other = train(tmp_path / "a", *kinds), train(tmp_path / "b", *kinds, "seed=1")
+    assert first.history[0].loss_d != other.history[0].loss_d
+
+
+def test_generator_learns_prelu_slopes_per_channel():
+    act = OmegaConf.to_object(compose_config(["act.g_kind=prelu", "act.d_kind=elu"])).act
+    model = OmegaConf.to_object(compose_config(TINY)).model
+    g, d = Generator(model, act, 1, "native"), Discriminator(model, act, 1, "native")
+    assert [p.shape for n, p in g.parameters_and_names() if n.endswith("act0.weight")] == [(32,)]
+    assert any(isinstance(c, ELU) for _, c in d.cells_and_names())
+
+
+@pytest.mark.parametrize("override, message", [
+    (["act.d_kind=swish"], "act.d_kind='swish' is not allowed"),
+    (["act.g_kind=elu", "fusion=bn_act"], r"fusion=bn_act fuses BatchNorm with \['leaky_relu', 'relu', 'prelu'\] "
+                                          r"only, got act.g_kind='elu'"),
+    (["act.rrelu_lower=0.4", "act.rrelu_upper=0.2"], "act.rrelu_lower=0.4 must be <= act.rrelu_upper=0.2"),
+    (["act.rrelu_upper=1.5"], r"act.rrelu_upper=1.5 must be in \[0, 1\]"),
+    (["act.elu_alpha=1e-50"], "act.elu_alpha=1e-50 cannot be represented in float32"),
+    (["act.negative_slope=1e-50"], "act.negative_slope=1e-50 cannot be represented in float32"),
+    (["act.clamp=1e-50"], "act.clamp=1e-50 cannot be represented in float32"),
+    (["act.d_kind=prelu", "act.d_layers=[0.1,0.1,0.1]"], "act.d_layers sets per-layer LeakyReLU slopes"),
+])
+def test_bad_act_settings_fail_at_composition_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config(override))
+
+
+def test_negative_slope_one_is_accepted_by_config_and_op():
+    """The op and the config agree: slopes in [0, 1], 1 being the identity."""
+    assert OmegaConf.to_object(compose_config(["act.negative_slope=1.0"])).act.negative_slope == 1.0
+    assert LeakyReLU(1.0).negative_slope == 1.0
+
+
+def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
+    from mindspore import Tensor, nn
+    from tensorboardX import SummaryWriter
+
+    from gan.dashboard import read_jsonl
+    from gan.diagnostics import Criteria, TrainingDiagnostics, attach
+    from test_diagnostics import read_events
+
+    net = nn.SequentialCell([nn.Conv2d(1, 4, 1, has_bias=True), PReLU(4, 0.3)])
+    probes = attach(net, Tensor(np.ones((2, 1, 3, 3), np.float32)), "D")
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    diag = TrainingDiagnostics(probes, Criteria(), 1, writer, tmp_path)
+    net(Tensor(np.ones((2, 1, 3, 3), np.float32)))
+    record = diag.check(1)
+    writer.close()
+    assert record["slopes"] == {"D/1": [0.3] * 4}
+    assert read_jsonl(tmp_path / "diagnostics.jsonl")[-1]["slopes"] == {"D/1": [0.3] * 4}
+    assert "diag_slopes/D/1" in {v.tag for e in read_events(tmp_path / "tb") for v in e.summary.value}
+
+
+@pytest.mark.slow
+def test_bn_act_fusion_trains_prelu_and_relu(tmp_path):
+    from ops import BatchNormPReLU
+
+    train(tmp_path, "train.dry_run=true", "fusion=bn_act", "act.d_kind=prelu", "act.g_kind=relu")
+    record = [json.loads(line) for line in (tmp_path / "diagnostics.jsonl").read_text().splitlines()][-1]
+    # D: act0 is a plain PReLU (no BatchNorm before it), bn1.. are fused BatchNorm + PReLU; G has no slopes
+    assert sorted(record["slopes"]) == ["D/act0", "D/bn1", "D/bn2"]
+    act = OmegaConf.to_object(compose_config(TINY + ["fusion=bn_act", "act.d_kind=prelu"]))
+    d = Discriminator(act.model, act.act, 3, "native", "bn_act")
+    assert type(dict(d.layers.name_cells())["bn1"]) is BatchNormPReLU
