@@ -8,6 +8,12 @@ mean +- standard error per (dataset, slope) beside PacGAN's published GAN row (L
 The slope is the discriminator's; the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G).
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
 after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
+
+--batched trains the trials of each (dataset, slope) together as one batched model (gan.toy2d_batched: the
+same nets, init, batches, optimiser and metrics as the separate runs, within float32 rounding) and
+evaluates every trial at each step count of --eval-at, so one run gives the metrics against training length:
+
+    python scripts/bench_modes.py --batched --trials 10 --slopes 0.2 --datasets ring8 --eval-at 2000,10000,50000
 """
 from __future__ import annotations
 
@@ -68,9 +74,12 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 def summarize(records: list[dict]) -> list[dict]:
     """One row per (dataset, slope): mean and standard error of each metric (hq_fraction in %)."""
     rows = []
-    for key in dict.fromkeys((r["dataset"], r["slope"]) for r in records):
-        group = [r for r in records if (r["dataset"], r["slope"]) == key]
-        row = {"dataset": key[0], "slope": key[1], "trials": len(group),
+    def key(r: dict) -> tuple:
+        return r["dataset"], r["slope"], r.get("steps")
+
+    for k in dict.fromkeys(key(r) for r in records):
+        group = [r for r in records if key(r) == k]
+        row = {"dataset": k[0], "slope": k[1], "steps": k[2], "trials": len(group),
                "seconds_per_trial": sum(r["seconds"] for r in group) / len(group)}
         for name in METRICS:
             scale = 100.0 if name == "hq_fraction" else 1.0
@@ -85,15 +94,55 @@ def markdown_table(rows: list[dict]) -> str:
     def cell(mean: float, se: float, digits: int) -> str:
         return f"{mean:.{digits}f}" + ("" if math.isnan(se) else f" ± {se:.{digits}f}")
 
-    lines = ["| data | D slope | trials | modes | high-quality % | reverse KL |", "|---|---|---|---|---|---|"]
+    lines = ["| data | D slope | steps | trials | modes | high-quality % | reverse KL |", "|---|---|---|---|---|---|---|"]
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         for r in (r for r in rows if r["dataset"] == dataset):
-            lines.append(f"| {dataset} | {r['slope']:g} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
+            steps = "" if r.get("steps") is None else r["steps"]
+            lines.append(f"| {dataset} | {r['slope']:g} | {steps} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
                          f"{cell(r['hq_fraction'], r['hq_fraction_se'], 1)} | "
                          f"{cell(r['reverse_kl'], r['reverse_kl_se'], 2)} |")
         modes, hq, kl = PACGAN_GAN[dataset]
-        lines.append(f"| {dataset} | PacGAN GAN (paper) | 10 | {modes} | {hq} | {kl} |")
+        lines.append(f"| {dataset} | PacGAN GAN (paper) | ~400000 | 10 | {modes} | {hq} | {kl} |")
     return "\n".join(lines) + "\n"
+
+
+def parse_steps_list(text: str) -> list[int]:
+    """'2000,10000' -> [2000, 10000]: strictly increasing integers >= 1."""
+    try:
+        steps = [positive_int(t.strip()) for t in text.split(",") if t.strip()]
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"--eval-at {text!r}: {err}") from err
+    if not steps or steps != sorted(set(steps)):
+        raise argparse.ArgumentTypeError(f"--eval-at {text!r}: give increasing step counts, e.g. 2000,10000,50000")
+    return steps
+
+
+def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
+    """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
+    from gan.config import compose_config
+    from gan.toy2d_batched import BatchedTrainer
+    from gan.training import setup_runtime, to_config
+
+    records = []
+    for dataset in args.datasets:
+        for slope in args.slopes:
+            conf = to_config(compose_config([f"data={dataset}", f"act.negative_slope={slope}",
+                                             "diagnostics.enabled=false", *args.override]))
+            setup_runtime(conf.runtime)
+            start = time.perf_counter()
+            trainer = BatchedTrainer(conf, list(range(args.trials)))
+            for steps in args.eval_at or [conf.train.steps]:
+                skipped = trainer.train_to(steps).skipped_steps
+                seconds = time.perf_counter() - start
+                for seed, metrics in enumerate(trainer.evaluate()):
+                    records.append({"dataset": dataset, "slope": slope, "seed": seed, "steps": steps,
+                                    "skipped_steps": int(skipped[seed]),
+                                    "seconds": seconds / args.trials, "batch_seconds": seconds,
+                                    "load_avg_1min": os.getloadavg()[0], **metrics})
+                    print(json.dumps(records[-1]), flush=True)
+                if args.json:
+                    write_report(args.json, header, records)
+    return records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +156,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra train.py override for every run (repeatable), e.g. runtime.threads=1")
     parser.add_argument("--out-dir", type=Path, help="keep the run directories here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="write per-trial records and the summary as JSON here")
+    parser.add_argument("--batched", action="store_true",
+                        help="train the trials of each setting as one batched model (gan.toy2d_batched)")
+    parser.add_argument("--eval-at", type=parse_steps_list, metavar="STEPS,...",
+                        help="with --batched: evaluate every trial at these step counts (the last is the length)")
     args = parser.parse_args(argv)
+    if args.eval_at and not args.batched:
+        parser.error("--eval-at needs --batched")
+    if args.batched and args.steps is not None:
+        parser.error("with --batched give the length as --eval-at STEPS (or several, e.g. 2000,10000)")
+    if args.batched:
+        header = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                  "batched": True, "pacgan_gan": PACGAN_GAN,
+                  "runs": len(args.datasets) * len(args.slopes) * args.trials * len(args.eval_at or [None])}
+        print(markdown_table(summarize(run_batched(args, header))))
+        return 0
 
     from gan.config import compose_config  # heavy imports after argument errors
     from gan.training import run

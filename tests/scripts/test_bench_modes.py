@@ -29,9 +29,18 @@ def test_table_groups_trials_and_shows_the_paper_row():
     assert rows[0]["modes"] == 7 and rows[0]["modes_se"] == pytest.approx(1.0)
     assert rows[0]["hq_fraction"] == pytest.approx(80.0) and rows[0]["hq_fraction_se"] == pytest.approx(10.0)
     table = bench_modes.markdown_table(rows)
-    assert "| ring8 | 0 | 2 | 7.0 ± 1.0 | 80.0 ± 10.0 | 0.20 ± 0.10 |" in table
-    assert "| ring8 | 0.2 | 1 | 7.0 | 100.0 | 0.20 |" in table
-    assert "| ring8 | PacGAN GAN (paper) | 10 | 6.3 | 98.2 | 0.45 |" in table
+    assert "| ring8 | 0 |  | 2 | 7.0 ± 1.0 | 80.0 ± 10.0 | 0.20 ± 0.10 |" in table
+    assert "| ring8 | 0.2 |  | 1 | 7.0 | 100.0 | 0.20 |" in table
+    assert "| ring8 | PacGAN GAN (paper) | ~400000 | 10 | 6.3 | 98.2 | 0.45 |" in table
+
+
+def test_table_has_one_row_per_training_length():
+    records = [{"dataset": "ring8", "slope": 0.2, "seed": i, "steps": steps, "seconds": 1.0, "modes": 8,
+                "hq_fraction": hq, "reverse_kl": 0.1} for steps, hq in ((2000, 0.1), (10000, 0.6)) for i in range(2)]
+    rows = bench_modes.summarize(records)
+    assert [(r["steps"], r["trials"], r["hq_fraction"]) for r in rows] == [(2000, 2, pytest.approx(10.0)),
+                                                                          (10000, 2, pytest.approx(60.0))]
+    assert "| ring8 | 0.2 | 10000 | 2 | 8.0 ± 0.0 | 60.0 ± 0.0 | 0.10 ± 0.00 |" in bench_modes.markdown_table(rows)
 
 
 def test_partial_report_is_marked_incomplete(tmp_path):
@@ -41,11 +50,15 @@ def test_partial_report_is_marked_incomplete(tmp_path):
     bench_modes.write_report(tmp_path / "partial.json", header, records)
     data = json.loads((tmp_path / "partial.json").read_text())
     assert (data["complete"], data["finished_runs"], data["runs"]) == (False, 1, 4)
-    assert "| grid25 | 0 | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
+    assert "| grid25 | 0 |  | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
 
 
 @pytest.mark.parametrize("args, message", [(["--slopes", "0,1.5"], "--slopes"), (["--datasets", "ring9"], "ring8"),
-                                           (["--trials", "0"], "integer >= 1")])
+                                           (["--trials", "0"], "integer >= 1"),
+                                           (["--batched", "--eval-at", "10000,2000"], "increasing"),
+                                           (["--batched", "--eval-at", "0"], "integer >= 1"),
+                                           (["--eval-at", "2000"], "--eval-at needs --batched"),
+                                           (["--batched", "--steps", "100"], "--eval-at")])
 def test_bad_arguments_exit_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench_modes.main(args)
@@ -66,3 +79,34 @@ def test_one_tiny_trial_writes_json(tmp_path):
     assert [(r["dataset"], r["slope"], r["steps"]) for r in data["records"]] == [("ring8", 0.2, 2)]
     assert set(data["records"][0]) >= {"modes", "hq_fraction", "reverse_kl", "seconds"}
     assert "PacGAN GAN (paper)" in result.stdout
+
+
+TINY_2D = ["--override", "model.ngf=16", "--override", "model.ndf=16", "--override", "eval.num_samples=100"]
+
+
+@pytest.mark.slow
+def test_batched_trials_evaluated_at_each_length(tmp_path):
+    out = tmp_path / "batched.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "0.2",
+         "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert (data["complete"], data["finished_runs"], data["batched"]) == (True, 4, True)
+    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(0, 2, 0), (1, 2, 0), (0, 4, 0),
+                                                                                 (1, 4, 0)]
+    assert "| ring8 | 0.2 | 4 | 2 |" in data["table"]
+
+
+@pytest.mark.slow
+def test_step_cost_benchmark_times_both_sides(tmp_path):
+    out = tmp_path / "steps.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2", "--rounds",
+         "1", *TINY_2D, "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [b["side"] for b in data["blocks"]] == ["separate", "batched"]
+    assert data["best"]["batched"]["cpu_ms_per_trial_step"] > 0 and data["best"]["speedup_wall"] > 0

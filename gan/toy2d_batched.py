@@ -1,0 +1,244 @@
+"""All trials of one 2D setting trained as one batched model: the trial index leads every weight.
+
+The 2D recipe (`data=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
+pair per run. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
+layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
+jitted function does the D step and the G step of all trials, so per-trial launches and host work go away
+(the arithmetic stays; docs/sweeps.md has the measured costs). The trials stay independent: the loss is
+the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
+are per trial (nn.Adam's kernel on the stacked tensors is element-wise). Each trial t is built to reproduce
+`python train.py data=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
+gan.models), batches (gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G
+runs in the D step and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
+One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
+skips it for that run only); each trial's count of such steps is reported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, nn, ops
+
+from gan.config import POINT_DATASETS, Config, ConfigError
+from gan.metrics import mode_metrics
+from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
+from gan.tasks import PointData
+from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents
+from ops import leaky_relu
+
+_BMM = ops.BatchMatMul()
+_BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
+# What the batched trainer does not implement, as (config key, getter, the value it needs).
+_REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
+             ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False))
+_KINDS = ("leaky_relu", "relu")  # act.{d,g}_kind the batched nets build (relu: the op with slope 0)
+
+
+def check_batchable(conf: Config) -> None:
+    """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces."""
+    if conf.data.name not in POINT_DATASETS:
+        raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, "
+                          f"one of {list(POINT_DATASETS)}")
+    for net in ("d", "g"):
+        kind = getattr(conf.act, f"{net}_kind")
+        if kind not in _KINDS:
+            raise ConfigError(f"act.{net}_kind={kind!r} is not supported by the batched 2D trainer (one of "
+                              f"{list(_KINDS)}); use train.py for this setting")
+    for key, get, needed in _REQUIRED:
+        if get(conf) != needed:
+            raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
+                              f"use train.py for this setting")
+
+
+def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
+    """Each seed's initial G and D weights exactly as GANTrainer builds them, stacked on a leading trial axis.
+
+    Names are the single-trial parameter names (`generator.layers.conv0.weight`, ...); dense weights keep
+    MindSpore's (out, in) layout here.
+    """
+    nets = NETWORKS["mlp"]
+    g = nets.generator(conf.model, conf.act, 2, "native")
+    d = nets.discriminator(conf.model, conf.act, 2, "native")
+    g.update_parameters_name("generator.")
+    d.update_parameters_name("discriminator.")
+    per_trial = []
+    for seed in seeds:
+        nets.init(g, np.random.default_rng([seed, 0, _INIT_G]))
+        nets.init(d, np.random.default_rng([seed, 0, _INIT_D]))
+        per_trial.append({p.name: p.asnumpy().copy() for net in (g, d) for p in net.get_parameters()})
+    return {name: np.stack([arrays[name] for arrays in per_trial]) for name in per_trial[0]}
+
+
+def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them."""
+    if getattr(conf.act, f"{net}_kind") == "relu":
+        return (0.0,) * depth
+    return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
+
+
+def _bce_rows(logits: Tensor, target: float) -> Tensor:
+    """Per-trial mean BCE-with-logits of (T, N) logits against a constant label: (T,)."""
+    return ops.binary_cross_entropy_with_logits(logits, ops.full_like(logits, target), reduction="none").mean(1)
+
+
+class BatchedGAN(nn.Cell):
+    """G and D of T trials as (T, ...) Parameters, the per-trial Adam state, and the fused D+G step."""
+
+    def __init__(self, conf: Config, seeds: list[int]) -> None:
+        super().__init__()
+        check_batchable(conf)
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds={seeds!r}: give one or more distinct seeds")
+        self.trials = len(seeds)
+        g_default = conf.act.negative_slope if conf.act.g_negative_slope is None else conf.act.g_negative_slope
+        self.g_slopes = _slopes(conf, "g", g_default, MLP_G_DEPTH)
+        self.d_slopes = _slopes(conf, "d", conf.act.negative_slope, MLP_D_DEPTH)
+        self.clamp = conf.act.clamp
+        init = _stack_trials(conf, seeds)
+
+        def param(name: str, array: np.ndarray, trainable: bool = True) -> ms.Parameter:
+            return ms.Parameter(Tensor(np.ascontiguousarray(array, np.float32)), name=name, requires_grad=trainable)
+
+        def weight(name: str) -> ms.Parameter:  # (T, out, in) -> (T, in, out) for x @ w
+            return param(name, init[name].transpose(0, 2, 1))
+
+        g, d = "generator.layers.", "discriminator.layers."
+        self.g_w = ms.ParameterTuple([weight(f"{g}conv{i}.weight") for i in range(MLP_G_DEPTH + 1)])
+        self.g_b = param(f"{g}conv{MLP_G_DEPTH}.bias", init[f"{g}conv{MLP_G_DEPTH}.bias"])
+        self.gamma = ms.ParameterTuple([param(f"{g}bn{i}.gamma", init[f"{g}bn{i}.gamma"]) for i in range(MLP_G_DEPTH)])
+        self.beta = ms.ParameterTuple([param(f"{g}bn{i}.beta", init[f"{g}bn{i}.beta"]) for i in range(MLP_G_DEPTH)])
+        self.moving_mean = ms.ParameterTuple([param(f"{g}bn{i}.moving_mean", init[f"{g}bn{i}.moving_mean"], False)
+                                              for i in range(MLP_G_DEPTH)])
+        self.moving_var = ms.ParameterTuple([param(f"{g}bn{i}.moving_variance", init[f"{g}bn{i}.moving_variance"],
+                                                   False) for i in range(MLP_G_DEPTH)])
+        self.d_w = ms.ParameterTuple([weight(f"{d}conv{i}.weight") for i in range(MLP_D_DEPTH + 1)])
+        self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"])
+                                      for i in range(MLP_D_DEPTH + 1)])
+        self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
+        self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b])
+        # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).
+        self._state = tuple((*self.g_params, *self.moving_mean, *self.moving_var, *self.d_params))
+        self._names = tuple(p.name for p in self._state)
+        t = conf.train
+        self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
+        self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
+        self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps",
+                                    requires_grad=False)
+        self.grad_d = ms.value_and_grad(self._d_loss, None, self.d_params, has_aux=True)
+        self.grad_g = ms.value_and_grad(self._g_loss, None, self.g_params, has_aux=True)
+
+    def generator(self, z: Tensor, training: bool) -> Tensor:
+        """(T, N, nz) latents -> (T, N, 2) points; training: batch statistics per trial, moving ones updated."""
+        h = z
+        for i in range(MLP_G_DEPTH):
+            y = _BMM(h, self.g_w[i])
+            if training:
+                mean = y.mean(1, keep_dims=True)
+                var = ops.square(y - mean).mean(1, keep_dims=True)
+                n = y.shape[1]
+                ops.assign(self.moving_mean[i], _BN_KEEP * self.moving_mean[i]
+                           + (1 - _BN_KEEP) * ops.stop_gradient(mean.squeeze(1)))
+                ops.assign(self.moving_var[i], _BN_KEEP * self.moving_var[i]
+                           + (1 - _BN_KEEP) * ops.stop_gradient(var.squeeze(1)) * (n / (n - 1.0)))
+            else:
+                mean, var = self.moving_mean[i].expand_dims(1), self.moving_var[i].expand_dims(1)
+            y = (y - mean) / ops.sqrt(var + _BN_EPS) * self.gamma[i].expand_dims(1) + self.beta[i].expand_dims(1)
+            h = leaky_relu(y, self.g_slopes[i], clamp=self.clamp)
+        return _BMM(h, self.g_w[MLP_G_DEPTH]) + self.g_b.expand_dims(1)
+
+    def discriminator(self, x: Tensor) -> Tensor:
+        """(T, N, 2) points -> (T, N) logits."""
+        h = x
+        for i in range(MLP_D_DEPTH):
+            h = leaky_relu(_BMM(h, self.d_w[i]) + self.d_b[i].expand_dims(1), self.d_slopes[i], clamp=self.clamp)
+        return (_BMM(h, self.d_w[MLP_D_DEPTH]) + self.d_b[MLP_D_DEPTH].expand_dims(1)).squeeze(-1)
+
+    def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
+        fake = ops.stop_gradient(self.generator(z, True))
+        logits_real, logits_fake = self.discriminator(real), self.discriminator(fake)
+        per_trial = _bce_rows(logits_real, 1.0) + _bce_rows(logits_fake, 0.0)
+        return per_trial.sum(), per_trial, ops.sigmoid(logits_real).mean(1), ops.sigmoid(logits_fake).mean(1)
+
+    def _g_loss(self, real: Tensor, z: Tensor) -> tuple:
+        per_trial = _bce_rows(self.discriminator(self.generator(z, True)), 1.0)  # non-saturating
+        return per_trial.sum(), per_trial
+
+    def _per_trial_finite(self, grads: tuple) -> Tensor:
+        """(T,) whether each trial's gradients are all finite: one reduction per tensor, as an inf or NaN makes
+        the sum non-finite (a sum of finite values overflowing, far beyond any gradient here, would skip too)."""
+        return ops.isfinite(ops.addn([g.reshape(self.trials, -1).sum(1) for g in grads]))
+
+    def construct(self, real: Tensor, z: Tensor) -> tuple:
+        """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents."""
+        (_, loss_d, d_real, d_fake), grads_d = self.grad_d(real, z)
+        finite_d = self._per_trial_finite(grads_d)
+        if finite_d.all():
+            self.opt_d(grads_d)
+        (_, loss_g), grads_g = self.grad_g(real, z)
+        finite_g = self._per_trial_finite(grads_g)
+        if finite_g.all():
+            self.opt_g(grads_g)
+        finite = ops.logical_and(finite_d, finite_g)
+        ops.assign_add(self.skipped, ops.logical_not(finite).astype(ms.float32))
+        return loss_d, loss_g, d_real, d_fake, finite
+
+    def trial_arrays(self, trial: int) -> dict[str, np.ndarray]:
+        """Trial `trial`'s G and D parameters under the single-run names and layouts (dense weights (out, in))."""
+        arrays = {}
+        for name, p in zip(self._names, self._state):
+            value = p.asnumpy()[trial]
+            arrays[name] = value.T if name.endswith(".weight") else value
+        return arrays
+
+
+@dataclass
+class TrialBatch:
+    """Per-trial numbers of the last step, numpy arrays of length T."""
+
+    loss_d: np.ndarray
+    loss_g: np.ndarray
+    d_real: np.ndarray
+    d_fake: np.ndarray
+    finite: np.ndarray
+    skipped_steps: np.ndarray  # per trial, since the start: steps with a non-finite gradient in that trial
+
+
+class BatchedTrainer:
+    """Trains trials `seeds` of one 2D config together; `train_to(step)` and `evaluate()` per trial."""
+
+    def __init__(self, conf: Config, seeds: list[int]) -> None:
+        self.conf = conf
+        self.seeds = list(seeds)
+        self.model = BatchedGAN(conf, self.seeds)
+        self.data = [PointData(conf.data.name, conf.train.batch_size, seed) for seed in self.seeds]
+        self.step = 0
+        self._step = ms.jit(self.model.construct)
+
+    def inputs(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """Real points and latents (T, N, 2) of global step `step`: each trial's, as its own run draws them."""
+        nz, n = self.conf.model.nz, self.conf.train.batch_size
+        real = np.stack([d.batch(step).reshape(n, 2) for d in self.data])
+        z = np.stack([latents(seed, step, _Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        return real, z
+
+    def train_to(self, end: int) -> TrialBatch:
+        """Train every trial from the current step to step `end`; the numbers of the last step."""
+        if end <= self.step:
+            raise ValueError(f"train_to({end}) but the trainer is already at step {self.step}")
+        while self.step < end:
+            real, z = self.inputs(self.step)
+            outputs = self._step(Tensor(real), Tensor(z))
+            self.step += 1
+        return TrialBatch(*(o.asnumpy() for o in outputs), self.model.skipped.asnumpy().astype(np.int64))
+
+    def generate(self, z: np.ndarray) -> np.ndarray:
+        """(T, N, nz) latents -> (T, N, 2) points, BatchNorm in inference mode (as gan.evaluation does)."""
+        return self.model.generator(Tensor(z.astype(np.float32)), False).asnumpy()
+
+    def evaluate(self) -> list[dict[str, float]]:
+        """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points)."""
+        n, nz = self.conf.eval.num_samples, self.conf.model.nz
+        z = np.stack([latents(seed, 0, _EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        return [mode_metrics(points, self.conf.data.name) for points in self.generate(z)]
