@@ -9,7 +9,7 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 import gan.config  # noqa: E402,F401  (registers the structured-config schema)
-from gan.sweep import job_threads, limit_threads_env  # noqa: E402
+from gan.runtime import job_threads, limit_threads_env  # noqa: E402
 
 INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps can tell a stopped run from a finished one
 

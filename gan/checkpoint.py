@@ -25,6 +25,7 @@ from gan.files import umask_mode
 
 FORMAT = "lrelu-gan-checkpoint"
 FORMAT_VERSION = 1
+TRAINING_FORMAT = "lrelu-gan/dcgan/1"  # meta["format"] of a training run's checkpoints (gan.outputs writes them)
 MARKER_KEY = "__lrelu_gan_checkpoint__"
 CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"step_(\d+)\.ckpt")
@@ -179,3 +180,31 @@ def _read_header(path: Path, raw: Any) -> dict:
     if not isinstance(header.get("arrays"), dict) or "meta" not in header:
         raise CheckpointError(f"checkpoint {str(path)!r} has a meta entry without manifest or meta")
     return header
+
+
+def load_training_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
+    """(arrays, meta) of a training run's checkpoint; CheckpointError if it is another kind of checkpoint."""
+    arrays, meta = load_checkpoint(path)
+    if meta.get("format") != TRAINING_FORMAT:
+        raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {TRAINING_FORMAT!r}")
+    return arrays, meta
+
+
+def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
+    """(generator, Config) of a training checkpoint: its EMA copy when present and `use_ema`, in inference mode."""
+    from gan.config import config_from_yaml  # here: loading arrays needs neither configs nor networks
+    from gan.layers import resolve_conv_impl
+    from gan.models import NETWORKS
+
+    arrays, meta = load_training_checkpoint(path)
+    conf = config_from_yaml(meta["config"])
+    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
+    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
+    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
+    net.update_parameters_name(prefix)
+    for p in net.get_parameters():
+        if p.name not in arrays:
+            raise CheckpointError(f"{path}: missing generator parameter '{p.name}'")
+        p.set_data(ms.Tensor(arrays[p.name]))
+    net.set_train(False)
+    return net, conf

@@ -53,6 +53,8 @@ def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
 
 IMAGE_SIZES = (32, 64, 128)
 POINT_DATASETS = ("ring8", "grid25")  # 2D data, trained with model=mlp
+D_NORMS = ("batch", "spectral", "none")  # gan.models.NORMS builds them
+G_NORMS = ("batch", "none")
 
 
 @dataclass
@@ -65,9 +67,13 @@ class ModelConfig:
     ngf: int = 32
     ndf: int = 32
     conv_impl: str = "auto"
+    d_norm: str = "batch"  # D's normaliser: batch (BatchNorm from the second block), spectral, none
+    g_norm: str = "batch"  # G's normaliser: batch, none
 
     def __post_init__(self) -> None:
         _choice("model.name", self.name, ("dcgan", "mlp"))
+        _choice("model.d_norm", self.d_norm, D_NORMS)
+        _choice("model.g_norm", self.g_norm, G_NORMS)
         if self.name == "dcgan":
             _choice("model.image_size", self.image_size, IMAGE_SIZES)
         for key in ("nz", "ngf", "ndf"):
@@ -207,6 +213,13 @@ class TrainConfig:
     resume_override: bool = False  # resume although experiment settings changed (logged in events.jsonl)
     dry_run: bool = False
     sync_bn: bool = False  # distributed=true: BatchNorm statistics over the global batch instead of per rank
+    loss: str = "bce"  # a row of gan.losses.LOSSES: bce (non-saturating), hinge, lsgan, wgan_gp
+    gp_weight: float = 10.0  # train.loss=wgan_gp: weight of the gradient penalty
+    r1_gamma: float = 0.0  # R1 penalty gamma / 2 * E||grad D(x)||^2 on real data; 0 = off
+    r1_every: int = 16  # lazy R1: every this many steps, scaled by it (StyleGAN2)
+    d_steps: int = 1  # D updates per G update (WGAN-GP uses 5); each takes its own real batch and latents
+    clip_grad_norm: Optional[float] = None  # clip each network's global gradient norm to this; null = off
+    accumulate: int = 1  # micro-batches per optimiser step: train.batch_size is split into this many
 
     def __post_init__(self) -> None:
         if (self.steps is None) == (self.epochs is None):
@@ -216,10 +229,38 @@ class TrainConfig:
         _positive("train.epochs", self.epochs, allow_none=True)
         for key in ("batch_size", "lr", "log_every", "sample_every", "ckpt_every", "keep_last", "num_samples"):
             _positive(f"train.{key}", getattr(self, key))
-        _in_unit_interval("train.beta1", self.beta1)
-        _in_unit_interval("train.beta2", self.beta2)
+        for key in ("beta1", "beta2"):  # MindSpore's Adam takes both in (0, 1) only
+            if not 0.0 < getattr(self, key) < 1.0:
+                raise ConfigError(f"train.{key}={getattr(self, key)!r} must be in (0, 1) (MindSpore's Adam)")
         if self.ema_beta is not None:
             _in_unit_interval("train.ema_beta", self.ema_beta)
+        from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
+        _choice("train.loss", self.loss, tuple(LOSSES))
+        _positive("train.gp_weight", self.gp_weight)
+        if not self.r1_gamma >= 0:
+            raise ConfigError(f"train.r1_gamma={self.r1_gamma!r} must be >= 0 (0 = off)")
+        for key in ("r1_every", "d_steps", "accumulate"):
+            _positive(f"train.{key}", getattr(self, key))
+        _positive("train.clip_grad_norm", self.clip_grad_norm, allow_none=True)
+        if self.batch_size % self.accumulate:
+            raise ConfigError(f"train.accumulate={self.accumulate} must divide train.batch_size={self.batch_size} "
+                              f"(the batch is split into that many equal micro-batches)")
+
+
+def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: float, persist_checks: int) -> None:
+    """ConfigError naming the key unless the three shares are numbers in [0, 1] and persist_checks an integer >= 1
+    (the one check, for the config group and for gan.diagnostics.Criteria built in code)."""
+    for key, value in (("tau", tau), ("tau_grad", tau_grad), ("dead_neg_frac", dead_neg_frac)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
+    if isinstance(persist_checks, bool) or not isinstance(persist_checks, int) or persist_checks < 1:
+        raise ConfigError(f"diagnostics.persist_checks={persist_checks!r} is not allowed: it must be an integer >= 1")
+
+
+# The settings a sweep compares (TensorBoard's HParams tab, the dashboard's columns): name -> (group, key).
+HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
+               "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
+               "d_norm": ("model", "d_norm"), "loss": ("train", "loss")}
 
 
 @dataclass
@@ -235,10 +276,7 @@ class DiagnosticsConfig:
 
     def __post_init__(self) -> None:
         _positive("diagnostics.interval", self.interval)
-        for key in ("tau", "tau_grad", "dead_neg_frac"):
-            if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ConfigError(f"diagnostics.{key}={getattr(self, key)!r} must be in [0, 1]")
-        _positive("diagnostics.persist_checks", self.persist_checks)
+        check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
 
 
 @dataclass
@@ -249,8 +287,8 @@ class EvalConfig:
     (frechet_distance for mnist, reverse_kl for 2D data, loss_g for data without metrics).
     """
 
-    enabled: bool = False
-    interval: int = 1000
+    enabled: bool = True
+    interval: int = 500
     num_samples: int = 1000
     objective: str = "auto"
 
@@ -305,10 +343,37 @@ class Config:
         points = self.data.name in POINT_DATASETS
         if points != (self.model.name == "mlp"):
             raise ConfigError(f"model={self.model.name} cannot train on data={self.data.name}: 2D data "
-                              f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data")
+                              f"{list(POINT_DATASETS)} needs model=mlp, and model=mlp needs 2D data; "
+                              f"experiment=ring8 or experiment=grid25 selects the whole 2D recipe")
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")
+        from gan.losses import LOSSES
+        t = self.train
+        penalty = LOSSES[t.loss].gradient_penalty or t.r1_gamma > 0  # then D runs gemm (gan.training)
+        if LOSSES[t.loss].gradient_penalty and self.model.d_norm == "batch":
+            raise ConfigError(f"train.loss={t.loss} with model.d_norm=batch: the gradient penalty constrains each "
+                              "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
+                              "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
+                              "use model.d_norm=none or model.d_norm=spectral")
+        if penalty and self.act.d_kind not in ("leaky_relu", "relu"):
+            raise ConfigError(f"act.d_kind={self.act.d_kind!r} with a gradient penalty (train.loss=wgan_gp or "
+                              "train.r1_gamma>0): the penalty differentiates D twice, which the project's LeakyReLU "
+                              "(and relu) supports; the other activation kernels have first derivatives only")
+        if penalty and self.model.conv_impl == "onednn":
+            raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
+                              " the penalty differentiates D twice and the oneDNN convolution kernels have first "
+                              "derivatives only; use model.conv_impl=auto (D then runs gemm), gemm or native")
+        if self.fusion.name == Fusion.conv_act and self.model.d_norm == "none" and self.model.name == "dcgan" \
+                and not penalty and self.diagnostics.enabled:
+            raise ConfigError("fusion=conv_act with model.d_norm=none fuses every D block (conv + bias + LeakyReLU in "
+                              "one oneDNN primitive), where the dead-channel probes cannot see the activations; set "
+                              "diagnostics.enabled=false, or use fusion=bn_act")
+        if t.r1_gamma > 0 and self.fusion.name in (Fusion.bn_act, Fusion.conv_act) and self.model.d_norm == "batch":
+            raise ConfigError(f"train.r1_gamma>0 with fusion={self.fusion.name} and model.d_norm=batch: a gradient penalty "
+                              "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
+                              "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
+                              "BatchNorm to fuse)")
         if self.fusion.name in ("bn_act", "conv_act"):
             for net in ("d", "g"):
                 kind = getattr(self.act, f"{net}_kind")
@@ -318,6 +383,11 @@ class Config:
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+
+
+def to_config(cfg: DictConfig | Config) -> Config:
+    """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
+    return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,

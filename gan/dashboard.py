@@ -11,7 +11,7 @@ past run. Files read per run directory (a folder holding `diagnostics.jsonl` or 
                         recycle), drawn as markers on every time chart;
 - `.hydra/overrides.yaml` the settings a sweep varies: runs that differ only in `seed` form one group,
                         drawn as the mean over seeds with a min-max band (without the file: the run's
-                        hparams, `gan.diagnostics.HPARAM_KEYS`, from `.hydra/config.yaml`);
+                        hparams, `gan.config.HPARAM_KEYS`, from `.hydra/config.yaml`);
 - `samples/step_*.png`  the newest one is shown.
 """
 from __future__ import annotations
@@ -203,8 +203,8 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def _config_settings(config: dict) -> dict[str, str]:
-    """The run's hparams (gan.diagnostics.HPARAM_KEYS) and seed from its flattened config, as strings."""
-    from gan.diagnostics import HPARAM_KEYS  # imports MindSpore: only for runs without Hydra overrides
+    """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings."""
+    from gan.config import HPARAM_KEYS
 
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]
     return {k: str(config[k]) for k in keys if k in config}

@@ -31,6 +31,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
+from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import heatmap_image, network_summary
 from gan.run_files import DIAGNOSTICS_FILE, append_jsonl, read_jsonl
 from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
@@ -63,14 +64,7 @@ class Criteria:
     persist_checks: int = 3
 
     def __post_init__(self) -> None:
-        for key in ("tau", "tau_grad", "dead_neg_frac"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
-        if isinstance(self.persist_checks, bool) or not isinstance(self.persist_checks, int) \
-                or self.persist_checks < 1:
-            raise ValueError(f"diagnostics.persist_checks={self.persist_checks!r} is not allowed: it must be an "
-                             f"integer >= 1")
+        check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
 
     @classmethod
     def from_config(cls, cfg: object) -> "Criteria":
@@ -137,6 +131,9 @@ class ProbedActivation(nn.Cell):
         self.fused = isinstance(act, BatchNormAct)
         self.stat_shape = (1, channels) + (1,) * (ndim - 2)
         self.enabled = True
+        # Off in D steps with a gradient penalty: MindSpore cannot differentiate InsertGradientOf twice, so
+        # those steps record no gradient statistics (grad_passes stays 0 and grad-dead is None there).
+        self.tap_gradients = True
 
     def _record_histogram(self, v: Tensor, hist: Parameter, extremes: Parameter, sums: Parameter) -> None:
         """Add v's fixed-bin histogram, extremes and moments to the given Parameters."""
@@ -175,7 +172,7 @@ class ProbedActivation(nn.Cell):
         msops.assign_add(self.diag_out_abs, msops.abs(y.astype(ms.float32)).mean(axis=self.axes))
         self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
         msops.assign_add(self.diag_passes, self.forward_pass)
-        return self.tap(y)
+        return self.tap(y) if self.tap_gradients else y
 
     def learned_slopes(self) -> list[float] | None:
         """The wrapped layer's learned slopes (PReLU weight, adaptive alpha; one per channel, or one shared),
@@ -275,6 +272,13 @@ def set_probing(probes: list[ProbedActivation], enabled: bool) -> None:
     """
     for probe in probes:
         probe.enabled = enabled
+
+
+def set_gradient_taps(probes: list[ProbedActivation], enabled: bool) -> None:
+    """Switch the probes' gradient statistics on or off for the next compile, as set_probing does for all of
+    them: off where the step differentiates the network twice (gradient penalties)."""
+    for probe in probes:
+        probe.tap_gradients = enabled
 
 
 def _share(mask: np.ndarray) -> float:
@@ -422,10 +426,6 @@ def log_hparams(writer, hparams: dict, metrics: dict) -> None:
     if bad:
         raise ValueError(f"hparam metrics must be finite numbers, got {bad}")
     writer.add_hparams(hparams, {k: float(v) for k, v in metrics.items()}, name="hparams")
-
-
-HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
-               "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf")}
 
 
 def run_hparams(cfg: object) -> dict[str, float | int | str]:

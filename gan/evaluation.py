@@ -26,7 +26,7 @@ from gan.report import Reporter
 from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, write_text_atomic
 from gan.tasks import Task
 
-LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.training.RunSummary)
+LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.outputs.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -44,3 +45,8 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
     with atomic_output(path) as f:
         f.write(data)
     return Path(path)
+
+
+def write_json_atomic(path: str | Path, payload: object, indent: int = 1) -> Path:
+    """Write `payload` as indented JSON (and a final newline) atomically, as write_atomic."""
+    return write_atomic(path, (json.dumps(payload, indent=indent) + "\n").encode("utf-8"))

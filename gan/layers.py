@@ -12,7 +12,11 @@ and calls oneDNN's convolution primitives in blocked layouts (`ops.onednn`, Mind
 """
 from __future__ import annotations
 
-from mindspore import Tensor, nn, ops
+import functools
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
 from mindspore.ops import constexpr
 
 from ops import col2im, im2col, onednn
@@ -54,6 +58,14 @@ class _SquareConv:
         self._k, self._s, self._p = self.kernel_size[0], self.stride[0], self.padding
 
 
+class NativeConv2d(nn.Conv2d):
+    """nn.Conv2d with its computation also callable on another weight (the spectral-norm layers need it)."""
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        y = self.conv2d(x, weight.astype(x.dtype))
+        return self.bias_add(y, self.bias.astype(x.dtype)) if self.has_bias else y
+
+
 class GemmConv2d(_SquareConv, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul.
 
@@ -62,9 +74,12 @@ class GemmConv2d(_SquareConv, nn.Conv2d):
     """
 
     def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.weight)
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
-        weight = self.weight.astype(x.dtype).reshape(o, c * k * k)
+        weight = weight.astype(x.dtype).reshape(o, c * k * k)
         if p == 0 and h == k and w == k:
             y = _MM_TB(x.reshape(n, c * k * k), weight).reshape(n, o, 1, 1)
         else:
@@ -102,7 +117,10 @@ class OnednnConv2d(_SquareConv, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv2d(x, self.weight.astype(x.dtype), self._s, self._p)
+        return self.forward_with(x, self.weight)
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        y = onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
         return y
@@ -149,11 +167,89 @@ def check_fusion_impl(fusion: str, impl: str) -> None:
                          f"(auto on CPU), not {impl!r}; use fusion=bn_act with other implementations")
 
 
+def _l2_normalise(v: Tensor) -> Tensor:
+    return v / (ops.norm(v) + 1e-12)
+
+
+def _matrix(weight: Tensor) -> Tensor:
+    """A layer's weight as the (out, -1) float32 matrix whose spectral norm is taken."""
+    return weight.astype(ms.float32).reshape(weight.shape[0], -1)
+
+
+class SpectralNorm:
+    """Mixin: the layer computes with weight / sigma, sigma the largest singular value of the weight as an
+    (out, -1) matrix (Miyato et al. 2018), estimated by power iteration.
+
+    The left singular vector estimate `sn_u` is a non-trainable Parameter (so checkpoints hold it and resume
+    is exact). The forward does not update it: `PowerIteration(net)()` does one iteration, called once per D
+    update by the trainer (gan.training), so micro-batches, D's several forwards per step and the penalties'
+    extra forwards all see the same sigma. The gradient flows through sigma into the weight, with u and v
+    treated as constants, as in PyTorch's torch.nn.utils.spectral_norm.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        rows = self.weight.shape[0]
+        self.sn_u = Parameter(Tensor(np.full(rows, 1.0 / np.sqrt(rows), np.float32)), name="sn_u",
+                              requires_grad=False)
+
+    def reset_u(self, rng: np.random.Generator) -> None:
+        """Seeded random unit start vector (a constant start could be orthogonal to the top singular vector)."""
+        u = rng.standard_normal(self.sn_u.shape[0]).astype(np.float32)
+        self.sn_u.set_data(Tensor(u / np.linalg.norm(u)))
+
+    def sigma(self) -> Tensor:
+        """u^T W v with v = W^T u / ||W^T u||; differentiable w.r.t. W only."""
+        w = _matrix(self.weight)
+        u = ops.stop_gradient(self.sn_u)
+        v = ops.stop_gradient(_l2_normalise(ops.matmul(u, w)))
+        return (u * ops.matmul(w, v)).sum()
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.weight / self.sigma().astype(self.weight.dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def spectral(layer_class: type) -> type:
+    """`layer_class` (which has forward_with(x, weight)) with spectral normalisation; same parameter names
+    plus `sn_u`."""
+    return type(f"Spectral{layer_class.__name__}", (SpectralNorm, layer_class), {})
+
+
+class PowerIteration(nn.Cell):
+    """One power iteration, u <- W W^T u / ||W W^T u||, in every spectral-norm layer of a network; returns the
+    new sigma estimates. Holds the Parameters themselves (as gan.training.EMA does): their names stay put."""
+
+    def __init__(self, net: nn.Cell) -> None:
+        super().__init__()
+        layers = [c for _, c in net.cells_and_names() if isinstance(c, SpectralNorm)]
+        if not layers:
+            raise ValueError(f"{type(net).__name__} has no spectral-norm layer")
+        self.weights = ms.ParameterTuple([c.weight for c in layers])
+        self.us = ms.ParameterTuple([c.sn_u for c in layers])
+
+    def construct(self) -> Tensor:
+        sigmas = ()
+        for weight, u in zip(self.weights, self.us):
+            w = ops.stop_gradient(_matrix(weight))
+            new_u = _l2_normalise(ops.matmul(w, _l2_normalise(ops.matmul(u, w))))
+            ops.assign(u, new_u)
+            sigmas = sigmas + (ops.norm(ops.matmul(new_u, w)),)
+        return ops.stack(sigmas)
+
+
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,
-              transpose: bool = False, has_bias: bool = False, impl: str = "native") -> nn.Cell:
-    """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's."""
+              transpose: bool = False, has_bias: bool = False, impl: str = "native",
+              spectral_norm: bool = False) -> nn.Cell:
+    """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's;
+    spectral_norm=True (Conv2d only) adds spectral normalisation (SpectralNorm)."""
     classes = {"native": (nn.Conv2d, nn.Conv2dTranspose), "gemm": (GemmConv2d, GemmConv2dTranspose),
                "onednn": (OnednnConv2d, OnednnConv2dTranspose)}
+    if spectral_norm:
+        if transpose:
+            raise ValueError("spectral_norm=True is built for Conv2d (discriminators), not Conv2dTranspose")
+        classes = {"native": (spectral(NativeConv2d),), "gemm": (spectral(GemmConv2d),),
+                   "onednn": (spectral(OnednnConv2d),)}
     if impl not in classes:
         raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} (resolve 'auto' with resolve_conv_impl)")
     for name, value, low in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),

@@ -11,7 +11,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
-from gan.layers import fuse_conv_act, make_conv
+from gan.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
 from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU, norm_act_layers
 
 # act.{d,g}_kind -> the layer's activation cell from (act config, LeakyReLU slope, channels, RReLU seed).
@@ -66,6 +66,20 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
     return [float(s) for s in per_layer]
 
 
+class Norm(NamedTuple):
+    """One normaliser (`model.d_norm` / `model.g_norm`): whether a BatchNorm follows the layer, whether the
+    layer is spectrally normalised, and whether it has a bias (it does when no BatchNorm's beta follows)."""
+
+    batch_norm: bool
+    spectral: bool
+    bias: bool
+
+
+NORMS = {"batch": Norm(batch_norm=True, spectral=False, bias=False),
+         "spectral": Norm(batch_norm=False, spectral=True, bias=True),
+         "none": Norm(batch_norm=False, spectral=False, bias=True)}
+
+
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
            clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell) -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and the activation
@@ -94,14 +108,16 @@ class Generator(nn.Cell):
         default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
         slopes = layer_slopes("act.g_layers", act.g_layers, default, n)
         widths = [model.ngf * 2 ** (n - 1 - i) for i in range(n)]
+        norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = model.nz
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
-            conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, impl=conv_impl)
-            _block(layers, i, conv, width, slope, act.clamp, fusion, sync_bn, make_activation(act, "g", i, slope, width))
+            conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, has_bias=norm.bias, impl=conv_impl)
+            _block(layers, i, conv, width if norm.batch_norm else None, slope, act.clamp, fusion, sync_bn,
+                   make_activation(act, "g", i, slope, width))
             in_ch = width
-        layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, impl=conv_impl)
+        layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, has_bias=norm.bias, impl=conv_impl)
         layers["tanh"] = nn.Tanh()
         self.layers = nn.SequentialCell(layers)
         self.nz = model.nz
@@ -111,9 +127,10 @@ class Generator(nn.Cell):
 
 
 class Discriminator(nn.Cell):
-    """images (N, C, S, S) -> logits (N,): strided 4x4 convs, BatchNorm from the second block, LeakyReLU.
+    """images (N, C, S, S) -> logits (N,): strided 4x4 convs, LeakyReLU, and `model.d_norm`: BatchNorm from
+    the second block (batch), spectral norm on every conv (spectral), or nothing (none).
 
-    No Sigmoid: the loss is BCE-with-logits, which stays finite where sigmoid + log would not.
+    No Sigmoid: the losses (gan.losses) take logits, which stay finite where sigmoid + log would not.
     """
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
@@ -121,15 +138,17 @@ class Discriminator(nn.Cell):
         super().__init__()
         n = num_blocks(model.image_size)
         slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
+        norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
-            conv = make_conv(in_ch, width, 4, 2, 1, impl=conv_impl)
-            _block(layers, i, conv, None if i == 0 else width, slope, act.clamp, fusion, sync_bn,
+            conv = make_conv(in_ch, width, 4, 2, 1, has_bias=norm.bias, impl=conv_impl, spectral_norm=norm.spectral)
+            _block(layers, i, conv, width if norm.batch_norm and i > 0 else None, slope, act.clamp, fusion, sync_bn,
                    make_activation(act, "d", i, slope, width))
             in_ch = width
-        layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, impl=conv_impl)
+        layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, has_bias=norm.bias, impl=conv_impl,
+                                       spectral_norm=norm.spectral)
         self.layers = nn.SequentialCell(layers)
 
     def construct(self, x: Tensor) -> Tensor:
@@ -137,10 +156,15 @@ class Discriminator(nn.Cell):
 
 
 def init_dcgan_weights(net: Generator | Discriminator, rng: np.random.Generator) -> None:
-    """DCGAN init: conv weights ~ N(0, 0.02), BatchNorm gamma ~ N(1, 0.02), beta = 0 (seeded, host-side)."""
+    """DCGAN init: conv weights ~ N(0, 0.02), biases 0, BatchNorm gamma ~ N(1, 0.02), beta = 0, spectral norm's
+    u a random unit vector (seeded, host-side)."""
     for name, cell in net.layers.name_cells().items():
         if name.startswith("conv"):
             cell.weight.set_data(Tensor(rng.normal(0.0, 0.02, cell.weight.shape).astype(np.float32)))
+            if cell.has_bias:
+                cell.bias.set_data(Tensor(np.zeros(cell.bias.shape, np.float32)))
+            if isinstance(cell, SpectralNorm):
+                cell.reset_u(rng)
         elif name.startswith("bn"):
             cell.gamma.set_data(Tensor(rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32)))
             cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
@@ -155,9 +179,22 @@ class PointwiseDense(nn.Dense):
     def construct(self, x: Tensor) -> Tensor:
         return super().construct(x.reshape(x.shape[0], -1)).reshape(x.shape[0], -1, 1, 1)
 
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The layer on another weight of the same shape (spectral norm)."""
+        y = self.matmul(x.reshape(x.shape[0], -1), weight.astype(x.dtype))
+        if self.has_bias:
+            y = self.bias_add(y, self.bias.astype(x.dtype))
+        return y.reshape(x.shape[0], -1, 1, 1)
+
+
+def dense(in_channels: int, out_channels: int, norm: Norm) -> nn.Cell:
+    """A PointwiseDense with the bias and spectral norm `norm` asks for."""
+    return (spectral(PointwiseDense) if norm.spectral else PointwiseDense)(in_channels, out_channels,
+                                                                            has_bias=norm.bias)
+
 
 class MLPGenerator(nn.Cell):
-    """z (N, nz, 1, 1) -> points (N, C, 1, 1): MLP_G_DEPTH hidden layers of width ngf, BatchNorm + LeakyReLU.
+    """z (N, nz, 1, 1) -> points (N, C, 1, 1): MLP_G_DEPTH hidden layers of width ngf, `model.g_norm` + LeakyReLU.
 
     Activations stay (N, C, 1, 1) maps (PointwiseDense layers), so the 2D nets share the DCGAN's block
     factory, fusion kinds, diagnostics and training loop unchanged; 2D points travel as (N, 2, 1, 1).
@@ -168,11 +205,12 @@ class MLPGenerator(nn.Cell):
         super().__init__()
         default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
         slopes = layer_slopes("act.g_layers", act.g_layers, default, MLP_G_DEPTH)
+        norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = model.nz
         for i, slope in enumerate(slopes):
-            dense = PointwiseDense(in_ch, model.ngf, has_bias=False)
-            _block(layers, i, dense, model.ngf, slope, act.clamp, fusion, sync_bn,
+            width = model.ngf if norm.batch_norm else None
+            _block(layers, i, dense(in_ch, model.ngf, norm), width, slope, act.clamp, fusion, sync_bn,
                    make_activation(act, "g", i, slope, model.ngf))
             in_ch = model.ngf
         layers[f"conv{MLP_G_DEPTH}"] = PointwiseDense(in_ch, channels)
@@ -184,19 +222,22 @@ class MLPGenerator(nn.Cell):
 
 
 class MLPDiscriminator(nn.Cell):
-    """points (N, C, 1, 1) -> logits (N,): MLP_D_DEPTH hidden layers of width ndf with bias and LeakyReLU."""
+    """points (N, C, 1, 1) -> logits (N,): MLP_D_DEPTH hidden layers of width ndf, `model.d_norm` and LeakyReLU
+    (PacGAN's D has no normaliser: configs/model/mlp.yaml sets d_norm=none)."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, MLP_D_DEPTH)
+        norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels
         for i, slope in enumerate(slopes):
-            _block(layers, i, PointwiseDense(in_ch, model.ndf), None, slope, act.clamp, fusion, sync_bn,
+            width = model.ndf if norm.batch_norm else None
+            _block(layers, i, dense(in_ch, model.ndf, norm), width, slope, act.clamp, fusion, sync_bn,
                    make_activation(act, "d", i, slope, model.ndf))
             in_ch = model.ndf
-        layers[f"conv{MLP_D_DEPTH}"] = PointwiseDense(in_ch, 1)
+        layers[f"conv{MLP_D_DEPTH}"] = dense(in_ch, 1, NORMS["spectral" if norm.spectral else "none"])
         self.layers = nn.SequentialCell(layers)
 
     def construct(self, x: Tensor) -> Tensor:
@@ -212,6 +253,8 @@ def init_mlp_weights(net: MLPGenerator | MLPDiscriminator, rng: np.random.Genera
             cell.weight.set_data(Tensor(rng.uniform(-bound, bound, cell.weight.shape).astype(np.float32)))
             if cell.bias is not None:
                 cell.bias.set_data(Tensor(np.zeros(cell.bias.shape, np.float32)))
+            if isinstance(cell, SpectralNorm):
+                cell.reset_u(rng)
         elif name.startswith("bn"):
             cell.gamma.set_data(Tensor(np.ones(cell.gamma.shape, np.float32)))
             cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))

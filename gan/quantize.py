@@ -26,7 +26,7 @@ from mindspore import nn
 from gan.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.config import Config
 from gan.deploy import portable_generator
-from gan.training import generator_from_checkpoint
+from gan.checkpoint import generator_from_checkpoint
 from ops import LeakyReLU, QuantizedLeakyReLU
 
 QUANT_FORMAT = "lrelu-gan-int8-activations"

@@ -1,7 +1,7 @@
-"""Hydra sweeps: per-job CPU threads under parallel launchers, and the one-table summary of a sweep directory.
+"""The one-table summary of a Hydra sweep directory (per-job threads of parallel launchers: gan.runtime).
 
-No MindSpore here: train.py calls `job_threads` before MindSpore is imported, and the summary reads only
-files that jobs wrote (`.hydra/overrides.yaml`, `metrics.json`, `losses.jsonl`, `diagnostics.jsonl`).
+No MindSpore here: the summary reads only files that jobs wrote (`.hydra/overrides.yaml`, `metrics.json`,
+`losses.jsonl`, `diagnostics.jsonl`).
 """
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import math
-import os
 from pathlib import Path
 
 import yaml
@@ -19,28 +18,6 @@ from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDE
                            write_text_atomic)
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def job_threads(launcher: dict, cpu_count: int | None = None) -> int | None:
-    """CPU threads one job may use when the launcher runs `n_jobs` jobs at once (joblib); None for serial launchers.
-
-    n_jobs = -1 (joblib's "all cores") means one job per core.
-    """
-    n_jobs = launcher.get("n_jobs")
-    if n_jobs is None:
-        return None
-    cpus = cpu_count or os.cpu_count() or 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"hydra.launcher.n_jobs={n_jobs!r} is not allowed: use a positive integer or -1 (all cores)")
-    parallel = cpus if n_jobs == -1 else n_jobs
-    return max(1, cpus // parallel)
-
-
-def limit_threads_env(threads: int) -> None:
-    """Cap OpenMP/BLAS pools of this process (effective before MindSpore/numpy start their pools)."""
-    for name in THREAD_ENV:
-        os.environ[name] = str(threads)
 
 
 def find_jobs(sweep_dir: str | Path) -> list[Path]:

@@ -1,4 +1,5 @@
-"""DCGAN training: jitted D and G steps, loss scaling, EMA, the loop, checkpoints, resume and Ctrl-C.
+"""GAN training: the jitted D and G steps (losses from gan.losses, loss scaling, clipping, accumulation, EMA,
+spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs), stop (Ctrl-C).
 
 Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
 batches, latents and updates of an uninterrupted one without saving RNG states.
@@ -6,54 +7,43 @@ batches, latents and updates of an uninterrupted one without saving RNG states.
 from __future__ import annotations
 
 import math
-import os
 import signal
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, amp, nn, ops
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
-                            prune_checkpoints, save_checkpoint)
-from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig, check_resume, config_from_yaml
-from gan.dashboard import build_dashboard
-from gan.run_files import (LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail, record_resume,
-                           write_text_atomic)
-from gan.distributed import World, append_checksum, gradient_reducer, setup_distributed
-from gan.diagnostics import (Criteria, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
-                             run_hparams, set_probing)
-from gan.layers import check_fusion_impl, make_conv, resolve_conv_impl
-from gan.evaluation import Evaluator
+from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
+from gan.config import Config, ConfigError, PrecisionConfig, check_resume, to_config
+from gan.distributed import World, gradient_reducer
+from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
+from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
+from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
-from gan.report import Reporter, save_png
+from gan.outputs import RunOutputs, RunSummary
+from gan.run_files import record_resume
+from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
 from ops import jit_level
 
-CHECKPOINT_FORMAT = "lrelu-gan/dcgan/1"
-HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z = 1, 2, 3, 4, 5
-_DTYPES = {"fp16": ms.float16, "bf16": ms.bfloat16}
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
 
-class NonFiniteTrainingError(RuntimeError):
-    """Training produced non-finite gradients for too many consecutive steps."""
+def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0) -> np.ndarray:
+    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose[, D step > 0])."""
+    return np.random.default_rng([seed, step, purpose] + ([d_step] if d_step else [])).standard_normal(
+        (n, nz, 1, 1), dtype=np.float32)
 
 
-def latents(seed: int, step: int, purpose: int, n: int, nz: int) -> np.ndarray:
-    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose)."""
-    return np.random.default_rng([seed, step, purpose]).standard_normal((n, nz, 1, 1), dtype=np.float32)
-
-
-def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
-    """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
-    return latents(seed, 0, _FIXED_Z, n, nz)
+def mixing_weights(seed: int, step: int, n: int, d_step: int = 0) -> np.ndarray:
+    """The gradient penalty's per-sample weights eps ~ U(0, 1), (n, 1, 1, 1), a pure function of (seed, step)."""
+    return np.random.default_rng([seed, step, _GP_EPS, d_step]).random((n, 1, 1, 1), dtype=np.float32)
 
 
 def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
@@ -63,78 +53,20 @@ def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.
         yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
 
 
-def to_config(cfg: DictConfig | Config) -> Config:
-    """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
-    return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
-
-
-def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the context.
-
-    MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
-    a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
-    MS_DEV_HOST_BLOCKING_RUN, which MindSpore reads once, at the process's first graph: call this before that.
-    """
-    if runtime.host_blocking:
-        os.environ[HOST_BLOCKING_ENV] = "1"
-    else:
-        os.environ.pop(HOST_BLOCKING_ENV, None)
-    try:
-        ms.set_device(runtime.device_target, runtime.device_id)
-    except RuntimeError as err:
-        if "has been initialized" not in str(err):
-            raise
-        if ms.get_context("device_target") != runtime.device_target:
-            raise ConfigError(f"runtime.device_target={runtime.device_target!r}: this process already runs on "
-                              f"{ms.get_context('device_target')} (MindSpore fixes the device once a kernel has "
-                              f"run); start a new process to change device") from err
-    if runtime.threads is not None:
-        set_kernel_threads(runtime.threads)
-
-
-_kernel_threads: list[int] = []  # the CPU kernel thread count this process gave MindSpore (it takes one, once)
-
-
-def set_kernel_threads(threads: int) -> None:
-    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same number."""
-    if _kernel_threads == [threads]:
-        return
-    if _kernel_threads:
-        raise ConfigError(f"runtime.threads={threads}: this process already runs MindSpore's CPU kernels with "
-                          f"{_kernel_threads[0]} threads (MindSpore sets them once per process); use "
-                          f"runtime.threads={_kernel_threads[0]} or start a new process")
-    try:
-        ms.device_context.cpu.op_tuning.threads_num(threads)
-    except RuntimeError as err:
-        raise ConfigError(f"runtime.threads={threads}: MindSpore's CPU kernel threads were already set in this "
-                          f"process by other code; leave runtime.threads=null or start a new process") from err
-    _kernel_threads.append(threads)
-
-
-def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
-    """Fail at start, with a clear message, when the device cannot run a convolution in the dtype."""
-    if precision.name not in _DTYPES:
-        return
-    conv = make_conv(1, 1, 1, 1, 0).to_float(_DTYPES[precision.name])
-    try:
-        conv(Tensor(np.ones((1, 1, 1, 1), np.float32)).astype(_DTYPES[precision.name])).asnumpy()
-    except (RuntimeError, TypeError, ValueError) as err:
-        lines = [line for line in str(err).splitlines() if line.strip(" -") and not line.startswith("- ")]
-        reason = lines[0] if lines else type(err).__name__
-        raise ConfigError(f"precision={precision.name} is not supported on runtime.device_target={device_target} "
-                          f"(a {precision.name} convolution failed: {reason}); use precision=fp32 or precision=fp16"
-                          ) from err
-
-
-def _bce_with_logits(logits: Tensor, target: float) -> Tensor:
-    """Mean binary cross-entropy against a constant label, computed stably from logits in fp32."""
-    logits = logits.astype(ms.float32)
-    return ops.binary_cross_entropy_with_logits(logits, ops.full_like(logits, target))
+def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
+    """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
+    return latents(seed, 0, _FIXED_Z, n, nz)
 
 
 def _global_norm(grads: tuple) -> Tensor:
     """L2 norm over all gradient tensors."""
     return ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
+
+
+def clip_by_global_norm(grads: tuple, norm: Tensor, max_norm: float) -> tuple:
+    """grads scaled by max_norm / norm when their global norm exceeds max_norm, as torch.nn.utils.clip_grad_norm_."""
+    factor = ops.minimum(max_norm / (norm + 1e-6), 1.0)
+    return tuple(g * factor.astype(g.dtype) for g in grads)
 
 
 def _loss_scaler(precision: PrecisionConfig) -> amp.LossScaler:
@@ -174,6 +106,21 @@ class EMA(nn.Cell):
         return ops.zeros((), ms.float32)
 
 
+def discriminator_impl(cfg: Config, impl: str) -> str:
+    """D's conv implementation: `impl`, except that a gradient penalty (wgan_gp, R1) differentiates D twice and
+    the oneDNN kernels have first derivatives only, so model.conv_impl=auto takes gemm for D there."""
+    penalty = LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0
+    return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
+
+
+def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
+    """One array per D step: a single array stands for d_steps=1."""
+    arrays = [x] if isinstance(x, np.ndarray) else list(x)
+    if len(arrays) != d_steps:
+        raise ValueError(f"train_step: {name} has {len(arrays)} batches, train.d_steps={d_steps} needs one per D step")
+    return arrays
+
+
 @dataclass
 class StepStats:
     """Host-side numbers of one D step + G step."""
@@ -200,7 +147,8 @@ class GANTrainer:
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
         self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl), cfg.fusion.name,
+                                    self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         for net in (self.g, self.d):
@@ -219,13 +167,14 @@ class GANTrainer:
         self.d.set_train(True)
         # Diagnostics probes go in before amp wrapping and compilation (gan.diagnostics.attach).
         self.probes: list[ProbedActivation] = []
+        self.d_probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
             size = nets.sample_side(cfg.model)
-            self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + attach(
-                self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
+            self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
+            self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
-        if cfg.precision.name in _DTYPES:
-            dtype = _DTYPES[cfg.precision.name]
+        dtype = compute_dtype(cfg.precision.name)
+        if dtype is not None:
             self.g_run = amp.auto_mixed_precision(self.g, "O2", dtype)
             self.d_run = amp.auto_mixed_precision(self.d, "O2", dtype)
         t = cfg.train
@@ -234,63 +183,132 @@ class GANTrainer:
         self.scaler_g = _loss_scaler(cfg.precision)
         self.scaler_d = _loss_scaler(cfg.precision)
         graph = cfg.runtime.mode == "graph"
-        compile_fn: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
-        # (D step, G step) without probes, and with probes for check steps when diagnostics are on: each
-        # jitted function keeps the graph of its first compile, so ordinary steps never run the probes.
-        self._steps = {probe: (compile_fn(self._make_step(self._d_loss, self.opt_d, self.scaler_d, world)),
-                               compile_fn(self._make_step(self._g_loss, self.opt_g, self.scaler_g, world)))
-                       for probe in ((False, True) if self.probes else (False,))}
-        self._ema_step = compile_fn(EMA(self.g, self.g_ema, cfg.train.ema_beta)) if self.g_ema else None
+        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
+        self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
+        self.loss = LOSSES[t.loss]
+        self.gp_weight, self.r1_gamma, self.r1_every = t.gp_weight, t.r1_gamma, t.r1_every
+        self._steps: dict[tuple[bool, bool], tuple[Callable, Callable]] = {}
+        self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
+        self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
 
-    def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
-        fake = ops.stop_gradient(self.g_run(z))
-        logits_real, logits_fake = self.d_run(real), self.d_run(fake)
-        loss = _bce_with_logits(logits_real, 1.0) + _bce_with_logits(logits_fake, 0.0)
-        d_real = ops.sigmoid(logits_real.astype(ms.float32)).mean()
-        d_fake = ops.sigmoid(logits_fake.astype(ms.float32)).mean()
-        return self.scaler_d.scale(loss), loss, d_real, d_fake
+    def _d_loss(self, r1: bool) -> Callable:
+        """D's loss (real, z, eps) -> (scaled loss, loss, D(x), D(G(z))), with the R1 penalty when r1 is True."""
+        loss_d, penalty, gp_weight = self.loss.d, self.loss.gradient_penalty, self.gp_weight
+        r1_weight = 0.5 * self.r1_gamma * self.r1_every  # lazy: the average over steps is gamma / 2 * E||grad||^2
+        input_grad = input_gradient(self.d_run)
 
-    def _g_loss(self, real: Tensor, z: Tensor) -> tuple:
-        logits = self.d_run(self.g_run(z))
-        loss = _bce_with_logits(logits, 1.0)  # non-saturating: maximise log D(G(z))
-        return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
+        def d_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            fake = ops.stop_gradient(self.g_run(z))
+            logits_real, logits_fake = self.d_run(real), self.d_run(fake)
+            loss = loss_d(logits_real, logits_fake)
+            if penalty:
+                loss = loss + gp_weight * gradient_penalty(input_grad, real, fake, eps)
+            if r1:
+                loss = loss + r1_weight * r1_penalty(input_grad, real)
+            d_real = ops.sigmoid(logits_real.astype(ms.float32)).mean()
+            d_fake = ops.sigmoid(logits_fake.astype(ms.float32)).mean()
+            return self.scaler_d.scale(loss), loss, d_real, d_fake
+
+        return d_loss
+
+    def _g_loss(self) -> Callable:
+        """G's loss (real, z, eps) -> (scaled loss, loss, D(G(z))); real and eps are unused."""
+        loss_g = self.loss.g
+
+        def g_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            logits = self.d_run(self.g_run(z))
+            loss = loss_g(logits)
+            return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
+
+        return g_loss
 
     @staticmethod
-    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World) -> Callable:
-        """One optimisation step: scaled loss -> grads -> mean over ranks -> unscale -> skip the update if not finite."""
+    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World,
+                   micro_batches: int, clip: float | None) -> Callable:
+        """One optimisation step: per micro-batch scaled loss -> grads, their mean -> mean over ranks -> unscale
+        -> skip the update if not finite -> clip the global norm -> update. Returns the pre-clip norm.
+
+        The micro-batch loop is unrolled at compile time; the mean of equal micro-batches' gradients of a mean
+        loss is the full batch's gradient (up to rounding) whenever no layer mixes samples (BatchNorm does).
+        """
         grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
         reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
 
-        def step(real: Tensor, z: Tensor) -> tuple:
-            outputs, grads = grad_fn(real, z)
+        def step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            outputs, grads = grad_fn(real[0], z[0], eps[0])
+            for i in range(1, micro_batches):
+                more, more_grads = grad_fn(real[i], z[i], eps[i])
+                outputs = tuple(a + b for a, b in zip(outputs, more))
+                grads = tuple(a + b for a, b in zip(grads, more_grads))
+            if micro_batches > 1:
+                outputs = tuple(a / micro_batches for a in outputs)
+                grads = tuple(g / micro_batches for g in grads)
             grads = scaler.unscale(reduce(grads))
             norm = _global_norm(grads)
             finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
             scaler.adjust(finite)
+            if clip is not None:
+                grads = clip_by_global_norm(grads, norm, clip)
             if finite:
                 opt(grads)
             return outputs, norm, finite
 
         return step
 
-    def train_step(self, real: np.ndarray, z: np.ndarray, probe: bool = False) -> StepStats:
-        """One D step then one G step on the same latents; updates are skipped when grads are not finite.
+    def _steps_for(self, probe: bool, r1: bool) -> tuple[Callable, Callable]:
+        """The jitted (D step, G step) of a (probe, r1) variant, built on first use: each jitted function keeps
+        the graph of its first compile, so ordinary steps never run the probes or the R1 penalty."""
+        key = (probe, r1)
+        if key not in self._steps:
+            t = self.train_cfg
+            self._steps[key] = (
+                self._compile(self._make_step(self._d_loss(r1), self.opt_d, self.scaler_d, self.world,
+                                              t.accumulate, t.clip_grad_norm)),
+                self._compile(self._make_step(self._g_loss(), self.opt_g, self.scaler_g, self.world,
+                                              t.accumulate, t.clip_grad_norm)))
+        return self._steps[key]
 
-        probe=True (diagnostics on) runs the probed twin of both steps: the same update, plus the statistics.
+    def _micro(self, x: np.ndarray) -> Tensor:
+        """(B, ...) -> (accumulate, B / accumulate, ...): the micro-batches of one optimiser step."""
+        return Tensor(x.reshape((self.train_cfg.accumulate, -1) + x.shape[1:]))
+
+    def train_step(self, real: np.ndarray | Sequence[np.ndarray], z: np.ndarray | Sequence[np.ndarray],
+                   probe: bool = False, *, eps: np.ndarray | Sequence[np.ndarray] | None = None,
+                   r1: bool = False) -> StepStats:
+        """train.d_steps D steps, then one G step on the first D step's latents; an update is skipped when its
+        grads are not finite. `real`, `z` (and `eps`, the gradient penalty's mixing weights (B, 1, 1, 1),
+        needed by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
+
+        probe=True (diagnostics on) runs the probed twin of the steps: the same update, plus the statistics;
+        r1=True adds the R1 penalty to the D steps (the caller applies the lazy schedule, gan.losses.r1_due).
         """
         if probe and not self.probes:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
-        real_t, z_t = Tensor(real), Tensor(z)
+        reals, zs = _per_d_step(real, "real", self.d_steps), _per_d_step(z, "z", self.d_steps)
+        if eps is None:
+            if self.loss.gradient_penalty:
+                raise ValueError("train_step: the gradient penalty of train.loss=wgan_gp needs eps")
+            eps = [np.zeros((x.shape[0], 1, 1, 1), np.float32) for x in reals]
+        epss = _per_d_step(eps, "eps", self.d_steps)
+        r1 = r1 and self.r1_gamma > 0
         set_probing(self.probes, probe)
-        d_step, g_step = self._steps[probe]
-        (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(real_t, z_t)
-        (_, loss_g, _), norm_g, finite_g = g_step(real_t, z_t)
+        d_step, g_step = self._steps_for(probe, r1)
+        set_gradient_taps(self.d_probes, not (r1 or self.loss.gradient_penalty))  # read at d_step's compile
+        finite = True
+        for real_k, z_k, eps_k in zip(reals, zs, epss):
+            if self._power_iteration is not None:
+                self._power_iteration()
+            (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(self._micro(real_k), self._micro(z_k),
+                                                                   self._micro(eps_k))
+            finite = finite and bool(finite_d.asnumpy())
+        set_gradient_taps(self.d_probes, True)
+        (_, loss_g, _), norm_g, finite_g = g_step(self._micro(reals[0]), self._micro(zs[0]), self._micro(epss[0]))
         if self._ema_step is not None:
             self._ema_step()
         return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
                          float(d_fake.asnumpy()), float(norm_d.asnumpy()), float(norm_g.asnumpy()),
                          float(self.scaler_d.scale_value.asnumpy()), float(self.scaler_g.scale_value.asnumpy()),
-                         bool(finite_d.asnumpy()) and bool(finite_g.asnumpy()))
+                         finite and bool(finite_g.asnumpy()))
 
     def generate(self, z: np.ndarray) -> np.ndarray:
         """Images from latents with the EMA generator when enabled, BatchNorm in inference mode."""
@@ -350,30 +368,6 @@ class GANTrainer:
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
 
 
-@dataclass
-class RunSummary:
-    """What a run did: per-step losses, counters, where outputs went, and the sweep objective."""
-
-    run_dir: Path
-    start_step: int
-    end_step: int
-    history: list[StepStats] = field(default_factory=list)
-    skipped_steps: int = 0
-    interrupted: bool = False
-    checkpoint: Path | None = None
-    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
-    objective_name: str = "loss_g"
-
-    @property
-    def objective(self) -> float:
-        """The final value of metric `objective_name` (NaN if never evaluated), or for "loss_g" the mean
-        generator loss over the last 10% of this run's steps (lower: G fools D more)."""
-        if self.objective_name != "loss_g":
-            return float(self.metrics.get(self.objective_name, float("nan")))
-        tail = self.history[-max(1, len(self.history) // 10):]
-        return float(np.mean([s.loss_g for s in tail])) if tail else float("nan")
-
-
 class _InterruptFlag:
     """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step; a second aborts.
 
@@ -402,10 +396,10 @@ class _InterruptFlag:
 
 
 def total_steps(cfg: Config, num_images: int) -> int:
-    """train.steps, or train.epochs converted to steps with the dataset size."""
+    """train.steps, or train.epochs converted to steps with the dataset size (a step takes train.d_steps batches)."""
     if cfg.train.steps is not None:
         return cfg.train.steps
-    return max(1, math.ceil(cfg.train.epochs * num_images / cfg.train.batch_size))
+    return max(1, math.ceil(cfg.train.epochs * num_images / (cfg.train.batch_size * cfg.train.d_steps)))
 
 
 def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
@@ -420,169 +414,59 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
+def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path) -> tuple[Path | None, int, dict]:
+    """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
+    experiment keys stop the run unless train.resume_override (gan.config.check_resume); rank 0 records the
+    resume in the run's files before anything reads or appends them."""
+    path = _resume_path(conf.train.resume, run_dir)
+    if path is None:
+        return None, 0, {}
+    arrays, meta = load_training_checkpoint(path)
+    changes = check_resume(path, meta["config"], conf)
+    trainer.load_state_arrays(arrays, path)
+    start = int(meta["step"])
+    if world.is_main:
+        record_resume(run_dir, start, path, changes)
+    return path, start, meta
+
+
+def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step: int) -> dict:
+    """train_step's inputs of global step `step`: train.d_steps real batches, latents and penalty weights, each a
+    pure function of (seed, step) and this rank's shard; and whether the lazy R1 penalty is due."""
+    t, n = conf.train, conf.train.batch_size * world.size
+    return {"real": [next(batches) for _ in range(t.d_steps)],
+            "z": [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
+            "eps": [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)],
+            "r1": r1_due(step, t.r1_gamma, t.r1_every)}
+
+
 def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
-    """Train (or resume) a DCGAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
-    conf = to_config(cfg)
-    run_dir = Path(run_dir)
-    setup_runtime(conf.runtime)
-    world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
-    check_precision_supported(conf.precision, conf.runtime.device_target)
-    ms.set_seed(conf.seed)
-    t = conf.train
+    """Train (or resume) a GAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
+    conf, run_dir = to_config(cfg), Path(run_dir)
+    world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.runtime)
     task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
-    data = task.data
-    trainer = GANTrainer(conf, data.channels, world)
-
-    start, skipped = 0, 0
-    resume_from = _resume_path(t.resume, run_dir)
-    if resume_from is not None:
-        arrays, meta = load_checkpoint(resume_from)
-        if meta.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(f"{resume_from}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
-        changes = check_resume(resume_from, meta["config"], conf)  # experiment keys changed: error unless overridden
-        trainer.load_state_arrays(arrays, resume_from)
-        start, skipped = int(meta["step"]), int(meta["skipped_steps"])
-        if world.is_main:  # before anything reads or appends the run's jsonl files
-            record_resume(run_dir, start, resume_from, changes)
-    end = start + 2 if t.dry_run else total_steps(conf, data.num_images)
-    # A dry run exercises every output on each of its 2 steps.
-    log_every, sample_every, ckpt_every = (1, 1, 1) if t.dry_run else (t.log_every, t.sample_every, t.ckpt_every)
-    yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
-    if world.size > 1:
-        print(f"rank {world.rank} of {world.size} (data parallel)", flush=True)
-    print(yaml + f"run directory: {run_dir.resolve()}" + (f"\nresumed from {resume_from} at step {start}"
-                                                          if resume_from else ""), flush=True)
-
-    fixed_z = fixed_latents(conf.seed, t.num_samples, conf.model.nz)
-    summary = RunSummary(run_dir, start, start, skipped_steps=skipped)
-    outputs = world.is_main  # rank 0 writes every output; the other ranks train and join the collectives
-    reporter = Reporter(run_dir, end, start) if outputs else None
-    evaluator = Evaluator(conf, task, run_dir, reporter, latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples,
-                                                                 conf.model.nz)) if outputs else None
-    summary.objective_name = evaluator.objective if outputs else summary.objective_name
-    diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
-                                      1 if t.dry_run else conf.diagnostics.interval, reporter and reporter.writer, run_dir)
-    if resume_from is not None and "diagnostics" in meta:
-        diagnostics.load_state_dict(meta["diagnostics"])  # dead-streak history for "persistently dead"
-
-    def save(step: int) -> Path:
-        meta = {"format": CHECKPOINT_FORMAT, "step": step, "seed": conf.seed, "channels": data.channels,
-                "skipped_steps": summary.skipped_steps, "config": yaml, "diagnostics": diagnostics.state_dict()}
-        path = checkpoint_path(run_dir, step)
-        save_checkpoint(path, trainer.state_arrays(), meta)
-        prune_checkpoints(run_dir, t.keep_last)
-        return path
-
-    def sample(step: int) -> None:
-        grid = task.picture(trainer.generate(fixed_z))
-        save_png(grid, run_dir / "samples" / f"step_{step:06d}.png")
-        reporter.image("samples", grid, step)
-
-    real_png = run_dir / "samples" / "real.png"
-    if outputs and not real_png.exists():
-        save_png(task.picture(data.sample(t.num_samples)), real_png)
-
-    batches = data.batches(start)
-    consecutive_bad = 0
-    last_time, last_step = time.perf_counter(), start
+    trainer = GANTrainer(conf, task.data.channels, world)
+    resumed_from, start, meta = resume_state(trainer, conf, world, run_dir)
+    end = start + 2 if conf.train.dry_run else total_steps(conf, task.data.num_images)
+    outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta,
+                         latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
+                         fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
+    outputs.announce(resumed_from)
+    batches = task.data.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
     try:
         with _InterruptFlag() as interrupt:
             for step in range(start, end):
-                real = next(batches)
-                z = world.local(latents(conf.seed, step, _Z, t.batch_size * world.size, conf.model.nz))
+                inputs = step_inputs(conf, world, batches, step)
                 with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(real, z, probe=diagnostics.due(step + 1)), _AVERAGED)
-                    interrupt.requested = world.any(interrupt.requested)  # every rank stops at the same step
-                if conf.runtime.rank_checksums:
-                    append_checksum(run_dir, world, step + 1, trainer.replicated_arrays(),
-                                    {"loss_d": stats.loss_d, "loss_g": stats.loss_g})
-                summary.history.append(stats)
-                done = step + 1
-                summary.end_step = done
-                consecutive_bad = 0 if stats.finite else consecutive_bad + 1
-                summary.skipped_steps += not stats.finite
-                if outputs and not stats.finite:
-                    append_event(run_dir, done, "nonfinite_skip", nonfinite_detail(stats))
-                if consecutive_bad >= conf.precision.max_nonfinite_steps:
-                    raise NonFiniteTrainingError(
-                        f"training stopped at step {done}: {consecutive_bad} consecutive steps had non-finite "
-                        f"gradients (precision={conf.precision.name}, loss scale D {stats.loss_scale_d:g} / "
-                        f"G {stats.loss_scale_g:g}); first non-finite activation: {trainer.find_nonfinite(real, z)}")
-                if diagnostics.due(done):
-                    diagnostics.check(done, world.mean_array_fields)
-                if outputs and (done % log_every == 0 or done == end):
-                    now = time.perf_counter()
-                    step_time = (now - last_time) / (done - last_step)
-                    values = {"loss/d": stats.loss_d, "loss/g": stats.loss_g, "prob/D_x": stats.d_real,
-                              "prob/D_G_z": stats.d_fake, "grad_norm/d": stats.grad_norm_d,
-                              "grad_norm/g": stats.grad_norm_g, "loss_scale/d": stats.loss_scale_d,
-                              "loss_scale/g": stats.loss_scale_g, "skipped_steps": summary.skipped_steps,
-                              "perf/step_time_s": step_time, "perf/img_per_s": t.batch_size / step_time}
-                    reporter.scalars(done, values)
-                    append_jsonl(run_dir / LOSSES_FILE, losses_record(done, stats.loss_d, stats.loss_g,
-                                                                      stats.d_real, stats.d_fake))
-                    reporter.progress(done - last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
-                                                         "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
-                                                         "img/s": t.batch_size / step_time})
-                    last_time, last_step = now, done
-                if outputs and (done % sample_every == 0 or done == end):
-                    sample(done)
-                if outputs and evaluator.due(done, end):
-                    summary.metrics = evaluator.evaluate(done, trainer.generate)
-                if outputs and (done % ckpt_every == 0 or done == end):
-                    summary.checkpoint = save(done)
-                if interrupt.requested:
-                    summary.interrupted = True
-                    if not outputs:
-                        break
-                    summary.checkpoint = save(done)
-                    reporter.write(f"interrupted: saved {summary.checkpoint}; resume with train.resume=auto")
+                    stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
+                                              _AVERAGED)
+                    stop = world.any(interrupt.requested)  # every rank stops at the same step
+                outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
+                if stop:
+                    outputs.interrupted(step + 1)
                     break
-        if outputs and summary.history:  # the HParams tab: this run's settings with its final numbers
-            last = summary.history[-1]
-            diagnostics.log_hparams(run_hparams(conf), {"final/loss_d": last.loss_d, "final/loss_g": last.loss_g})
+        outputs.finish()
     finally:
-        if reporter is not None:
-            reporter.close()
-    if outputs:
-        print(final_report(summary, diagnostics, run_dir), flush=True)
-    return summary
-
-
-def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path) -> str:
-    """What a finished run leaves behind: samples, checkpoint, metrics, the dead-channel table, the dashboard."""
-    page = run_dir / "report.html"
-    try:
-        write_text_atomic(page, build_dashboard(run_dir, f"Run {run_dir.resolve().name}"))
-    except FileNotFoundError:  # nothing logged yet (stopped before the first log step)
-        page = None
-    samples = sorted((run_dir / "samples").glob("step_*.png"))
-    metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
-    lines = [f"done: steps {summary.start_step}..{summary.end_step}"
-             + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else ""),
-             f"  samples     {samples[-1] if samples else 'none'}",
-             f"  checkpoint  {summary.checkpoint}",
-             f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
-    if metrics:
-        lines.append(f"  metrics     {metrics}")
-    if page is not None:
-        lines.append(f"  dashboard   {page}")
-    return "\n".join(lines + [diagnostics.report()])
-
-
-def generator_from_checkpoint(path: str | Path, use_ema: bool = True) -> tuple[Generator, Config]:
-    """Load a checkpoint's generator (its EMA copy when present and `use_ema`) in inference mode."""
-    arrays, meta = load_checkpoint(path)
-    if meta.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
-    conf = config_from_yaml(meta["config"])
-    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl, conf.fusion.name)
-    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
-    net.update_parameters_name(prefix)
-    for p in net.get_parameters():
-        if p.name not in arrays:
-            raise CheckpointError(f"{path}: missing generator parameter '{p.name}'")
-        p.set_data(Tensor(arrays[p.name]))
-    net.set_train(False)
-    return net, conf
+        outputs.close()
+    outputs.report()
+    return outputs.summary

@@ -21,7 +21,7 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import params
-from ._custom import FLOAT_DTYPES, aot, check_dtype, device_target, num_threads, primitive, token_shape
+from ._custom import FLOAT_DTYPES, aot, check_dtype, device_target, num_threads, token_shape
 from .activations import check_clamp, check_negative_slope
 from .reference import FORMULATIONS
 
@@ -63,9 +63,31 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
         return ascend_leaky_relu_primitive(negative_slope, clamp), None
     scalars = pack_scalars(negative_slope, clamp, threads)
     name = "LeakyReluForwardSelect" if formulation == "select" else "LeakyReluForwardMaxMin"
+    grad = backward_kernel()
     if inplace:
-        return InplaceLeakyReLU(aot(f"{name}Inplace", out_shape=token_shape), aot("LeakyReluBackward"), scalars), None
-    return primitive(name, "LeakyReluBackward", "x"), scalars
+        return InplaceLeakyReLU(aot(f"{name}Inplace", out_shape=token_shape), grad, scalars), None
+
+    def bprop(x, params, out, dout):
+        return grad(x, dout, params), msops.zeros_like(params)
+
+    return aot(name, bprop=bprop), scalars
+
+
+@functools.lru_cache(maxsize=None)
+def backward_kernel() -> msops.Custom:
+    """The backward primitive dx = dy * (1 if x > 0 else slope), 0 where clamped, with its own bprop.
+
+    dx is linear in dy and piecewise constant in x, so its derivative w.r.t. dy is the same kernel applied to
+    the incoming gradient, and w.r.t. x it is 0 (almost everywhere, as for ReLU). This makes LeakyReLU
+    differentiable twice: gradient penalties (WGAN-GP, R1) differentiate a network's input gradient.
+    (Not the generic `primitive` of ops._custom: for smooth activations such as ELU the derivative w.r.t. x
+    is not 0, so this rule holds for the piecewise-linear LeakyReLU only.)
+    """
+    def bprop(x, dy, params, out, ddx):
+        return msops.zeros_like(x), grad(x, ddx, params), msops.zeros_like(params)
+
+    grad = aot("LeakyReluBackward", bprop=bprop)
+    return grad
 
 
 class InplaceLeakyReLU(nn.Cell):

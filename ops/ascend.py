@@ -38,7 +38,8 @@ def reg_info(op_name: str, inputs: tuple[str, ...], output: str, negative_slope:
 def _custom(op_name: str, inputs: tuple[str, ...], output: str, negative_slope: float, clamp: float,
             bprop=None) -> msops.Custom:
     """One Custom primitive of the installed op; the attributes are also set on the primitive itself,
-    because a CustomRegOp name keeps the attribute values of its first registration (REFERENCE.md)."""
+    because a CustomRegOp name keeps the attribute values of its first registration (MindSpore 2.10:
+    a second Custom with the same op name and another value silently runs with the first)."""
     prim = msops.Custom(op_name, out_shape=same, out_dtype=same, func_type="aot", bprop=bprop,
                         reg_info=reg_info(op_name, inputs, output, negative_slope, clamp))
     prim.add_prim_attr("negative_slope", negative_slope)

@@ -21,14 +21,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
@@ -36,7 +33,9 @@ from tensorboardX import SummaryWriter  # noqa: E402
 from gan.config import compose_config  # noqa: E402
 from gan.run_files import write_text_atomic  # noqa: E402
 from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
-from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
+from gan.config import to_config  # noqa: E402
+from gan.runtime import setup_runtime  # noqa: E402
+from gan.training import GANTrainer, latents  # noqa: E402
 
 
 def timed(fn) -> float:

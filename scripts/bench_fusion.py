@@ -23,19 +23,15 @@ per (shape, impl) by scripts/peak_memory.py: the run's resident-set peak above t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
 import sys
-import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
@@ -45,8 +41,10 @@ from bench_op import interleaved_medians  # noqa: E402
 from peak_memory import execution_peak_mib, in_child  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
-from gan.files import write_atomic  # noqa: E402
-from gan.training import GANTrainer, latents, setup_runtime, to_config  # noqa: E402
+from gan.config import to_config  # noqa: E402
+from gan.runtime import setup_runtime  # noqa: E402
+from gan.training import GANTrainer, latents  # noqa: E402
+from gan.files import write_json_atomic  # noqa: E402
 from ops import norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
@@ -202,11 +200,6 @@ def step_table(records: list[dict]) -> str:
         rows.append(f"{r['image_size']:>3} {r['batch']:>5} {r['fusion']:>8} {r['step_s']:>8.3f} {r['img_per_s']:>8.2f} "
                     f"{r['img_per_s'] / none[r['image_size']]['img_per_s']:>6.2f} {peak:>9}")
     return "\n".join(rows)
-
-
-def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write (atomically, with the umask's mode: gan.files) payload to path."""
-    write_atomic(path, json.dumps(payload, indent=1).encode())
 
 
 def main(argv: list[str] | None = None) -> int:

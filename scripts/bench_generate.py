@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from gan.run_files import write_text_atomic  # noqa: E402
 

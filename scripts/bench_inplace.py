@@ -12,15 +12,14 @@ a fresh process by scripts/peak_memory.py (the run's resident-set peak above the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from bench_op import positive_size, write_json_atomic  # noqa: E402
+from bench_op import positive_size  # noqa: E402
+from gan.files import write_json_atomic  # noqa: E402
 from peak_memory import in_child  # noqa: E402
 
 SLOPE = 0.2

@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from gan.config import POINT_DATASETS  # noqa: E402
 
@@ -183,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
         out_dir = args.out_dir or Path(tmp)
         for dataset, slope, trial in runs:
-            overrides = [f"data={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
+            overrides = [f"experiment={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
                          "diagnostics.enabled=false", *args.override]
             if args.steps is not None:
                 overrides.append(f"train.steps={args.steps}")

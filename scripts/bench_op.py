@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import statistics
 import sys
@@ -38,7 +37,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from gan.files import write_atomic  # noqa: E402
+from gan.files import write_json_atomic  # noqa: E402
 from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
@@ -229,11 +228,6 @@ def kinds_list(text: str) -> list[str]:
     if unknown or not kinds:
         raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [text]}; choose from {','.join(KINDS)}")
     return kinds
-
-
-def write_json_atomic(path: Path, records: list[dict]) -> None:
-    """Write (atomically, with the umask's mode: gan.files) the records to path."""
-    write_atomic(path, json.dumps(records, indent=1).encode())
 
 
 def positive_size(text: str) -> int:

@@ -15,39 +15,32 @@ library file the kernels call (`ops.onednn.dnnl_info`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
 
-import gan.config  # noqa: E402,F401  (registers the structured-config schema)
-from gan.config import Config  # noqa: E402
+from gan.config import Config, compose_config, to_config  # noqa: E402
+from gan.files import write_json_atomic  # noqa: E402
 from ops.fused import FUSION_KINDS  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm", "onednn")
 
 
-def compose_config(model: str, impl: str, batch_size: int, threads: int | None = None, fusion: str = "none") -> Config:
+def bench_config(model: str, impl: str, batch_size: int, threads: int | None = None, fusion: str = "none",
+                 extra: list[str] | tuple[str, ...] = ()) -> Config:
     """The validated Config train.py would run for `model=<model> data=shapes model.conv_impl=<impl>
-    fusion=<fusion>` (and `runtime.threads=<threads>` when given)."""
-    from gan.training import to_config
-
+    fusion=<fusion>` (and `runtime.threads=<threads>` when given) plus the `extra` overrides
+    (e.g. experiment=sngan_mnist)."""
     overrides = [f"model={model}", "data=shapes", f"model.conv_impl={impl}", f"train.batch_size={batch_size}",
-                 f"fusion={fusion}"]
-    overrides += [] if threads is None else [f"runtime.threads={threads}"]
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        return to_config(compose(config_name="config", overrides=overrides))
+                 f"fusion={fusion}"] + ([] if threads is None else [f"runtime.threads={threads}"])
+    return to_config(compose_config(overrides + list(extra)))
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
@@ -73,15 +66,17 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
-    from gan.training import GANTrainer, latents, setup_runtime
+    from gan.runtime import setup_runtime
+    from gan.training import GANTrainer, latents, mixing_weights
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
-    size, batch = cfg.model.image_size, cfg.train.batch_size
+    size, batch, d_steps = cfg.model.image_size, cfg.train.batch_size, cfg.train.d_steps
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
-    def step(i: int) -> None:
-        trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
+    def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
+        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, 1, batch, cfg.model.nz, k) for k in range(d_steps)],
+                           eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
 
@@ -185,6 +180,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads of MindSpore (runtime.threads), the project's kernels and PyTorch "
                              "(default: each framework's own); 1 compares per-core speed on a loaded machine")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra train.py override for the MindSpore runs (repeatable), e.g. experiment=sngan_mnist")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
@@ -203,20 +200,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
         except ImportError:
             parser.error("--vs-torch needs PyTorch (pip install torch); it is not a dependency of the product")
 
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    setup_runtime(compose_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
+    setup_runtime(bench_config(models[0], impls[0], args.batch_size, args.threads).runtime)  # once, first
     dnnl = onednn_version(impls)
     runs = [(impl, fusion) for impl in impls for fusion in fusions if fusion_applies(impl, fusion)]
     records = []
     for model in models:
-        contenders = {f"{impl}/{fusion}": mindspore_step(compose_config(model, impl, args.batch_size, args.threads,
-                                                                        fusion))
+        contenders = {f"{impl}/{fusion}": mindspore_step(bench_config(model, impl, args.batch_size, args.threads,
+                                                                      fusion, args.override))
                       for impl, fusion in runs}
         if args.vs_torch:
-            contenders["torch"] = torch_step(compose_config(model, "native", args.batch_size, args.threads))
+            contenders["torch"] = torch_step(bench_config(model, "native", args.batch_size, args.threads))
         medians = {name: statistics.median(ts) for name, ts in
                    time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
         torch_ips = args.batch_size / medians["torch"] if args.vs_torch else None
@@ -227,14 +224,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
                             "torch_img_per_s": None if torch_ips is None else round(torch_ips, 2),
                             "ratio_to_torch": None if torch_ips is None else round(ips / torch_ips, 4),
                             "step_s": round(step_s, 4), "batch_size": args.batch_size,
-                            "threads": args.threads, "onednn": dnnl if impl == "onednn" else None})
+                            "threads": args.threads, "onednn": dnnl if impl == "onednn" else None,
+                            "overrides": args.override})
             print(f"{model:8s} {impl:7s} {fusion:7s} {ips:9.1f} img/s  step {step_s:7.3f} s"
                   + ("" if torch_ips is None else f"  torch {torch_ips:8.1f} img/s  ratio {ips / torch_ips:.3f}"),
                   flush=True)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.json.with_name(args.json.name + ".tmp")
-    tmp.write_text(json.dumps(records, indent=2) + "\n")
-    os.replace(tmp, args.json)
+    write_json_atomic(args.json, records, indent=2)
     return records
 
 

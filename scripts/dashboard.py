@@ -12,7 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from gan.dashboard import build_dashboard, screenshot  # noqa: E402
 from gan.run_files import write_text_atomic  # noqa: E402

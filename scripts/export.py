@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     from gan.checkpoint import CheckpointError
     from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
-    from gan.training import fixed_latents, generator_from_checkpoint
+    from gan.checkpoint import generator_from_checkpoint
+    from gan.training import fixed_latents
 
     if args.format == "ONNX":
         try:

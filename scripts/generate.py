@@ -104,10 +104,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError
+    from gan.checkpoint import CheckpointError, generator_from_checkpoint
     from gan.quantize import QuantError, load_quantized
     from gan.report import image_grid, save_png
-    from gan.training import generator_from_checkpoint
 
     try:
         if args.int8 is not None:

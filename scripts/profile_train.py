@@ -14,16 +14,13 @@ import argparse
 import csv
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from bench_train import FUSION_KINDS, IMPLS, MODELS, compose_config, mindspore_step  # noqa: E402
+from bench_train import FUSION_KINDS, IMPLS, MODELS, bench_config, mindspore_step  # noqa: E402
 
 TYPE_INFO = "cpu_op_type_info_0.csv"
 
@@ -60,11 +57,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     import mindspore as ms
 
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    cfg = compose_config(args.model, args.impl, args.batch_size, args.threads, args.fusion)
+    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion)
     setup_runtime(cfg.runtime)
     step = mindspore_step(cfg)
     for i in range(args.warmup):

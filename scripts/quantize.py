@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     from gan.quantize import CALIBRATION_METHOD, CHUNK, calibrate, load_quantized, save_quantized
     from gan.report import save_png
     from gan.tasks import build_task
-    from gan.training import _EVAL_Z, fixed_latents, generator_from_checkpoint, latents
+    from gan.checkpoint import generator_from_checkpoint
+    from gan.training import _EVAL_Z, fixed_latents, latents
 
     try:
         net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)

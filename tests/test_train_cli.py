@@ -27,7 +27,8 @@ def test_help_lists_groups_and_options():
     for line in ("model: dcgan128, dcgan32, dcgan64", "data: folder, grid25, mnist, ring8, shapes", "precision: bf16, fp16, fp32",
                  "act: adaptive, default, elu, prelu, preset_highres, preset_lowres, preset_pointcloud, preset_video, rrelu",
                  "fusion: bn_act, conv_act, graph_kernel, none",
-                 "runtime: default", "train: default", "diagnostics: default", "eval: default"):
+                 "runtime: default", "train: default", "diagnostics: default", "eval: default",
+                 "experiment: grid25, ring8, sngan_mnist, wgan_gp_mnist"):
         assert line in out
 
 

@@ -3,7 +3,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from gan.config import Config, ConfigError, compose_config
+from gan.config import CONFIG_DIR, Config, ConfigError, compose_config
 
 
 def _error_text(err: BaseException) -> str:
@@ -97,6 +97,44 @@ def test_folder_data_needs_a_root():
     with pytest.raises(Exception) as info:
         OmegaConf.to_object(compose_config(["data=folder"]))
     assert "data.root" in _error_text(info.value)
+
+
+@pytest.mark.parametrize("group", ["act", "train", "eval", "diagnostics", "runtime", "precision", "model"])
+def test_dataclass_defaults_agree_with_the_default_yaml_files(group):
+    """`Config()` in code and `python train.py` run the same settings (model: dcgan32, precision: fp32)."""
+    from dataclasses import asdict, fields
+
+    name = {"model": "dcgan32", "precision": "fp32"}.get(group, "default")
+    yaml_values = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / group / f"{name}.yaml"))
+    defaults = asdict(next(f.default_factory() for f in fields(Config) if f.name == group))
+    assert yaml_values == {k: v for k, v in defaults.items() if k in yaml_values}
+    assert set(defaults) == set(yaml_values), "every key of the group is stated in its default file"
+
+
+@pytest.mark.parametrize("preset", ["preset_lowres", "preset_highres", "preset_video", "preset_pointcloud", "toy2d"])
+def test_activation_presets_state_only_the_keys_they_change(preset):
+    """A preset is its slope(s): the per-layer lists and the clamp keep their defaults (preset_lowres states 0.2,
+    the default slope, because that value is the preset)."""
+    stated = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "act" / f"{preset}.yaml"))
+    assert stated and set(stated) <= {"negative_slope", "g_negative_slope"} and None not in stated.values()
+
+
+@pytest.mark.parametrize("name, recipe", [
+    ("ring8", ["data=ring8", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
+    ("grid25", ["data=grid25", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
+    ("sngan_mnist", ["model.d_norm=spectral", "train.loss=hinge"]),
+    ("wgan_gp_mnist", ["model.d_norm=none", "train.loss=wgan_gp", "train.d_steps=5", "train.lr=1e-4",
+                       "train.beta1=0.5", "train.beta2=0.9"]),
+])
+def test_experiments_are_their_recipes(name, recipe):
+    experiment = OmegaConf.to_object(compose_config([f"experiment={name}"]))
+    assert experiment == OmegaConf.to_object(compose_config(recipe))
+
+
+def test_data_ring8_alone_is_only_the_data_and_names_the_experiment():
+    assert compose_config(["data=ring8"]).model.name == "dcgan"
+    with pytest.raises(ConfigError, match="experiment=ring8"):
+        OmegaConf.to_object(compose_config(["data=ring8"]))
 
 
 @pytest.mark.parametrize("override, message", [

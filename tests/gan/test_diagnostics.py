@@ -14,8 +14,9 @@ from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
                              TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
+from gan.config import to_config
 from gan.run_files import read_jsonl
-from gan.training import EMA, GANTrainer, latents, to_config
+from gan.training import EMA, GANTrainer, latents
 from ops import BatchNormAct, LeakyReLU
 
 RNG = np.random.default_rng(0)
@@ -367,8 +368,8 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
 
 
 def test_trainer_probes_the_2d_mlps():
-    """data=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
-    trainer = GANTrainer(to_config(compose_config(["data=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
+    """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
+    trainer = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
     trainer.train_step(points, latents(0, 0, 1, 16, 2), probe=True)
     record = DeadChannelTracker().check(1, trainer.probes)

@@ -15,7 +15,9 @@ import pytest
 from gan.config import ConfigError, compose_config
 from gan.distributed import DistributedError, World, setup_distributed, state_checksum
 from gan.tasks import build_task
-from gan.training import _Z, GANTrainer, latents, setup_runtime, to_config
+from gan.config import to_config
+from gan.runtime import setup_runtime
+from gan.training import _Z, GANTrainer, latents
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 ranks x 4 samples with synchronised BatchNorm vs 1 process x 8, over 3 steps: the same arithmetic up to the
@@ -67,7 +69,7 @@ def test_distributed_without_msrun_is_a_clear_error(monkeypatch):
 
 def test_config_rejects_distributed_2d_data_and_a_bad_timeout():
     with pytest.raises(ConfigError, match="distributed=true trains image data only"):
-        to_config(compose_config(["data=ring8", "distributed=true"]))
+        to_config(compose_config(["experiment=ring8", "distributed=true"]))
     with pytest.raises(ConfigError, match="runtime.collective_timeout_s=0"):
         to_config(compose_config(["runtime.collective_timeout_s=0"]))
 

@@ -10,9 +10,10 @@ from gan.metrics import mode_metrics
 from gan.run_files import read_jsonl
 from gan.tasks import MODE_METRICS, PointData, as_points, scatter_plot
 from gan.toy2d import GRID25, RING8
-from gan.training import run, to_config
+from gan.config import to_config
+from gan.training import run
 
-TINY_2D = ["data=ring8", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "train.num_samples=100",
+TINY_2D = ["experiment=ring8", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "train.num_samples=100",
            "train.log_every=1", "eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false",
            "train.lr=1e-3"]
 
@@ -76,18 +77,18 @@ def test_resolve_objective_rejects_unavailable_metrics():
 
 
 def test_2d_data_selects_the_2d_recipe_and_the_cli_still_wins():
-    conf = to_config(compose_config(["data=grid25"]))
+    conf = to_config(compose_config(["experiment=grid25"]))
     assert (conf.model.name, conf.model.nz, conf.act.g_negative_slope) == ("mlp", 2, 0.0)
     assert (conf.train.lr, conf.train.beta1, conf.train.batch_size) == (1e-4, 0.8, 100)
     assert conf.eval.objective == "reverse_kl"
-    conf = to_config(compose_config(["data=ring8", "act=default", "train.lr=3e-4"]))
+    conf = to_config(compose_config(["experiment=ring8", "act=default", "train.lr=3e-4"]))
     assert conf.act.g_negative_slope is None and conf.train.lr == 3e-4
 
 
 @pytest.mark.parametrize("overrides, message", [
     (["model=mlp"], "model=mlp cannot train on data=mnist"),
-    (["data=ring8", "model=dcgan32"], "model=dcgan cannot train on data=ring8"),
-    (["data=ring8", "train.steps=null", "train.epochs=2"], "train.epochs=2.0"),
+    (["experiment=ring8", "model=dcgan32"], "model=dcgan cannot train on data=ring8"),
+    (["experiment=ring8", "train.steps=null", "train.epochs=2"], "train.epochs=2.0"),
     (["eval.num_samples=1"], "eval.num_samples=1"),
 ])
 def test_config_rejects_impossible_combinations(overrides, message):

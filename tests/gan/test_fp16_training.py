@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from gan.config import RuntimeConfig, compose_config
-from gan.training import GANTrainer, run, setup_runtime, to_config
+from gan.config import to_config
+from gan.runtime import setup_runtime
+from gan.training import GANTrainer, run
 from ops import LeakyReLU
 
 TINY = ["model.image_size=32", "model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native",

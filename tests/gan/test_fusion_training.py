@@ -17,7 +17,8 @@ from mindspore import amp, nn
 from gan.checkpoint import CheckpointError, checkpoint_path
 from gan.config import ActConfig, Fusion, ModelConfig, RuntimeConfig, compose_config
 from gan.models import Discriminator, Generator
-from gan.training import run, setup_runtime
+from gan.runtime import setup_runtime
+from gan.training import run
 from ops import FUSION_KINDS, BatchNormAct, LeakyReLU, norm_act_layers
 
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",

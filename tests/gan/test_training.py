@@ -10,36 +10,27 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
+from gan.checkpoint import CheckpointError, checkpoint_path, generator_from_checkpoint, latest_checkpoint, load_checkpoint
+from gan.config import ActConfig, ConfigError, ModelConfig
 from gan.models import Generator
 from gan.report import image_grid
 from gan.run_files import read_events
-from gan.training import first_nonfinite_layer, generator_from_checkpoint, run
-
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
-        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
-
-
-def train(run_dir: Path, *overrides: str):
-    """A tiny fp32 run in run_dir."""
-    return run(compose_config(TINY + list(overrides)), run_dir)
-
+from gan.training import first_nonfinite_layer
 
 def losses(summary) -> list[tuple[float, float]]:
     return [(s.loss_d, s.loss_g) for s in summary.history]
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
+def baseline(tmp_path_factory, tiny_run):
     """4 uninterrupted graph-mode steps, seed 0, samples and a checkpoint after each step, the newest 3 kept."""
-    return train(tmp_path_factory.mktemp("baseline"), "train.steps=4", "train.ckpt_every=1", "train.keep_last=3",
+    return tiny_run(tmp_path_factory.mktemp("baseline"), "train.steps=4", "train.ckpt_every=1", "train.keep_last=3",
                  "train.sample_every=1")
 
 
-def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path):
-    first = train(tmp_path, "train.steps=2")
-    second = train(tmp_path, "train.steps=4", "train.resume=auto")
+def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path, tiny_run):
+    first = tiny_run(tmp_path, "train.steps=2")
+    second = tiny_run(tmp_path, "train.steps=4", "train.resume=auto")
     assert (second.start_step, second.end_step) == (2, 4)
     assert losses(first) == losses(baseline)[:2]  # same seed, same losses
     assert losses(second) == losses(baseline)[2:]  # resumed: bit-identical to the uninterrupted run
@@ -49,8 +40,8 @@ def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path):
     assert (tmp_path / final).read_bytes() == (baseline.run_dir / final).read_bytes()
 
 
-def test_other_seed_gives_other_losses(baseline, tmp_path):
-    assert losses(train(tmp_path, "train.steps=1", "seed=1"))[0] != losses(baseline)[0]
+def test_other_seed_gives_other_losses(baseline, tmp_path, tiny_run):
+    assert losses(tiny_run(tmp_path, "train.steps=1", "seed=1"))[0] != losses(baseline)[0]
 
 
 def test_keep_last_k_checkpoints(baseline):
@@ -58,7 +49,7 @@ def test_keep_last_k_checkpoints(baseline):
     assert kept == ["step_00000002.ckpt", "step_00000003.ckpt", "step_00000004.ckpt"]
 
 
-def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path):
+def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tiny_overrides):
     """Resumed in PyNative, as a user runs it: `python train.py` in a fresh process.
 
     A fresh process, because in one process a PyNative trainer built after another PyNative trainer gave
@@ -67,8 +58,8 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path):
     path = baseline.run_dir / "checkpoints" / "step_00000002.ckpt"
     code = ("import sys; from gan.config import compose_config; from gan.training import run; "
             "s = run(compose_config(sys.argv[2:]), sys.argv[1]); print([(h.loss_d, h.loss_g) for h in s.history])")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *TINY, "train.steps=4", "runtime.mode=pynative",
-                           f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *tiny_overrides, "train.steps=4",
+                           "runtime.mode=pynative", f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert done.returncode == 0, done.stderr[-2000:]
     pynative = ast.literal_eval(done.stdout.strip().splitlines()[-1])
@@ -86,8 +77,8 @@ def test_checkpoint_holds_the_full_state(baseline):
     assert not np.allclose(arrays["discriminator.layers.bn1.moving_mean"], 0.0)
 
 
-def test_dry_run_writes_every_output(tmp_path, capsys):
-    summary = train(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
+def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
+    summary = tiny_run(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2
     report = capsys.readouterr().out
     assert "dead channels at step 2" in report and "D/act0" in report and "G/act0" in report
@@ -102,22 +93,22 @@ def test_dry_run_writes_every_output(tmp_path, capsys):
     assert conf.model.ngf == 8 and net(Tensor(np.zeros((2, 16, 1, 1), np.float32))).shape == (2, 3, 32, 32)
 
 
-def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path):
+def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path, tiny_run):
     good = latest_checkpoint(baseline.run_dir).read_bytes()
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(good[: len(good) // 2])
     with pytest.raises(CheckpointError, match="bad.ckpt"):
-        train(tmp_path / "run", "train.steps=4", f"train.resume={bad}")
+        tiny_run(tmp_path / "run", "train.steps=4", f"train.resume={bad}")
     with pytest.raises(ConfigError, match="train.resume='/nonexistent.ckpt'"):
-        train(tmp_path / "run", "train.steps=4", "train.resume=/nonexistent.ckpt")
+        tiny_run(tmp_path / "run", "train.steps=4", "train.resume=/nonexistent.ckpt")
 
 
-def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path):
+def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path, tiny_run):
     resume = f"train.resume={latest_checkpoint(baseline.run_dir)}"
     with pytest.raises(ConfigError, match="model.ngf: 8 -> 16"):
-        train(tmp_path, "train.steps=6", "model.ngf=16", resume)
+        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", resume)
     with pytest.raises(CheckpointError, match="shape"):  # overriding cannot load weights of another shape
-        train(tmp_path, "train.steps=6", "model.ngf=16", "train.resume_override=true", resume)
+        tiny_run(tmp_path, "train.steps=6", "model.ngf=16", "train.resume_override=true", resume)
 
 
 def strict_steps(path: Path) -> list[int]:
@@ -125,42 +116,42 @@ def strict_steps(path: Path) -> list[int]:
     return [json.loads(line)["step"] for line in path.read_text().splitlines()]
 
 
-def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_path):
+def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_path, tiny_run):
     probed = ["train.steps=4", "train.ckpt_every=2", "diagnostics.interval=1"]
-    train(tmp_path, *probed)
+    tiny_run(tmp_path, *probed)
     diag = tmp_path / "diagnostics.jsonl"
     lines = diag.read_text().splitlines(keepends=True)
     diag.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a crash mid-append at step 4
     older = checkpoint_path(tmp_path, 2)
-    resumed = train(tmp_path, *probed, f"train.resume={older}")  # steps 3 and 4 are already logged
+    resumed = tiny_run(tmp_path, *probed, f"train.resume={older}")  # steps 3 and 4 are already logged
     assert (resumed.start_step, resumed.end_step) == (2, 4)
     for name in ("losses.jsonl", "diagnostics.jsonl"):
         assert strict_steps(tmp_path / name) == [1, 2, 3, 4], name  # no partial line, no duplicate step
     assert read_events(tmp_path) == [{"step": 2, "kind": "resume", "detail": {"checkpoint": str(older)}}]
 
 
-def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path):
+def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path, tiny_run):
     checkpoint = latest_checkpoint(baseline.run_dir)
     with pytest.raises(ConfigError) as info:
-        train(tmp_path, "train.steps=5", "act.negative_slope=0.05", "seed=3", f"train.resume={checkpoint}")
+        tiny_run(tmp_path, "train.steps=5", "act.negative_slope=0.05", "seed=3", f"train.resume={checkpoint}")
     for text in ("act.negative_slope: 0.2 -> 0.05", "seed: 0 -> 3", "train.resume_override=true", checkpoint.name):
         assert text in str(info.value)
     assert not (tmp_path / "checkpoints").exists()
     # Length, cadence and sample-count changes keep the experiment: accepted without an override event.
-    train(tmp_path / "same", "train.steps=5", "train.log_every=2", "train.sample_every=5", "train.keep_last=1",
+    tiny_run(tmp_path / "same", "train.steps=5", "train.log_every=2", "train.sample_every=5", "train.keep_last=1",
           "train.num_samples=4", f"train.resume={checkpoint}")
     assert [e["kind"] for e in read_events(tmp_path / "same")] == ["resume"]
-    overridden = train(tmp_path / "mixed", "train.steps=5", "act.negative_slope=0.05", "train.resume_override=true",
+    overridden = tiny_run(tmp_path / "mixed", "train.steps=5", "act.negative_slope=0.05", "train.resume_override=true",
                        f"train.resume={checkpoint}")
     assert overridden.end_step == 5
     assert read_events(tmp_path / "mixed")[1] == {"step": 4, "kind": "resume_override",
                                                   "detail": {"changed": {"act.negative_slope": [0.2, 0.05]}}}
 
 
-def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path):
+def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path, tiny_run):
     with pytest.raises(RuntimeError, match=r"3 consecutive steps had non-finite .* first non-finite activation: "
                                            r"(generator|discriminator)\.layers\.\w+"):
-        train(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
+        tiny_run(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
     skips = read_events(tmp_path)
     assert len(skips) >= 3 and {e["kind"] for e in skips} == {"nonfinite_skip"}  # each skipped step is on record
     assert [e["step"] for e in skips[-3:]] == list(range(skips[-1]["step"] - 2, skips[-1]["step"] + 1))
@@ -176,9 +167,9 @@ def test_nan_hunt_names_the_poisoned_layer():
     assert first_nonfinite_layer(g, z) == "generator.layers.conv1 (Conv2dTranspose)"
 
 
-def test_bf16_on_cpu_fails_at_start_with_a_clear_message(tmp_path):
+def test_bf16_on_cpu_fails_at_start_with_a_clear_message(tmp_path, tiny_run):
     with pytest.raises(ConfigError, match="precision=bf16 is not supported on runtime.device_target=CPU"):
-        train(tmp_path, "precision=bf16")
+        tiny_run(tmp_path, "precision=bf16")
 
 
 def test_image_grid_tiles_and_scales():
@@ -193,7 +184,7 @@ def test_image_grid_tiles_and_scales():
 SECOND_RUN_THREADS = """
 import os
 from gan.config import ConfigError, RuntimeConfig
-from gan.training import setup_runtime
+from gan.runtime import setup_runtime
 setup_runtime(RuntimeConfig(threads=1))
 setup_runtime(RuntimeConfig(threads=1))  # a second run in one process (bench_modes, basic sweeps, joblib workers)
 assert os.environ["MS_DEV_HOST_BLOCKING_RUN"] == "1"
@@ -215,7 +206,7 @@ def test_second_run_in_one_process_may_repeat_runtime_threads_only():
 def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
     """A process that already ran kernels (this test session) can call run() again on the same device."""
     from gan.config import RuntimeConfig
-    from gan.training import setup_runtime
+    from gan.runtime import setup_runtime
 
     Tensor(np.ones(3, np.float32)).sum().asnumpy()
     setup_runtime(RuntimeConfig())  # raised "The runtime has been initialized" before

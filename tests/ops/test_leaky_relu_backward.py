@@ -103,3 +103,28 @@ def test_functional_inside_jit_with_two_slopes():
 
     x = np.float32([-1.0, 2.0])
     np.testing.assert_allclose(two(ms.Tensor(x)).asnumpy(), np.float32([0.2, 0.0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ("pynative", "graph"))
+@pytest.mark.parametrize("clamp, inplace", [(None, False), (1.5, False), (None, True)])
+def test_second_derivative_differentiates_the_backward_kernel(mode, clamp, inplace):
+    """The backward dx = g(x) * dy is linear in dy: its gradient w.r.t. dy is the same kernel on the incoming
+    gradient, w.r.t. x it is 0 (a.e.). Gradient penalties (WGAN-GP, R1) need this second derivative."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(64).astype(np.float32) * 2
+    dy, v = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+
+    act = LeakyReLU(0.2, clamp=clamp, inplace=inplace)
+
+    def weighted(t, d):
+        return (act(t) * d).sum()
+
+    backward = ms.grad(weighted, grad_position=0)  # (t, d) -> the backward kernel's dx for upstream d
+
+    def backward_dot_v(t, d):
+        return (backward(t, d) * ms.Tensor(v)).sum()
+
+    fn = ms.grad(backward_dot_v, grad_position=(0, 1))
+    dx2, ddy = (ms.jit(fn) if mode == "graph" else fn)(ms.Tensor(x), ms.Tensor(dy))
+    np.testing.assert_array_equal(ddy.asnumpy(), ref.backward(x, v, 0.2, clamp))
+    np.testing.assert_array_equal(dx2.asnumpy(), np.zeros_like(x))

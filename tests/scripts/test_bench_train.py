@@ -48,7 +48,7 @@ def test_torch_twin_has_the_same_parameters(model: str) -> None:
     pytest.importorskip("torch", reason="the --vs-torch comparison needs PyTorch, an optional benchmark extra")
     from gan.models import Discriminator, Generator
 
-    cfg = bench_train.compose_config(model, "gemm", 64)
+    cfg = bench_train.bench_config(model, "gemm", 64)
     g, d = bench_train.torch_models(cfg)
     for ours, theirs in ((Generator(cfg.model, cfg.act, 3, "gemm"), g), (Discriminator(cfg.model, cfg.act, 3, "gemm"), d)):
         assert [tuple(p.shape) for p in ours.trainable_params()] == [tuple(p.shape) for p in theirs.parameters()]

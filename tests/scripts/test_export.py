@@ -12,7 +12,8 @@ import pytest
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
 from gan.deploy import run_mindir, run_onnx
-from gan.training import fixed_latents, generator_from_checkpoint, run
+from gan.checkpoint import generator_from_checkpoint
+from gan.training import fixed_latents, run
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=32",
@@ -106,7 +107,7 @@ def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
     """The 2D generator's dense layers reshape by the batch size: the ONNX repair keeps them batch-free."""
     pytest.importorskip("onnxruntime")
     run_dir = tmp_path / "run"
-    run(compose_config(["data=ring8", "train.dry_run=true", "model.ngf=16", "model.ndf=16", "train.ema_beta=0.5",
+    run(compose_config(["experiment=ring8", "train.dry_run=true", "model.ngf=16", "model.ndf=16", "train.ema_beta=0.5",
                         "eval.num_samples=100"]), run_dir)
     ckpt = latest_checkpoint(run_dir)
     for fmt, run_file in (("ONNX", run_onnx), ("MINDIR", run_mindir)):

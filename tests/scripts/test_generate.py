@@ -83,16 +83,16 @@ def test_a_directory_without_checkpoints_says_what_to_pass(tmp_path):
 def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir, tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(REPO / "scripts"))
     import generate as script
-    import gan.training
+    import gan.checkpoint
 
     calls = []
-    load = gan.training.generator_from_checkpoint
+    load = gan.checkpoint.generator_from_checkpoint
 
     def counting(*args, **kwargs):
         net, conf = load(*args, **kwargs)
         return (lambda z: calls.append(z.shape[0]) or net(z)), conf
 
-    monkeypatch.setattr(gan.training, "generator_from_checkpoint", counting)
+    monkeypatch.setattr(gan.checkpoint, "generator_from_checkpoint", counting)
     out = tmp_path / "samples.npz"
     assert script.main([str(run_dir), "--n", "1000", "--batch-size", "96", "--npz", str(out)]) == 0
     assert max(calls) == 96 and sum(calls) == 1000  # never more than one batch in memory

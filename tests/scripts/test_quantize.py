@@ -16,7 +16,8 @@ from gan.checkpoint import latest_checkpoint
 from gan.classifier import ClassifierConfig, load_classifier
 from gan.config import compose_config
 from gan.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
-from gan.training import fixed_latents, generator_from_checkpoint, run
+from gan.checkpoint import generator_from_checkpoint
+from gan.training import fixed_latents, run
 from ops import LeakyReLU
 from ops import reference as ref
 

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from gan.run_files import append_jsonl
-from gan.sweep import find_jobs, job_threads, optuna_best, summarize, to_csv, to_markdown
+from gan.runtime import job_threads
+from gan.sweep import find_jobs, optuna_best, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,7 +79,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     sweep = tmp_path / "sweep"
     train = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), "-m", "data=ring8", "act.negative_slope=0,0.2", "train.steps=3",
+        [sys.executable, str(REPO / "train.py"), "-m", "experiment=ring8", "act.negative_slope=0,0.2", "train.steps=3",
          "model.ngf=32", "model.ndf=32", "train.batch_size=32", "eval.num_samples=200", "diagnostics.enabled=false",
          f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert train.returncode == 0, train.stderr[-3000:]
@@ -91,7 +92,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
         assert 0 <= int(row["modes"]) <= 8 and 0 <= float(row["hq_fraction"]) <= 1 and row["step"] == "3"
         assert float(row["reverse_kl"]) >= 0
     assert rows[0]["loss_g"] != rows[1]["loss_g"]  # the slope reached the networks
-    assert (sweep / "summary.md").read_text().startswith("| job | data | act.negative_slope | train.steps |")
+    assert (sweep / "summary.md").read_text().startswith("| job | experiment | act.negative_slope | train.steps |")
     page = (sweep / "dashboard.html").read_text()
     assert "act.negative_slope=0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
 
@@ -105,7 +106,7 @@ def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     sweep = tmp_path / "sweep"
     train = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "data=ring8",
+        [sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "experiment=ring8",
          "seed=0,1,2", "train.steps=2", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "eval.num_samples=100",
          "diagnostics.enabled=false", f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True,
         timeout=600)
@@ -126,7 +127,7 @@ def hydra_config(*overrides: str) -> str:
 
 
 def test_sweep_plugins_compose():
-    optuna = hydra_config("hparams_search=slope_optuna", "data=ring8")
+    optuna = hydra_config("hparams_search=slope_optuna", "experiment=ring8")
     assert "OptunaSweeper" in optuna and "act.negative_slope: interval(0.0, 0.4)" in optuna
     assert "train.lr: tag(log, interval(3e-5, 1e-3))" in optuna and "mode: MULTIRUN" in optuna
     assert "JoblibLauncher" in hydra_config("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")

@@ -4,7 +4,8 @@
 // float16 values are widened to float, multiplied by the float32 slope and rounded to half once.
 // The scalar parameters travel as one lrelu::ActParams (../params.h: slope, clamp (+inf = none), threads, ...)
 // in an int32 tensor of float32 bit patterns, rather than as primitive attributes, because a second
-// CustomRegOp registration with the same name keeps the first attribute value.
+// CustomRegOp registration with the same name keeps the first attribute value (measured with MindSpore 2.10:
+// the second registration silently runs with the first slope).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops

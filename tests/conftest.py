@@ -1,0 +1,36 @@
+"""Shared fixtures: a composed config, and a tiny training run on procedural shapes (fast on 2 CPU cores)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from gan.config import Config, compose_config, to_config
+
+# A DCGAN-32 with 8 channels per layer on 64 procedural shapes, batch 8: seconds per run.
+TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
+        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
+
+
+@pytest.fixture(scope="session")
+def tiny_overrides() -> list[str]:
+    """The TINY overrides (for runs in a subprocess)."""
+    return list(TINY)
+
+
+@pytest.fixture(scope="session")
+def config() -> Callable[..., Config]:
+    """config(*overrides): the validated Config `python train.py OVERRIDES...` would run."""
+    return lambda *overrides: to_config(compose_config(list(overrides)))
+
+
+@pytest.fixture(scope="session")
+def tiny_run() -> Callable:
+    """tiny_run(run_dir, *overrides): train the TINY model (fp32) in run_dir; returns the RunSummary."""
+    from gan.training import run
+
+    def train(run_dir: Path, *overrides: str):
+        return run(compose_config(TINY + list(overrides)), run_dir)
+
+    return train
