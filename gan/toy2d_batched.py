@@ -1,13 +1,13 @@
 """All trials of one 2D setting trained as one batched model: the trial index leads every weight.
 
-The 2D recipe (`data=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
+The 2D recipe (`experiment=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
 pair per run. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
 layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
 jitted function does the D step and the G step of all trials, so per-trial launches and host work go away
 (the arithmetic stays; docs/sweeps.md has the measured costs). The trials stay independent: the loss is
 the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
 are per trial (nn.Adam's kernel on the stacked tensors is element-wise). Each trial t is built to reproduce
-`python train.py data=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
+`python train.py experiment=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
 gan.models), batches (gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G
 runs in the D step and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
 One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
@@ -32,7 +32,11 @@ _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
-             ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False))
+             ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False),
+             ("model.d_norm", lambda c: c.model.d_norm, "none"), ("model.g_norm", lambda c: c.model.g_norm, "batch"),
+             ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
+             ("train.d_steps", lambda c: c.train.d_steps, 1),
+             ("train.clip_grad_norm", lambda c: c.train.clip_grad_norm, None))
 _KINDS = ("leaky_relu", "relu")  # act.{d,g}_kind the batched nets build (relu: the op with slope 0)
 
 
