@@ -1,6 +1,6 @@
 """All trials of one 2D setting trained as one batched model: the trial index leads every weight.
 
-The 2D recipe (`data=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
+The 2D recipe (`experiment=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
 pair per run. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
 layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
 jitted function does the D step and the G step of all trials, so per-trial launches and host work go away

@@ -119,14 +119,14 @@ def parse_steps_list(text: str) -> list[int]:
 
 def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
-    from gan.config import compose_config
+    from gan.config import compose_config, to_config
+    from gan.runtime import setup_runtime
     from gan.toy2d_batched import BatchedTrainer
-    from gan.training import setup_runtime, to_config
 
     records = []
     for dataset in args.datasets:
         for slope in args.slopes:
-            conf = to_config(compose_config([f"data={dataset}", f"act.negative_slope={slope}",
+            conf = to_config(compose_config([f"experiment={dataset}", f"act.negative_slope={slope}",
                                              "diagnostics.enabled=false", *args.override]))
             setup_runtime(conf.runtime)
             start = time.perf_counter()

@@ -37,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     from gan.config import compose_config
     from gan.tasks import PointData
     from gan.toy2d_batched import BatchedTrainer
-    from gan.training import _Z, GANTrainer, latents, setup_runtime, to_config
+    from gan.config import to_config
+    from gan.runtime import setup_runtime
+    from gan.training import _Z, GANTrainer, latents
 
-    base = [f"data={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
+    base = [f"experiment={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
     conf = to_config(compose_config(base))
     setup_runtime(conf.runtime)
     seeds = list(range(args.trials))

@@ -1,4 +1,4 @@
-"""gan.toy2d_batched: T trials trained as one batched model reproduce T separate `train.py data=ring8` runs."""
+"""gan.toy2d_batched: T trials trained as one batched model reproduce T separate `train.py experiment=ring8` runs."""
 import numpy as np
 from mindspore import Tensor
 import pytest
@@ -10,7 +10,7 @@ from gan.training import run, to_config
 
 STEPS = 20
 # A smaller 2D recipe so the separate runs are quick; everything else is the ring8 recipe.
-SMALL = ["data=ring8", "model.ngf=32", "model.ndf=24", f"train.steps={STEPS}", "diagnostics.enabled=false",
+SMALL = ["experiment=ring8", "model.ngf=32", "model.ndf=24", f"train.steps={STEPS}", "diagnostics.enabled=false",
          "eval.num_samples=500", f"eval.interval={STEPS}", f"train.ckpt_every={STEPS}", f"train.sample_every={STEPS}",
          "runtime.threads=1"]
 SEEDS = [3, 7]
@@ -50,10 +50,11 @@ def test_trials_are_independent(batched):
         np.testing.assert_allclose(value, trainer.model.trial_arrays(1)[name], rtol=0, atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("override, key", [("data=mnist", "data"), ("train.ema_beta=0.99", "train.ema_beta"),
-                                           ("precision=fp16", "precision"), ("act.d_kind=prelu", "act.d_kind")])
-def test_unsupported_settings_are_named(override, key):
-    conf = to_config(compose_config(SMALL + [override]))
+@pytest.mark.parametrize("overrides, key", [(["data=mnist"], "data"), (SMALL + ["train.ema_beta=0.99"], "train.ema_beta"),
+                                            (SMALL + ["precision=fp16"], "precision"),
+                                            (SMALL + ["act.d_kind=prelu"], "act.d_kind")])
+def test_unsupported_settings_are_named(overrides, key):
+    conf = to_config(compose_config(overrides))
     with pytest.raises(ConfigError, match=key):
         check_batchable(conf)
 
