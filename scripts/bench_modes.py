@@ -119,10 +119,9 @@ def parse_steps_list(text: str) -> list[int]:
 
 def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
-    from gan.config import compose_config
-    from gan.toy2d_batched import BatchedTrainer
-    from gan.config import to_config
+    from gan.config import compose_config, to_config
     from gan.runtime import setup_runtime
+    from gan.toy2d_batched import BatchedTrainer
 
     records = []
     for dataset in args.datasets:

@@ -34,11 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the measurements as JSON here")
     args = parser.parse_args(argv)
 
-    from gan.config import compose_config
+    from gan.config import compose_config, to_config
+    from gan.runtime import setup_runtime
     from gan.tasks import PointData
     from gan.toy2d_batched import BatchedTrainer
-    from gan.config import to_config
-    from gan.runtime import setup_runtime
     from gan.training import _Z, GANTrainer, latents
 
     base = [f"experiment={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
