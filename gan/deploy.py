@@ -16,7 +16,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
-from gan.layers import GemmConv2d, GemmConv2dTranspose
+from gan.layers import GemmConv2d, GemmConv2dTranspose, OnednnConv2d, OnednnConv2dTranspose
 from ops import BatchNormAct, LeakyReLU
 
 EXPORT_FORMATS = {"MINDIR": ".mindir", "ONNX": ".onnx"}
@@ -33,8 +33,8 @@ def builtin_act(slope: float) -> nn.Cell:
 
 
 def _plain_conv(cell: nn.Cell) -> nn.Cell:
-    """A native nn.Conv2d / nn.Conv2dTranspose with the gemm cell's configuration and weights."""
-    cls = nn.Conv2dTranspose if isinstance(cell, GemmConv2dTranspose) else nn.Conv2d
+    """A native nn.Conv2d / nn.Conv2dTranspose with the gemm or oneDNN cell's configuration and weights."""
+    cls = nn.Conv2dTranspose if isinstance(cell, (GemmConv2dTranspose, OnednnConv2dTranspose)) else nn.Conv2d
     conv = cls(cell.in_channels, cell.out_channels, cell.kernel_size, cell.stride, pad_mode="pad",
                padding=cell.padding, has_bias=cell.has_bias, weight_init=ms.Tensor(cell.weight.asnumpy()))
     if cell.has_bias:
@@ -59,7 +59,8 @@ def _act(name: str, cell: nn.Cell, act: ActFactory) -> nn.Cell:
 
 # (layer types, their built-in replacement), first match wins: subclasses before their bases.
 _REPLACEMENTS: tuple[tuple[tuple[type, ...], Callable[[str, nn.Cell, ActFactory], list[nn.Cell]]], ...] = (
-    ((GemmConv2d, GemmConv2dTranspose), lambda name, cell, act: [_plain_conv(cell)]),
+    ((GemmConv2d, GemmConv2dTranspose, OnednnConv2d, OnednnConv2dTranspose),
+     lambda name, cell, act: [_plain_conv(cell)]),
     ((BatchNormAct,), lambda name, cell, act: [_plain_bn(cell), _act(name, cell, act)]),
     ((LeakyReLU,), lambda name, cell, act: [_act(name, cell, act)]),
     ((nn.BatchNorm2d,), lambda name, cell, act: [_plain_bn(cell)]),

@@ -228,7 +228,8 @@ def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path):
     log = survivor_log.read_text(errors="replace")
     print(f"killed rank 1: rank 0 failed after {failed_after:.0f} s, its launcher ended after {ended_after:.0f} s")
     assert launchers[0].returncode != 0 and launchers[1].returncode != 0
-    assert "DistributedError: rank 0 of 2: training step" in log and "another rank died" in log, log[-3000:]
+    # the first collective after the kill may be the training step or the averaging of the logged values
+    assert "DistributedError: rank 0 of 2: " in log and "another rank died" in log, log[-3000:]
     assert "runtime.collective_timeout_s" in log  # the message names the setting
     assert "DistributedError: msrun's scheduler stopped the job" in (tmp_path / "logs_0" / "scheduler.log").read_text()
     assert failed_after < timeout_s + 60  # the collective timeout, plus the slack of a loaded 2-core machine

@@ -117,10 +117,17 @@ def builds(log: Path) -> int:
 @pytest.mark.parametrize("damage", ["truncate", "random", "empty", "no_checksum"])
 def test_bad_cache_entry_is_rebuilt_with_one_warning(fake_cxx, damage, caplog):
     first = Path(build.library_path())
-    size = first.stat().st_size
-    {"truncate": lambda: first.write_bytes(first.read_bytes()[: size // 2]),
-     "random": lambda: first.write_bytes(os.urandom(size)),
-     "empty": lambda: first.write_bytes(b""),
+    size, data = first.stat().st_size, first.read_bytes()
+
+    def rewrite(damaged: bytes) -> None:
+        # a new inode, as another process's damage would be: the build's load check mapped the old file into
+        # this process, and rewriting a mapped file in place ends the test process with SIGBUS later
+        first.unlink()
+        first.write_bytes(damaged)
+
+    {"truncate": lambda: rewrite(data[: size // 2]),
+     "random": lambda: rewrite(os.urandom(size)),
+     "empty": lambda: rewrite(b""),
      "no_checksum": lambda: build.checksum_path(first).unlink()}[damage]()
     build.library_path.cache_clear()
     with caplog.at_level("WARNING", logger="ops.build"):
