@@ -364,11 +364,6 @@ class Config:
             raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
                               " the penalty differentiates D twice and the oneDNN convolution kernels have first "
                               "derivatives only; use model.conv_impl=auto (D then runs gemm), gemm or native")
-        if self.fusion.name == Fusion.conv_act and self.model.d_norm == "none" and self.model.name == "dcgan" \
-                and not penalty and self.diagnostics.enabled:
-            raise ConfigError("fusion=conv_act with model.d_norm=none fuses every D block (conv + bias + LeakyReLU in "
-                              "one oneDNN primitive), where the dead-channel probes cannot see the activations; set "
-                              "diagnostics.enabled=false, or use fusion=bn_act")
         if t.r1_gamma > 0 and self.fusion.name in (Fusion.bn_act, Fusion.conv_act) and self.model.d_norm == "batch":
             raise ConfigError(f"train.r1_gamma>0 with fusion={self.fusion.name} and model.d_norm=batch: a gradient penalty "
                               "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "

@@ -33,13 +33,15 @@ from mindspore import ops as msops
 
 from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import heatmap_image, network_summary
+from gan.layers import BiasAct, ConvAct
 from gan.run_files import DIAGNOSTICS_FILE, append_jsonl, read_jsonl
 from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
 
-# The project's activation cells (BatchNormAct: fused BN + LeakyReLU), and the learnable slope tensor of those
-# that learn one: recorded per channel at every check ("slopes" in diagnostics.jsonl, TensorBoard histograms).
-PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU)
-LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight"}
+# The project's activation cells (BatchNormAct: fused BN + LeakyReLU; ConvAct: a conv fused with its activation,
+# gan.layers), and the learnable slope tensor of those that learn one: recorded per channel at every check
+# ("slopes" in diagnostics.jsonl, TensorBoard histograms).
+PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU, ConvAct)
+LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight", BiasAct: "prelu_weight"}
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
 # Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
 # beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.
@@ -129,6 +131,7 @@ class ProbedActivation(nn.Cell):
         self.backward_pass = Tensor(np.array([0, 1], np.float32))
         self.tap = msops.InsertGradientOf(self._record_grad)
         self.fused = isinstance(act, BatchNormAct)
+        self.conv_fused = isinstance(act, ConvAct)
         self.stat_shape = (1, channels) + (1,) * (ndim - 2)
         self.enabled = True
         # Off in D steps with a gradient penalty: MindSpore cannot differentiate InsertGradientOf twice, so
@@ -151,7 +154,10 @@ class ProbedActivation(nn.Cell):
         return dout
 
     def _preact(self, x: Tensor) -> Tensor:
-        """The activation's input in fp32: x itself, or the normalised value inside a fused BatchNormAct."""
+        """The activation's input in fp32: x itself, the normalised value inside a fused BatchNormAct, or the
+        conv + bias inside a fused conv layer (recomputed: probes run at check steps only)."""
+        if self.conv_fused:
+            return self.act.preactivation(x).astype(ms.float32)
         xf = x.astype(ms.float32)
         if not self.fused:
             return xf
@@ -177,8 +183,9 @@ class ProbedActivation(nn.Cell):
     def learned_slopes(self) -> list[float] | None:
         """The wrapped layer's learned slopes (PReLU weight, adaptive alpha; one per channel, or one shared),
         None for activations without a learnable slope."""
-        name = LEARNED_SLOPES.get(type(self.act))
-        return None if name is None else _round(getattr(self.act, name).asnumpy().astype(np.float64))
+        name = next((n for cls, n in LEARNED_SLOPES.items() if isinstance(self.act, cls)), None)
+        weight = None if name is None else getattr(self.act, name)
+        return None if weight is None else _round(weight.asnumpy().astype(np.float64))
 
     def probe_params(self) -> list[Parameter]:
         """The Parameters this probe writes."""

@@ -19,7 +19,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.ops import constexpr
 
-from ops import col2im, im2col, onednn
+from ops import LeakyReLU, PReLU, bias_act, col2im, im2col, onednn
 
 CONV_IMPLS = ("auto", "native", "gemm", "onednn")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
@@ -61,8 +61,12 @@ class _SquareConv:
 class NativeConv2d(nn.Conv2d):
     """nn.Conv2d with its computation also callable on another weight (the spectral-norm layers need it)."""
 
+    def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The convolution with `weight`, without the bias."""
+        return self.conv2d(x, weight.astype(x.dtype))
+
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = self.conv2d(x, weight.astype(x.dtype))
+        y = self.conv_only(x, weight)
         return self.bias_add(y, self.bias.astype(x.dtype)) if self.has_bias else y
 
 
@@ -76,18 +80,21 @@ class GemmConv2d(_SquareConv, nn.Conv2d):
     def construct(self, x: Tensor) -> Tensor:
         return self.forward_with(x, self.weight)
 
-    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+    def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The convolution with `weight`, without the bias."""
         n, c, h, w = x.shape
         k, s, p, o = self._k, self._s, self._p, self.out_channels
         weight = weight.astype(x.dtype).reshape(o, c * k * k)
         if p == 0 and h == k and w == k:
-            y = _MM_TB(x.reshape(n, c * k * k), weight).reshape(n, o, 1, 1)
-        else:
-            cols = im2col(x, k, s, p)                                        # (c kh kw, n ho wo)
-            y = _MM(weight, cols)                                            # (o, n ho wo)
-            y = y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
+            return _MM_TB(x.reshape(n, c * k * k), weight).reshape(n, o, 1, 1)
+        cols = im2col(x, k, s, p)                                            # (c kh kw, n ho wo)
+        y = _MM(weight, cols)                                                # (o, n ho wo)
+        return y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        y = self.conv_only(x, weight)
         if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
+            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
         return y
 
 
@@ -119,8 +126,12 @@ class OnednnConv2d(_SquareConv, nn.Conv2d):
     def construct(self, x: Tensor) -> Tensor:
         return self.forward_with(x, self.weight)
 
+    def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The convolution with `weight`, without the bias."""
+        return onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
+
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
+        y = self.conv_only(x, weight)
         if self.has_bias:
             y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
         return y
@@ -136,7 +147,23 @@ class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         return y
 
 
-class OnednnConv2dAct(OnednnConv2d):
+class ConvAct:
+    """Mixin of a Conv2d fused with the activation that follows it (`forward_with` computes both). The weight
+    it uses is `effective_weight()` (SpectralNorm divides it by sigma); `preactivation(x)` is what the
+    activation receives, conv + bias, recomputed by the dead-channel probes (gan.diagnostics) at check steps."""
+
+    def effective_weight(self) -> Tensor:
+        return self.weight
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.effective_weight())
+
+    def preactivation(self, x: Tensor) -> Tensor:
+        y = self.conv_only(x, self.effective_weight())
+        return y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1) if self.has_bias else y
+
+
+class OnednnConv2dAct(ConvAct, OnednnConv2d):
     """OnednnConv2d followed by LeakyReLU (+ clamp) as one oneDNN primitive (bias and activation as post-ops).
 
     Same parameters as the conv (the activation has none), so checkpoints move to and from the unfused layers.
@@ -146,18 +173,61 @@ class OnednnConv2dAct(OnednnConv2d):
         super().__init__(*args, **kwargs)
         self.negative_slope, self.clamp = negative_slope, clamp
 
-    def construct(self, x: Tensor) -> Tensor:
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         bias = self.bias.astype(x.dtype) if self.has_bias else ops.zeros((self.out_channels,), x.dtype)
-        return onednn.conv2d_act(x, self.weight.astype(x.dtype), bias, self._s, self._p, self.negative_slope,
-                                 self.clamp)
+        return onednn.conv2d_act(x, weight.astype(x.dtype), bias, self._s, self._p, self.negative_slope, self.clamp)
 
 
-def fuse_conv_act(conv: nn.Cell, negative_slope: float, clamp: float | None) -> nn.Cell | None:
-    """A fresh OnednnConv2dAct with the geometry and parameter names of `conv` (an OnednnConv2d), else None."""
-    if type(conv) is not OnednnConv2d:
+class BiasAct(ConvAct):
+    """Mixin for a Conv2d with a bias: the bias and the LeakyReLU or PReLU after it as one fused kernel
+    (ops.bias_act), after the convolution without bias. A PReLU's per-channel slopes are `prelu_weight`."""
+
+    def __init__(self, *args, negative_slope: float, clamp: float | None = None, prelu: PReLU | None = None,
+                 **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.negative_slope, self.clamp = negative_slope, clamp
+        self.prelu_weight = None if prelu is None else Parameter(Tensor(prelu.weight.asnumpy()), name="prelu_weight")
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        return bias_act(self.conv_only(x, weight), self.bias, self.negative_slope, clamp=self.clamp,
+                        weight=self.prelu_weight)
+
+
+@functools.lru_cache(maxsize=None)
+def bias_act_class(layer_class: type) -> type:
+    """`layer_class` (which has conv_only(x, weight)) with its bias and activation fused (BiasAct)."""
+    return type(f"{layer_class.__name__}BiasAct", (BiasAct, layer_class), {})
+
+
+def _rebuild(conv: nn.Cell, cls: type, **kwargs) -> nn.Cell:
+    """A fresh `cls` layer with the geometry of `conv` (and its parameter names: weight, bias, sn_u)."""
+    return cls(conv.in_channels, conv.out_channels, conv.kernel_size[0], conv.stride[0], pad_mode="pad",
+               padding=conv.padding, has_bias=conv.has_bias, weight_init="normal", **kwargs)
+
+
+def fuse_conv_act(conv: nn.Cell, act: nn.Cell, fusion: str) -> nn.Cell | None:
+    """`conv` followed by `act` as one layer for fusion=bn_act or conv_act, else None (keep two layers).
+
+    conv_act: an OnednnConv2d (spectral or not) and a LeakyReLU become one oneDNN primitive (OnednnConv2dAct).
+    bn_act, and conv_act otherwise: a Conv2d with a bias (D without BatchNorm) followed by a LeakyReLU or a
+    PReLU gets the bias and the activation as one kernel (BiasAct). Parameter names stay the conv's (plus
+    `prelu_weight`), so checkpoints of LeakyReLU runs move between fusion kinds.
+    """
+    spectral_norm = isinstance(conv, SpectralNorm)
+    base = next((_FUSIBLE[c] for c in type(conv).__mro__ if c in _FUSIBLE), None)
+    leaky = type(act) is LeakyReLU
+    if base is None:
         return None
-    return OnednnConv2dAct(conv.in_channels, conv.out_channels, conv._k, conv._s, pad_mode="pad", padding=conv._p,
-                           has_bias=conv.has_bias, weight_init="normal", negative_slope=negative_slope, clamp=clamp)
+    if fusion == "conv_act" and leaky and base is OnednnConv2d:
+        fused = OnednnConv2dAct
+        kwargs = {"negative_slope": act.negative_slope, "clamp": act.clamp}
+    elif fusion in ("bn_act", "conv_act") and conv.has_bias and (leaky or type(act) is PReLU):
+        fused = bias_act_class(base)
+        kwargs = {"negative_slope": act.negative_slope if leaky else 0.0, "clamp": act.clamp,
+                  "prelu": None if leaky else act}
+    else:
+        return None
+    return _rebuild(conv, spectral(fused) if spectral_norm else fused, **kwargs)
 
 
 def check_fusion_impl(fusion: str, impl: str) -> None:
@@ -205,8 +275,12 @@ class SpectralNorm:
         v = ops.stop_gradient(_l2_normalise(ops.matmul(u, w)))
         return (u * ops.matmul(w, v)).sum()
 
+    def effective_weight(self) -> Tensor:
+        """weight / sigma: the weight the layer computes with."""
+        return self.weight / self.sigma().astype(self.weight.dtype)
+
     def construct(self, x: Tensor) -> Tensor:
-        return self.forward_with(x, self.weight / self.sigma().astype(self.weight.dtype))
+        return self.forward_with(x, self.effective_weight())
 
 
 @functools.lru_cache(maxsize=None)
@@ -236,6 +310,10 @@ class PowerIteration(nn.Cell):
             ops.assign(u, new_u)
             sigmas = sigmas + (ops.norm(ops.matmul(new_u, w)),)
         return ops.stack(sigmas)
+
+
+# Conv classes fuse_conv_act rebuilds -> the class with conv_only it builds on (nn.Conv2d: the native layer).
+_FUSIBLE = {GemmConv2d: GemmConv2d, OnednnConv2d: OnednnConv2d, NativeConv2d: NativeConv2d, nn.Conv2d: NativeConv2d}
 
 
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,

@@ -84,11 +84,10 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
            clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell) -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and the activation
     `act` as `fusion` builds them, as block `index` (a LeakyReLU there is built by norm_act_layers itself).
-    fusion=conv_act makes a conv without BatchNorm and its LeakyReLU one layer (same parameters, under the
-    conv's name); other activations stay separate layers."""
+    Without BatchNorm, fusion=bn_act|conv_act make the conv and its activation one layer under the conv's
+    name (gan.layers.fuse_conv_act: bias + LeakyReLU/PReLU in one kernel, or conv_act's oneDNN primitive)."""
     leaky = type(act) is LeakyReLU
-    fused = fuse_conv_act(conv, act.negative_slope, clamp) if leaky and fusion == "conv_act" and width is None \
-        else None
+    fused = fuse_conv_act(conv, act, fusion) if width is None else None
     if fused is not None:
         layers[f"conv{index}"] = fused
         return

@@ -113,6 +113,13 @@ def discriminator_impl(cfg: Config, impl: str) -> str:
     return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
 
 
+def discriminator_fusion(cfg: Config) -> str:
+    """D's fusion kind: `fusion.name`, except "none" with a gradient penalty (wgan_gp, R1), which differentiates D
+    twice: the fused kernels have first derivatives only, while the LeakyReLU op has its second (D then has no
+    BatchNorm to fuse: gan.config refuses a penalty with a fused BatchNorm D)."""
+    return "none" if LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0 else cfg.fusion.name
+
+
 def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
     """One array per D step: a single array stands for d_steps=1."""
     arrays = [x] if isinstance(x, np.ndarray) else list(x)
@@ -147,8 +154,8 @@ class GANTrainer:
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
         self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl), cfg.fusion.name,
-                                    self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl),
+                                    discriminator_fusion(cfg), self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         for net in (self.g, self.d):

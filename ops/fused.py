@@ -229,12 +229,16 @@ def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tenso
 
 
 def bias_act(x: ms.Tensor, bias: ms.Tensor, negative_slope: float, *, gain: float = 1.0,
-             clamp: float | None = None) -> ms.Tensor:
-    """clamp(gain * leaky_relu(x + bias[channel])) in one pass; x is (N, C, ...), bias float32 (C,)."""
+             clamp: float | None = None, weight: ms.Tensor | None = None) -> ms.Tensor:
+    """clamp(gain * leaky_relu(x + bias[channel])) in one pass; x is (N, C, ...), bias float32 (C,).
+
+    `weight`: a PReLU weight ((1,) or (C,)) in place of the slope (x + bias <= 0 gives weight[c] * (x + bias));
+    its gradient comes from the same backward kernel."""
     _check_input(x.dtype, x.shape, bias.shape[0], False)
-    forward, _, scalars = _resolve(negative_slope, clamp, gain, False, 1e-5, 0.9)
+    forward, _, scalars = _resolve(negative_slope, clamp, gain, False, 1e-5, 0.9, weight is not None)
     ones = msops.ones_like(bias)
-    return forward(x, ones, bias, msops.zeros_like(bias), ones - 1e-5, scalars)
+    tail = () if weight is None else (weight,)
+    return forward(x, ones, bias, msops.zeros_like(bias), ones - 1e-5, *tail, scalars)
 
 
 class SyncBatchNorm2d(nn.BatchNorm2d):

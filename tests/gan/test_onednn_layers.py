@@ -164,7 +164,7 @@ def test_conv_act_matches_conv_then_leaky_relu(case: tuple, slope: float, clamp:
                                                has_bias: bool) -> None:
     cin, cout, k, s, p, h, w = case
     conv, _, x = _pair(case, False, has_bias, "onednn")
-    fused = fuse_conv_act(conv, slope, clamp)
+    fused = fuse_conv_act(conv, LeakyReLU(slope, clamp=clamp), "conv_act")
     ms.load_param_into_net(fused, {q.name: q.clone() for q in conv.get_parameters()}, strict_load=True)
     unfused = nn.SequentialCell([conv, LeakyReLU(slope, clamp=clamp)])
     want_y = unfused(x).asnumpy()
@@ -201,7 +201,7 @@ def test_conv_act_needs_onednn() -> None:
         check_fusion_impl("conv_act", "gemm")
     check_fusion_impl("conv_act", "onednn")
     check_fusion_impl("bn_act", "gemm")
-    assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), 0.2, None) is None
+    assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), LeakyReLU(0.2), "conv_act") is None  # no bias
 
 
 def test_conv_act_training_matches_unfused(tmp_path) -> None:

@@ -1,4 +1,5 @@
 """scripts/compare_runs.py: recipes grouped over seeds from the files runs write (TensorBoard img/s included)."""
+import importlib.util
 import json
 from pathlib import Path
 
@@ -6,7 +7,11 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from gan.run_files import append_jsonl
-from scripts.compare_runs import group_rows, main, run_row
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_runs.py"
+spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
+compare_runs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare_runs)
+group_rows, main, run_row = compare_runs.group_rows, compare_runs.main, compare_runs.run_row
 
 
 def fake_run(root: Path, name: str, overrides: list[str], metrics: dict, speeds: list[float],
