@@ -9,6 +9,11 @@ to the input, gamma and beta) of
 - none:    the fusion=none layers, nn.BatchNorm2d + ops.LeakyReLU,
 - bn_act:  the fusion=bn_act layer, ops.BatchNormAct.
 
+Without BatchNorm (D with model.d_norm=none|spectral), fusion=bn_act fuses the conv's bias with the activation
+instead: for D's conv blocks (1 input channel as MNIST, conv_impl=auto, d_norm=none) it times the conv +
+ops.LeakyReLU layers of fusion=none against the fused layer (gan.layers.BiasAct), forward and forward+backward
+(input and parameter gradients).
+
 Also times the batch-statistics pass (the in-kernel reduction BnActStats vs MindSpore's mean + var) and
 the whole training step: img/s of GANTrainer.train_step (D step + G step, as train.py runs it: model=dcgan32
 or dcgan64, conv_impl=auto, 3 channels, batch 64, diagnostics off) for fusion=none and fusion=bn_act,
@@ -43,9 +48,10 @@ from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
 from gan.config import to_config  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
+from gan.layers import fuse_conv_act, make_conv, resolve_conv_impl  # noqa: E402
 from gan.training import GANTrainer, latents  # noqa: E402
 from gan.files import write_json_atomic  # noqa: E402
-from ops import norm_act_layers  # noqa: E402
+from ops import LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
 
@@ -155,6 +161,30 @@ def bench_block(image_size: int, shape: tuple[int, ...], dtype: str, repeats: in
             for impl in IMPLS]
 
 
+def d_conv_blocks(image_size: int, batch: int = BATCH) -> list[tuple[tuple[int, int, int, int], int]]:
+    """(input shape, output channels) of D's strided conv blocks (1 input channel) at image_size."""
+    n, width = {32: 3, 64: 4}[image_size], WIDTHS[image_size]
+    return [((batch, 1 if i == 0 else width * 2 ** (i - 1), image_size // 2 ** i, image_size // 2 ** i),
+             width * 2 ** i) for i in range(n)]
+
+
+def bench_bias_act(image_size: int, shape: tuple[int, ...], out_channels: int, repeats: int) -> list[dict]:
+    """One D block without BatchNorm: conv + ops.LeakyReLU (fusion=none) vs the fused bias + act layer."""
+    impl = resolve_conv_impl("auto", "CPU")
+    conv = make_conv(shape[1], out_channels, 4, 2, 1, has_bias=True, impl=impl)
+    blocks = {"none": nn.SequentialCell([conv, LeakyReLU(SLOPE)]),
+              "bias_act": fuse_conv_act(conv, LeakyReLU(SLOPE), "bn_act")}
+    x = input_tensor(shape, "float32")
+    fns = {}
+    for name, block in blocks.items():
+        fwd = ms.jit(block.construct)
+        fwdbwd = ms.jit(ms.grad(block.construct, grad_position=0, weights=block.trainable_params()))
+        fns[f"{name}_fwd"], fns[f"{name}_fwdbwd"] = (lambda f=fwd: f(x).asnumpy()), (lambda f=fwdbwd: f(x)[0].asnumpy())
+    t = interleaved_medians(fns, repeats)
+    return [{"image_size": image_size, "shape": list(shape), "out_channels": out_channels, "conv_impl": impl,
+             "impl": name, "fwd_ms": t[f"{name}_fwd"], "fwdbwd_ms": t[f"{name}_fwdbwd"]} for name in blocks]
+
+
 def bench_stats(shape: tuple[int, ...], dtype: str, repeats: int) -> dict:
     """Batch statistics of one input: the fused kernel's reduction pass (which also computes the new
     moving statistics) vs MindSpore's mean and var."""
@@ -238,9 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     print("\nbatch statistics: in-kernel vs MindSpore mean+var (ms)")
     for s in stats:
         print(f"{'x'.join(map(str, s['shape'])):>18} {s['dtype']:>8} {s['kernel_ms']:>8.3f} {s['reductions_ms']:>8.3f}")
+    bias_cases = [(size, shape, out) for size in args.image_sizes for shape, out in d_conv_blocks(size, batch)]
+    bias_records = [r for size, shape, out in (bias_cases[-1:] if args.quick else bias_cases)
+                    for r in bench_bias_act(size, shape, out, repeats)]
+    print("\nD block without BatchNorm: conv + ops.LeakyReLU (none) vs fused bias + act (ms, float32)")
+    for r in bias_records:
+        print(f"{r['image_size']:>3} {'x'.join(map(str, r['shape'])):>18} -> {r['out_channels']:>4} {r['impl']:>8} "
+              f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f}")
     print("\nwhole training step (GANTrainer D + G step, conv_impl=auto, float32)")
     print(step_table(step_records))
-    write_json_atomic(args.json, {"blocks": blocks, "stats": stats, "steps": step_records})
+    write_json_atomic(args.json, {"blocks": blocks, "stats": stats, "bias_act": bias_records, "steps": step_records})
     return 0
 
 

@@ -23,12 +23,14 @@ def run_bench(*args: str) -> subprocess.CompletedProcess:
 
 def test_block_shapes_are_the_dcgan_batchnorm_inputs():
     sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_fusion import block_shapes
+    from bench_fusion import block_shapes, d_conv_blocks
 
     # 32 px, ngf = ndf = 32: G 128x4x4, 64x8x8, 32x16x16; D (BatchNorm from block 1) 64x8x8, 128x4x4.
     assert block_shapes(32) == [(64, 32, 16, 16), (64, 64, 8, 8), (64, 128, 4, 4)]
     # 64 px, ngf = ndf = 64: G 512x4x4 .. 64x32x32; D 128x16x16, 256x8x8, 512x4x4.
     assert block_shapes(64) == [(64, 64, 32, 32), (64, 128, 16, 16), (64, 256, 8, 8), (64, 512, 4, 4)]
+    # D's conv blocks without BatchNorm at 32 px: 1 -> 32 at 32x32, 32 -> 64 at 16x16, 64 -> 128 at 8x8.
+    assert d_conv_blocks(32) == [((64, 1, 32, 32), 32), ((64, 32, 16, 16), 64), ((64, 64, 8, 8), 128)]
 
 
 def test_quick_json_schema(tmp_path: Path) -> None:
@@ -44,6 +46,9 @@ def test_quick_json_schema(tmp_path: Path) -> None:
         assert isinstance(r["peak_mib"], float) and 0 <= r["peak_mib"] < 1024  # a 64 KiB block: little
     (stats,) = payload["stats"]
     assert stats["kernel_ms"] > 0 and stats["reductions_ms"] > 0
+    assert [(r["impl"], r["shape"], r["out_channels"]) for r in payload["bias_act"]] == [
+        ("none", [8, 64, 8, 8], 128), ("bias_act", [8, 64, 8, 8], 128)]
+    assert all(r["fwd_ms"] > 0 and r["fwdbwd_ms"] > 0 for r in payload["bias_act"])
     assert [r["fusion"] for r in payload["steps"]] == ["none", "bn_act"]
     for r in payload["steps"]:
         assert set(r) == STEP_KEYS and (r["image_size"], r["batch"], r["steps"]) == (32, 8, 2)
