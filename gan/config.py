@@ -102,6 +102,7 @@ class DataConfig:
 
 ACT_KINDS = ("leaky_relu", "relu", "prelu", "rrelu", "elu", "adaptive")  # relu: leaky_relu with slope 0
 BN_ACT_KINDS = ("leaky_relu", "relu", "prelu")  # the kinds fusion=bn_act fuses with BatchNorm
+PENALTY_ACT_KINDS = ("leaky_relu", "relu")  # the kinds whose op is differentiable twice (WGAN-GP, R1 need it)
 _FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
 
 
@@ -356,10 +357,11 @@ class Config:
                               "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
                               "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
                               "use model.d_norm=none or model.d_norm=spectral")
-        if penalty and self.act.d_kind not in ("leaky_relu", "relu"):
+        if penalty and self.act.d_kind not in PENALTY_ACT_KINDS:
             raise ConfigError(f"act.d_kind={self.act.d_kind!r} with a gradient penalty (train.loss=wgan_gp or "
-                              "train.r1_gamma>0): the penalty differentiates D twice, which the project's LeakyReLU "
-                              "(and relu) supports; the other activation kernels have first derivatives only")
+                              f"train.r1_gamma>0): the penalty differentiates D twice, and only the kinds "
+                              f"{list(PENALTY_ACT_KINDS)} have a second derivative (the other activation kernels "
+                              f"have first derivatives only); use one of them in D, or drop the penalty")
         if penalty and self.model.conv_impl == "onednn":
             raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
                               " the penalty differentiates D twice and the oneDNN convolution kernels have first "

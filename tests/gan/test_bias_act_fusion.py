@@ -128,3 +128,9 @@ def test_gradient_penalty_keeps_d_unfused(config):
     assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=none")) == "bn_act"
     assert discriminator_fusion(config("fusion=bn_act", "experiment=wgan_gp_mnist")) == "none"
     assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=spectral", "train.r1_gamma=1")) == "none"
+
+
+def test_conv_act_without_batchnorm_keeps_diagnostics(config):
+    """The probes see fused conv layers, so fusion=conv_act with d_norm=none no longer needs diagnostics off."""
+    cfg = config("fusion=conv_act", "model.d_norm=none")
+    assert cfg.diagnostics.enabled and cfg.fusion.name == "conv_act"

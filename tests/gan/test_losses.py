@@ -141,7 +141,11 @@ def test_lazy_r1_schedule():
     (["train.r1_gamma=1", "fusion=conv_act"], "fusion=conv_act and model.d_norm=batch"),
     (["train.loss=wgan_gp", "model.d_norm=none", "model.conv_impl=onednn"], "model.conv_impl=onednn with a gradient"),
     (["train.r1_gamma=1", "model.conv_impl=onednn"], "oneDNN convolution kernels have first derivatives only"),
-    (["fusion=conv_act", "model.d_norm=none"], "set diagnostics.enabled=false, or use fusion=bn_act"),
+    *[(["train.loss=wgan_gp", "model.d_norm=none", f"act.d_kind={kind}"],
+       f"act.d_kind='{kind}' with a gradient penalty .* only the kinds ['leaky_relu', 'relu'] have a second "
+       "derivative")
+      for kind in ("prelu", "rrelu", "elu", "adaptive")],
+    (["train.r1_gamma=1", "act.d_kind=elu"], "act.d_kind='elu' with a gradient penalty"),
     (["train.loss=softmax"], "train.loss='softmax' is not allowed"),
     (["train.gp_weight=0"], "train.gp_weight=0"),
     (["train.r1_gamma=-1"], "train.r1_gamma=-1"),
