@@ -4,7 +4,8 @@ mean and min-max over seeds of the final quality metrics, the training speed and
     python scripts/compare_runs.py outputs/recipes_mnist/* --json docs/data/recipes_mnist.json --markdown table.md
 
 Per run it reads only files the run wrote: `.hydra/overrides.yaml` (the recipe: every override except
-`seed`, `runtime.*` and `hydra.*`), `metrics.json` (the last evaluation), the TensorBoard scalar
+`seed`, `runtime.*` and `hydra.*`), the last step in `losses.jsonl` (a run stopped early shows where),
+`metrics.jsonl` (the last evaluation and its step; none before the first `eval.interval`), the TensorBoard scalar
 `perf/img_per_s` (median over the log steps after the first, which includes the graph compile), the learned
 slopes of D's layers in the last `diagnostics.jsonl` record (PReLU / adaptive: per layer mean, min, max), and,
 when present, `loadavg.log` (lines `unix_time load1 load5 load15 ...`, e.g. `echo "$(date +%s) $(cat
@@ -22,7 +23,8 @@ from pathlib import Path
 from tensorboardX.proto.event_pb2 import Event
 
 from gan.files import write_json_atomic
-from gan.run_files import DIAGNOSTICS_FILE, METRICS_FILE, read_jsonl, read_overrides, write_text_atomic
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE, read_jsonl, read_overrides,
+                           write_text_atomic)
 
 IMG_PER_S_TAG = "perf/img_per_s"
 LOAD_FILE = "loadavg.log"
@@ -64,16 +66,23 @@ def d_slopes(run_dir: Path) -> dict[str, dict[str, float]]:
             for layer, v in sorted(slopes.items()) if layer.startswith("D/")}
 
 
+def _records(path: Path) -> list[dict]:
+    return read_jsonl(path) if path.is_file() else []
+
+
 def run_row(run_dir: Path) -> dict:
-    """One run's recipe, seed, final metrics, img/s, load and D slopes; ValueError naming a missing file."""
+    """One run's recipe, seed, steps, last metrics (and their step), img/s, load and D slopes; ValueError
+    naming the run when it is not a Hydra run that logged a step."""
     overrides = read_overrides(run_dir)
-    metrics_path = run_dir / METRICS_FILE
-    if not overrides or not metrics_path.is_file():
-        raise ValueError(f"{run_dir} is not a finished Hydra run: it needs .hydra/overrides.yaml and {METRICS_FILE}")
+    losses = _records(run_dir / LOSSES_FILE)
+    if not overrides or not losses:
+        raise ValueError(f"{run_dir} is not a Hydra training run that logged a step: it needs .hydra/overrides.yaml "
+                         f"and {LOSSES_FILE}")
+    metrics = (_records(run_dir / METRICS_HISTORY_FILE) or [{"step": None}])[-1]
     speeds = [v for _, v in tensorboard_scalars(run_dir, IMG_PER_S_TAG)[1:]]
     recipe = " ".join(f"{k}={v}" for k, v in overrides.items() if not k.startswith(NOT_RECIPE)) or "default"
     return {"run": str(run_dir), "recipe": recipe, "seed": int(overrides.get("seed", 0)),
-            **json.loads(metrics_path.read_text(encoding="utf-8")),
+            "steps": losses[-1]["step"], "metrics_step": metrics.pop("step"), **metrics,
             "img_per_s": statistics.median(speeds) if speeds else None, "load1": mean_load(run_dir),
             "d_slopes": d_slopes(run_dir)}
 
@@ -90,7 +99,8 @@ def group_rows(rows: list[dict]) -> list[dict]:
     for row in rows:
         recipes.setdefault(row["recipe"], []).append(row)
     return [{"recipe": recipe, "seeds": sorted(r["seed"] for r in runs),
-             **{key: _spread([r.get(key) for r in runs]) for key in (*METRIC_COLUMNS, "img_per_s", "load1")}}
+             **{key: _spread([r.get(key) for r in runs])
+                for key in ("steps", "metrics_step", *METRIC_COLUMNS, "img_per_s", "load1")}}
             for recipe, runs in recipes.items()]
 
 
@@ -104,9 +114,10 @@ def _cell(spread: dict | None, digits: int) -> str:
 
 def to_markdown(groups: list[dict]) -> str:
     """The recipes as a markdown table: mean (min-max over seeds) per column."""
-    head = ["recipe", "seeds", "class coverage", "class KL", "mean confidence", "Frechet distance", "img/s", "load"]
-    digits = {"class_coverage": 1, "class_kl": 3, "mean_confidence": 3, "frechet_distance": 1, "img_per_s": 0,
-              "load1": 1}
+    head = ["recipe", "seeds", "steps", "metrics at step", "class coverage", "class KL", "mean confidence",
+            "Frechet distance", "img/s", "load"]
+    digits = {"steps": 0, "metrics_step": 0, "class_coverage": 1, "class_kl": 3, "mean_confidence": 3,
+              "frechet_distance": 1, "img_per_s": 0, "load1": 1}
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
         cells = [f"`{g['recipe']}`", ",".join(map(str, g["seeds"]))] + [_cell(g[k], d) for k, d in digits.items()]
@@ -117,7 +128,7 @@ def to_markdown(groups: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Print the markdown table; write the JSON (runs and recipes) and the markdown where asked."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="finished run directories (hydra.run.dir of each)")
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories (hydra.run.dir of each)")
     parser.add_argument("--json", type=Path, help="write {'runs': [...], 'recipes': [...]} here")
     parser.add_argument("--markdown", type=Path, help="write the markdown table here")
     args = parser.parse_args(argv)

@@ -20,7 +20,12 @@ def fake_run(root: Path, name: str, overrides: list[str], metrics: dict, speeds:
     run = root / name
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
-    (run / "metrics.json").write_text(json.dumps(metrics))
+    append_jsonl(run / "losses.jsonl", {"step": 10 * len(speeds), "loss_d": 1.0, "loss_g": 1.0, "d_x": 0.5,
+                                        "d_g_z": 0.5})
+    if metrics is not None:
+        append_jsonl(run / "metrics.jsonl", {"step": 5, "class_coverage": 0, "class_kl": 9.0,
+                                             "mean_confidence": 0.1, "frechet_distance": 999.0})
+        append_jsonl(run / "metrics.jsonl", {"step": 10 * len(speeds), **metrics})
     writer = SummaryWriter(logdir=str(run / "tensorboard"))
     for step, speed in enumerate(speeds, 1):
         writer.add_scalar("perf/img_per_s", speed, step * 10)
@@ -44,6 +49,7 @@ def test_run_row_reads_recipe_metrics_speed_load_and_d_slopes(tmp_path):
                    slopes={"D/act0": [0.1, 0.3], "D/act1": [0.2], "G/act0": [9.0]})
     row = run_row(run)
     assert row["recipe"] == "act.d_kind=prelu" and row["seed"] == 1 and row["class_coverage"] == 10
+    assert row["steps"] == row["metrics_step"] == 40 and row["frechet_distance"] == 150.0  # the last evaluation
     assert row["img_per_s"] == 200.0  # median without the first log step (the compile)
     assert row["load1"] == 3.0
     assert row["d_slopes"] == {"D/act0": {"mean": pytest.approx(0.2), "min": 0.1, "max": 0.3},
@@ -62,15 +68,23 @@ def test_groups_by_recipe_over_seeds_and_writes_json_and_markdown(tmp_path, caps
     out = tmp_path / "out.json"
     assert main([*map(str, runs), "--json", str(out), "--markdown", str(tmp_path / "t.md")]) == 0
     table = capsys.readouterr().out
-    assert "| `default` | 0,1 | 9.0 (8.0-10.0) |" in table and "160.0 (150.0-170.0) | 450 (400-500) |" in table
+    assert "| `default` | 0,1 | 20 | 20 | 9.0 (8.0-10.0) |" in table
+    assert "160.0 (150.0-170.0) | 450 (400-500) |" in table
     assert (tmp_path / "t.md").read_text() == table
     saved = json.loads(out.read_text())
     assert len(saved["runs"]) == 3 and saved["recipes"][1]["img_per_s"]["mean"] == 300.0
 
 
-def test_unfinished_run_is_named(tmp_path):
+def test_a_run_stopped_before_its_first_evaluation_keeps_steps_and_speed(tmp_path):
+    row = run_row(fake_run(tmp_path, "w", ["experiment=wgan_gp_mnist", "seed=0"], None, [1.0, 8.0, 7.0]))
+    assert row["steps"] == 30 and row["metrics_step"] is None and "class_coverage" not in row
+    assert row["img_per_s"] == 7.5
+    assert group_rows([row])[0]["class_coverage"] is None
+
+
+def test_a_directory_without_a_run_is_named(tmp_path):
     (tmp_path / "r").mkdir()
     with pytest.raises(SystemExit):
         main([str(tmp_path / "r")])
-    with pytest.raises(ValueError, match="not a finished Hydra run"):
+    with pytest.raises(ValueError, match="is not a Hydra training run"):
         run_row(tmp_path / "r")
