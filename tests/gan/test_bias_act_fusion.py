@@ -1,6 +1,8 @@
 """Fusion of a conv's bias with the activation after it (D without BatchNorm under fusion=bn_act|conv_act):
 forward and gradients against the unfused conv + activation on every conv path, with and without spectral norm;
 the discriminators built that way; the dead-channel probes on fused layers; D unfused under a gradient penalty."""
+import json
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -134,3 +136,17 @@ def test_conv_act_without_batchnorm_keeps_diagnostics(config):
     """The probes see fused conv layers, so fusion=conv_act with d_norm=none no longer needs diagnostics off."""
     cfg = config("fusion=conv_act", "model.d_norm=none")
     assert cfg.diagnostics.enabled and cfg.fusion.name == "conv_act"
+
+
+def test_training_with_fused_spectral_prelu_d_records_slopes_and_resumes_exactly(tiny_run, tmp_path):
+    """fusion=bn_act, d_norm=spectral, PReLU in D: every D block fused, the probes record the learned slopes
+    of the fused layers, and a resumed run gives the uninterrupted run's losses bit for bit."""
+    opts = ["fusion=bn_act", "model.d_norm=spectral", "act.d_kind=prelu", "diagnostics.interval=1",
+            "eval.enabled=false", "train.ckpt_every=2"]
+    whole = tiny_run(tmp_path / "whole", *opts, "train.steps=4")
+    record = [json.loads(line) for line in (tmp_path / "whole" / "diagnostics.jsonl").read_text().splitlines()][-1]
+    assert sorted(record["slopes"]) == ["D/conv0", "D/conv1", "D/conv2"]
+    assert {"D/conv0", "D/conv1", "D/conv2"} <= set(record["layers"])
+    tiny_run(tmp_path / "part", *opts, "train.steps=2")
+    resumed = tiny_run(tmp_path / "part", *opts, "train.steps=4", "train.resume=auto")
+    assert [(s.loss_d, s.loss_g) for s in resumed.history] == [(s.loss_d, s.loss_g) for s in whole.history][2:]
