@@ -13,6 +13,7 @@ from mindspore import Tensor, nn
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
 from gan.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
 from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU, norm_act_layers
+from ops.fused import SharedWeight
 
 # act.{d,g}_kind -> the layer's activation cell from (act config, LeakyReLU slope, channels, RReLU seed).
 # Learnable slopes are per channel; relu is LeakyReLU with slope 0 through the same op.
@@ -88,6 +89,9 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
     name (gan.layers.fuse_conv_act: bias + LeakyReLU/PReLU in one kernel, or conv_act's oneDNN primitive)."""
     leaky = type(act) is LeakyReLU
     fused = fuse_conv_act(conv, act, fusion) if width is None else None
+    if getattr(fused, "prelu_weight", None) is not None:
+        # "act" first: the network names the shared PReLU weight act<i>.weight, as unfused (norm_act_layers)
+        layers[f"act{index}"] = SharedWeight(fused.prelu_weight)
     if fused is not None:
         layers[f"conv{index}"] = fused
         return

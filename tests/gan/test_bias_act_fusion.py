@@ -146,6 +146,10 @@ def test_training_with_fused_spectral_prelu_d_records_slopes_and_resumes_exactly
     whole = tiny_run(tmp_path / "whole", *opts, "train.steps=4")
     record = [json.loads(line) for line in (tmp_path / "whole" / "diagnostics.jsonl").read_text().splitlines()][-1]
     assert sorted(record["slopes"]) == ["D/conv0", "D/conv1", "D/conv2"]
+    model, act = ModelConfig(ngf=8, ndf=8, nz=16, d_norm="spectral"), ActConfig(d_kind="prelu")
+    names = {kind: [q.name for q in Discriminator(model, act, 1, "gemm", kind).get_parameters()]
+             for kind in ("none", "bn_act")}
+    assert sorted(names["bn_act"]) == sorted(names["none"])  # the PReLU weights stay act<i>.weight
     assert {"D/conv0", "D/conv1", "D/conv2"} <= set(record["layers"])
     tiny_run(tmp_path / "part", *opts, "train.steps=2")
     resumed = tiny_run(tmp_path / "part", *opts, "train.steps=4", "train.resume=auto")
