@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nbatch statistics: in-kernel vs MindSpore mean+var (ms)")
     for s in stats:
         print(f"{'x'.join(map(str, s['shape'])):>18} {s['dtype']:>8} {s['kernel_ms']:>8.3f} {s['reductions_ms']:>8.3f}")
-    bias_cases = [(size, shape, out) for size in args.image_sizes for shape, out in d_conv_blocks(size, batch)]
+    bias_cases = [(size, shape, out) for size in (args.image_sizes[:1] if args.quick else args.image_sizes)
+                  for shape, out in d_conv_blocks(size, batch)]
     bias_records = [r for size, shape, out in (bias_cases[-1:] if args.quick else bias_cases)
                     for r in bench_bias_act(size, shape, out, repeats)]
     print("\nD block without BatchNorm: conv + ops.LeakyReLU (none) vs fused bias + act (ms, float32)")
