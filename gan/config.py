@@ -204,6 +204,7 @@ class TrainConfig:
     beta1: float = 0.5
     beta2: float = 0.999
     ema_beta: Optional[float] = None
+    lr_decay: float = 0.0  # the last share of the run over which both learning rates fall linearly to 0; 0 = constant
     log_every: int = 10
     sample_every: int = 250
     ckpt_every: int = 500
@@ -234,6 +235,9 @@ class TrainConfig:
                 raise ConfigError(f"train.{key}={getattr(self, key)!r} must be in (0, 1) (MindSpore's Adam)")
         if self.ema_beta is not None:
             _in_unit_interval("train.ema_beta", self.ema_beta)
+        if isinstance(self.lr_decay, bool) or not 0.0 <= self.lr_decay <= 1.0:
+            raise ConfigError(f"train.lr_decay={self.lr_decay!r} must be in [0, 1] (the share of the run at its end "
+                              f"over which the learning rates fall linearly to 0; 0 = constant)")
         from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
         _choice("train.loss", self.loss, tuple(LOSSES))
         _positive("train.gp_weight", self.gp_weight)
