@@ -103,6 +103,20 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
     assert (a.loss_d, a.loss_g) == (b.loss_d, b.loss_g)
 
 
+def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
+    """D with spectral norm (u untouched), G with fusion=bn_act (the BatchNorm lives inside the probed activation)."""
+    t = trainer("pynative", "model.d_norm=spectral", "fusion=bn_act")
+    assert [name for name, _ in t.recyclers[1].sites["G/bn1"].norms] == ["bn1"]  # fused: the probe is named bn<i>
+    flagged = {"D/act0": [1], "D/act1": [0, 3], "G/bn0": [2], "G/bn2": [0, 1]}
+    _, expected, mask = expected_changes(t, 9, flagged, dcgan_values)
+    t.recycle(9, record(flagged))
+    after = t.state_arrays()
+    for name, value in after.items():
+        np.testing.assert_array_equal(value, expected[name], err_msg=name)
+    assert mask["generator.layers.bn0.moving_variance"][2] and after["generator.layers.bn0.moving_variance"][2] == 1.0
+    assert not any(mask[name].any() for name in after if name.endswith("sn_u"))
+
+
 def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels():
     t = trainer("pynative", "diagnostics.recycle_nets=[D]")
     before = {k: v.copy() for k, v in t.state_arrays().items()}
