@@ -25,13 +25,14 @@ from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.outputs import RunOutputs, RunSummary
+from gan.recycle import Recycler
 from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
 from ops import jit_level
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
 
@@ -204,6 +205,14 @@ class GANTrainer:
         self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
         self._set_lr = tuple(self._compile(SetLearningRate(opt)) for opt in (self.opt_g, self.opt_d))
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
+        # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.recycle), keyed by (seed, step).
+        optimizers = {"G": (self.g, self.opt_g), "D": (self.d, self.opt_d)}
+        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, _RECYCLE)
+                          for net in cfg.diagnostics.recycle_nets] if cfg.diagnostics.recycle else []
+
+    def recycle(self, step: int, record: dict) -> dict[str, list[int]]:
+        """Recycle the channels the check `record` of step `step` found dormant; {layer: channel indices}."""
+        return {layer: channels for r in self.recyclers for layer, channels in r(step, record).items()}
 
     def _d_loss(self, r1: bool) -> Callable:
         """D's loss (real, z, eps) -> (scaled loss, loss, D(x), D(G(z))), with the R1 penalty when r1 is True."""
