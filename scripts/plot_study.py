@@ -56,7 +56,7 @@ def hq_figure(benchmarks: list[dict]):
     datasets = sorted({d for d, _ in series})
     if not datasets:
         raise ValueError("no bench_modes records to plot: pass JSON files written by scripts/bench_modes.py --json")
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), squeeze=False, sharex=True)
     for ax, dataset in zip(axes[0], datasets):
         for (d, slope), points in series.items():
             if d != dataset:
@@ -66,7 +66,7 @@ def hq_figure(benchmarks: list[dict]):
                         label=f"D slope {slope:g} ({min(n)}-{max(n)} trials)" if min(n) != max(n)
                         else f"D slope {slope:g} ({n[0]} trials)")
         if dataset in pacgan:
-            ax.axhline(pacgan[dataset][1], color="grey", linestyle="--", label=f"PacGAN GAN (paper, ~400k steps)")
+            ax.axhline(pacgan[dataset][1], color="grey", linestyle="--", label="PacGAN GAN (paper, ~400k steps)")
         ax.set_xscale("log")
         ax.set_ylim(0, 100)
         ax.set_xlabel("training steps")
