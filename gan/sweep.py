@@ -175,10 +175,11 @@ def _layer_order(name: str) -> tuple:
 
 
 def _mean_std(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
-    """"mean ± std" of a spread() dict, scaled (100 for percentages); empty for None."""
+    """"mean ± std" of a spread() dict, scaled (100 for percentages); the mean alone for one value; empty for None."""
     if not stats:
         return ""
-    return f"{stats['mean'] * scale:.{digits}f} ± {stats['std'] * scale:.{digits}f}"
+    mean = f"{stats['mean'] * scale:.{digits}f}"
+    return mean if stats["n"] == 1 else f"{mean} ± {stats['std'] * scale:.{digits}f}"
 
 
 def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None) -> str:

@@ -92,6 +92,7 @@ def test_group_summary_gives_seed_statistics_per_layer_final_and_over_time(tmp_p
     assert "| dead_frac (% of channels, last check) | seeds | G/act0 | G | D/act0 | D |" in tables
     assert "| act.negative_slope=0.0 | 3 | 0.0 ± 0.0 | 0.0 ± 0.0 | 50.0 ± 25.0 | 50.0 ± 25.0 |" in tables
     assert "| act.negative_slope=0.0 | 3 | 10.000 ± 0.000 | 1.100 ± 1.000 |" in tables
+    assert "| act.negative_slope=0.2 | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in tables  # one seed: no spread shown
 
 
 def test_spread_ignores_missing_values():
