@@ -4,12 +4,12 @@
     python scripts/plot_study.py hq docs/data/bench_modes_batched_ring8.json docs/data/bench_modes_batched_grid25.json \
         --out docs/img/slope_study_hq.png
 
-`dead`: D's dead and dormant channel shares over the training steps, one line per group of a sweep (the mean
-over its seeds, a band from the lowest to the highest seed), one column per D layer and one for D as a whole;
-read from gan.sweep.group_summary (the same numbers as groups.json). `hq`: the 2D benchmark's high-quality
-fraction against training length per dataset and D slope (mean ± standard error over the trials) from
-scripts/bench_modes.py JSON files, with PacGAN's reported level as a dashed line. Needs matplotlib
-(`pip install -e '.[docs]'`).
+`dead`: D's dead, dormant and persistently dead channel shares over the training steps, one line per group
+of a sweep (the mean over its seeds, a band from the lowest to the highest seed), one column per D layer and
+one for D as a whole; read from gan.sweep.group_summary (the same numbers as groups.json). `hq`: the 2D
+benchmark's high-quality fraction against training length per dataset and D slope (mean ± standard error
+over the trials) from scripts/bench_modes.py JSON files, with PacGAN's reported level as a dashed line.
+Needs matplotlib (`pip install -e '.[docs]'`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from gan.dashboard import STAT_TITLES  # noqa: E402
 from gan.sweep import group_summary  # noqa: E402
 
-DEAD_METRICS = ("dead_frac", "dormant_frac")
+DEAD_METRICS = ("dead_frac", "dormant_frac", "persistent_frac")
 
 
 def hq_series(records: list[dict]) -> dict[tuple[str, float], list[tuple[int, float, float, int]]]:
@@ -86,7 +86,7 @@ def dead_figure(summary: dict, net: str = "D", metrics: tuple[str, ...] = DEAD_M
     if not columns:
         raise ValueError(f"no diagnostics of network {net!r} in the sweep: were the runs trained with diagnostics on?")
     fig, axes = plt.subplots(len(metrics), len(columns), figsize=(3.6 * len(columns), 3.0 * len(metrics)),
-                             squeeze=False, sharex=True)
+                             squeeze=False, sharex=True, sharey=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, metric in enumerate(metrics):
         for col, name in enumerate(columns):
@@ -115,7 +115,7 @@ def dead_figure(summary: dict, net: str = "D", metrics: tuple[str, ...] = DEAD_M
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="figure", required=True)
-    dead = sub.add_parser("dead", help="dead and dormant channel shares over time per group of a sweep")
+    dead = sub.add_parser("dead", help="dead, dormant and persistently dead shares over time per group of a sweep")
     dead.add_argument("sweep_dir", type=Path, help="a Hydra multirun directory (or a folder holding several)")
     dead.add_argument("--net", default="D", choices=("D", "G"))
     dead.add_argument("--out", type=Path, required=True, help="PNG file to write")
