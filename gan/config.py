@@ -100,7 +100,11 @@ class DataConfig:
             raise ConfigError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")
 
 
-ACT_KINDS = ("leaky_relu", "relu", "prelu", "rrelu", "elu", "adaptive")  # relu: leaky_relu with slope 0
+# act.{d,g}_kind -> the act.* parameters of that kind (relu: leaky_relu with slope 0; leaky_relu's slopes are
+# act.negative_slope and the per-network keys). HPARAM_KEYS and the dashboard read the kinds from here.
+ACT_KIND_PARAMS = {"leaky_relu": (), "relu": (), "prelu": ("prelu_init",), "rrelu": ("rrelu_lower", "rrelu_upper"),
+                   "elu": ("elu_alpha",), "adaptive": ("adaptive_init",)}
+ACT_KINDS = tuple(ACT_KIND_PARAMS)
 BN_ACT_KINDS = ("leaky_relu", "relu", "prelu")  # the kinds fusion=bn_act fuses with BatchNorm
 _FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
 
@@ -260,7 +264,8 @@ def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: flo
 # The settings a sweep compares (TensorBoard's HParams tab, the dashboard's columns): name -> (group, key).
 HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
                "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
-               "d_norm": ("model", "d_norm"), "loss": ("train", "loss")}
+               "d_norm": ("model", "d_norm"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
+               "g_kind": ("act", "g_kind"), **{key: ("act", key) for keys in ACT_KIND_PARAMS.values() for key in keys}}
 
 
 @dataclass

@@ -203,11 +203,32 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def _config_settings(config: dict) -> dict[str, str]:
-    """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings."""
-    from gan.config import HPARAM_KEYS
+    """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings; the act.*
+    parameters of a kind only when a network uses that kind."""
+    from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
 
+    kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
+    unused = {f"act.{p}" for kind, names in ACT_KIND_PARAMS.items() if kind not in kinds for p in names}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]
-    return {k: str(config[k]) for k in keys if k in config}
+    return {k: str(config[k]) for k in keys if k in config and k not in unused}
+
+
+def _activations(config: dict) -> str:
+    """Each network's activation kind and its parameters from the flattened config, e.g.
+    "D prelu (prelu_init=0.25), G leaky_relu (slope=0.2)"; "" for configs from before act.*_kind existed."""
+    from gan.config import ACT_KIND_PARAMS
+
+    parts = []
+    for net, slopes in (("d", ("act.d_layers", "act.negative_slope")),
+                        ("g", ("act.g_layers", "act.g_negative_slope", "act.negative_slope"))):
+        kind = config.get(f"act.{net}_kind")
+        if kind is None:
+            continue
+        values = [f"{p}={config.get(f'act.{p}')}" for p in ACT_KIND_PARAMS.get(kind, ())]
+        if kind == "leaky_relu":
+            values = [f"slope={next((config[k] for k in slopes if config.get(k) is not None), None)}"]
+        parts.append(f"{net.upper()} {kind}" + (f" ({', '.join(values)})" if values else ""))
+    return ", ".join(parts)
 
 
 def _checked_events(run_dir: Path) -> list[dict]:
@@ -238,6 +259,7 @@ def load_run(run_dir: str | Path) -> dict:
     return {
         "dir": run_dir,
         "settings": settings,
+        "activations": _activations(config),
         "seed": settings.get(SEED_KEY, str(config.get(SEED_KEY, "")) or None),
         "diagnostics": jsonl(DIAGNOSTICS_FILE),
         "losses": jsonl(LOSSES_FILE),
@@ -400,7 +422,8 @@ def _run_table(runs: list[dict], metric_keys: list[str]) -> str:
         events = {}
         for event in run["events"]:
             events[event["kind"]] = events.get(event["kind"], 0) + 1
-        cells = ([html.escape(run["name"]), _swatch(run["group"]) + " " + html.escape(run["group"].label),
+        acts = f'<br><span class="acts">{html.escape(run["activations"])}</span>' if run.get("activations") else ""
+        cells = ([html.escape(run["name"]), _swatch(run["group"]) + " " + html.escape(run["group"].label) + acts,
                   _fmt(run["seed"]), _fmt(max(steps) if steps else None), _fmt(len(run["diagnostics"]))]
                  + fractions + [_fmt(loss.get(k)) for k in LOSS_TITLES] + [_fmt(run["metrics"].get(k))
                                                                           for k in metric_keys]
@@ -471,7 +494,7 @@ def _series(part: str, key: str) -> Callable[[dict], list[tuple[int, float | Non
 _CSS = """body{font-family:sans-serif;margin:12px 16px;color:#222;max-width:1400px}h2{margin:18px 0 6px}
 table{border-collapse:collapse;margin:6px 0;width:100%;table-layout:fixed}
 td,th{border:1px solid #ccc;padding:2px 4px;font-size:11px;text-align:right;overflow-wrap:anywhere;vertical-align:top}
-th{background:#eee}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}col.c-run{width:7%}col.c-set{width:14%}
+th{background:#eee}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}col.c-run{width:7%}col.c-set{width:14%}.acts{color:#555;font-size:90%}
 .legend-list{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:4px 0}.legend-list span{white-space:nowrap}
 .statgrid{display:grid;grid-template-columns:80px repeat(4,minmax(0,1fr));gap:4px 8px;align-items:center}
 .statgrid .layer{font-size:12px;font-weight:bold}.statgrid .head{font-size:12px;font-weight:bold;text-align:center}

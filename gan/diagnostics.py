@@ -429,7 +429,8 @@ def log_hparams(writer, hparams: dict, metrics: dict) -> None:
 
 
 def run_hparams(cfg: object) -> dict[str, float | int | str]:
-    """The hparams a sweep compares (slope, precision, fusion, model size) from a run's config."""
+    """The hparams a sweep compares (slope, precision, fusion, model size, loss, activation kinds and every
+    kind's act.* parameters, so that all runs share the keys) from a run's config."""
     return {key: getattr(getattr(cfg, group), attr) for key, (group, attr) in HPARAM_KEYS.items()}
 
 

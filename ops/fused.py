@@ -329,6 +329,18 @@ class BatchNormPReLU(BatchNormAct):
                 f"clamp={self.clamp}, gain={self.gain}")
 
 
+class SharedWeight(nn.Cell):
+    """The PReLU weight of a fused BatchNorm + PReLU block, held where the unfused block keeps its PReLU
+    (`act<i>.weight`), so checkpoints move between fusion kinds; passes its input through unchanged."""
+
+    def __init__(self, weight: Parameter) -> None:
+        super().__init__()
+        self.weight = weight
+
+    def construct(self, x: ms.Tensor) -> ms.Tensor:
+        return x
+
+
 def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
                     clamp: float | None = None, sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
     """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
@@ -341,7 +353,8 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
     `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); "bn_act" fuses BatchNorm
     with a LeakyReLU (its slope and clamp) or a PReLU (BatchNormPReLU, its weight's size, init and clamp;
-    the weight is then named bn<i>.prelu_weight instead of act<i>.weight) and nothing else (ValueError).
+    a SharedWeight under "act", before "bn", holds that weight, so it keeps the unfused name act<i>.weight)
+    and nothing else (ValueError).
     """
     check_fusion_kind(kind)
     layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
@@ -350,7 +363,9 @@ def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
     if kind in ("bn_act", "conv_act"):
         a = layers["act"]
         if type(a) is PReLU:
-            return {"bn": BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)}
+            fused = BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)
+            # "act" first: a network names a shared Parameter by the first path that reaches it, act<i>.weight
+            return {"act": SharedWeight(fused.prelu_weight), "bn": fused}
         if type(a) is not LeakyReLU:
             raise ValueError(f"fusion={kind} fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
         return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync)}

@@ -214,14 +214,13 @@ def _pow2(k: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(k), k, np.ldexp(np.float32(1), np.nan_to_num(k).astype(np.int32))).astype(np.float32)
 
 
-def elu_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(expm1(x), exp(x)) for float32 x <= 0, step by step as the ELU kernel computes them (activations.cc):
-    x limited to [-104, 0], k = rint(x * log2(e)), r = x - k * ln2 (two fmas), p = fma(r * r, q(r), r) with q
-    the Taylor polynomial of (expm1(r) - r) / r^2 to degree 6 (Horner, fmas), 2^k = a * b with
-    a = 2^max(k, -126); expm1 = fma(a * b, p, a * b - 1), exp = fma(a, p, a) * b."""
+def _exp_parts(x: np.ndarray, lo: float, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """(2^(k + shift), p = expm1(r)) for x limited to [lo, 0], x = k ln2 + r, as the kernel's exp_parts
+    (activations.cc): k = rint(x * log2(e)), r = x - k * ln2 (two fmas), p = fma(r * r, q(r), r) with q the
+    Taylor polynomial of (expm1(r) - r) / r^2 to degree 6 (Horner, fmas)."""
     with np.errstate(invalid="ignore", over="ignore"):
         x = np.asarray(x, np.float32)
-        x = np.where(x < -104, np.float32(-104), x)
+        x = np.where(x < lo, np.float32(lo), x)
         x = np.where(x > 0, np.float32(0), x)
         k = np.rint(x * _LOG2E).astype(np.float32)
         r = _fma32(-k, _LN2_HI, x)
@@ -229,29 +228,41 @@ def elu_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = np.full(x.shape, _TAYLOR[-1], np.float32)
         for c in _TAYLOR[-2::-1]:
             q = _fma32(q, r, c)
-        p = _fma32((r * r).astype(np.float32), q, r)
-        ka = np.where(k < -126, np.float32(-126), k)
-        a, b = _pow2(ka), _pow2((k - ka).astype(np.float32))
-        s = (a * b).astype(np.float32)
-        em1 = np.where(x == 0, x, _fma32(s, p, (s - np.float32(1)).astype(np.float32)))  # expm1(-0) = -0
-        return em1, (_fma32(a, p, a) * b).astype(np.float32)
+        return _pow2((k + np.float32(shift)).astype(np.float32)), _fma32((r * r).astype(np.float32), q, r)
+
+
+def elu_expm1(x: np.ndarray) -> np.ndarray:
+    """expm1(x) for float32 x <= 0 as the ELU forward kernel computes it: x limited to [-17.5, 0] (below,
+    float32 expm1 rounds to -1, as it does at -17.5), expm1 = fma(2^k, p, 2^k - 1); expm1(-0) = -0."""
+    s, p = _exp_parts(x, -17.5, 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(x == 0, np.asarray(x, np.float32), _fma32(s, p, (s - np.float32(1)).astype(np.float32)))
+
+
+def elu_exp(x: np.ndarray) -> np.ndarray:
+    """exp(x) for float32 x <= 0 as the ELU backward kernel computes it: x limited to [-104, 0] (below, exp
+    rounds to 0), a = 2^(k + 64) (normal for every k here), exp = fma(a, p, a) * 2^-64 (one rounding into
+    the subnormals)."""
+    a, p = _exp_parts(x, -104.0, 64)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        return (_fma32(a, p, a) * np.float32(2.0 ** -64)).astype(np.float32)
 
 
 def elu_forward(x: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
-    """ELU as torch.nn.functional.elu: x > 0 ? x : alpha * expm1(x), with expm1 from elu_parts (float32, within
-    1 ulp of the exact value), times the float32 alpha, rounded once to x's dtype."""
+    """ELU as torch.nn.functional.elu: x > 0 ? x : alpha * expm1(x), with elu_expm1 (float32, within 1 ulp of
+    the exact value), times the float32 alpha, rounded once to x's dtype."""
     xf = _as_f32(x)
-    em1, _ = elu_parts(xf)
+    em1 = elu_expm1(xf)
     with np.errstate(invalid="ignore", over="ignore"):
         y = np.where(xf > 0, xf, (np.float32(alpha) * em1).astype(x.dtype).astype(np.float32))
     return _clamp_f32(y, clamp).astype(x.dtype)
 
 
 def elu_backward(x: np.ndarray, dy: np.ndarray, alpha: float = 1.0, clamp: float | None = None) -> np.ndarray:
-    """dx = dy where x > 0, else dy * (alpha * exp(x)) with exp from elu_parts (float32 products), 0 where the
-    clamp cut the output off; rounded once to x's dtype."""
+    """dx = dy where x > 0, else dy * (alpha * exp(x)) with elu_exp (float32 products), 0 where the clamp cut
+    the output off; rounded once to x's dtype."""
     xf, dyf = _as_f32(x), _as_f32(dy)
-    _, ex = elu_parts(xf)
+    ex = elu_exp(xf)
     with np.errstate(invalid="ignore", over="ignore"):
         g = (np.float32(alpha) * ex).astype(np.float32)
         dx = np.where(xf > 0, dyf, (dyf * g).astype(x.dtype).astype(np.float32))

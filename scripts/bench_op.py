@@ -8,6 +8,8 @@ forward+backward is ms.value_and_grad of the op (the backward gets dy = ones). B
 write of the tensor. The copy baseline is the faster of a single-threaded numpy copy (np.copyto) of the same
 bytes and the same copy split over one thread per available core (numpy releases the GIL), timed in the
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
+`floor_ms` is MindSpore's own `x * 1` graph on the same tensor in the same round-robin: what the framework
+spends on any call that returns a new tensor of that size; no op's forward can take less.
 
 `--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
 `kind`):
@@ -45,7 +47,7 @@ FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
 RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
-               "builtin_fwdbwd_ms", "copy_gbps")
+               "builtin_fwdbwd_ms", "copy_gbps", "floor_ms")
 QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
@@ -101,6 +103,12 @@ def custom_forward(formulation: str) -> Callable[[ms.Tensor], ms.Tensor]:
 Forward = Callable[[ms.Tensor], ms.Tensor]
 
 
+def times_one(x: ms.Tensor) -> ms.Tensor:
+    """MindSpore's cheapest element-wise graph (x * 1): the framework's own cost of one call producing a new
+    tensor of x's size (launch, output buffer, the pass over memory), the floor under every op here."""
+    return x * 1.0
+
+
 def _leaky_relu(n: int) -> tuple[tuple[int, ...], dict[str, tuple[Forward, Forward]]]:
     """Each formulation of ops.leaky_relu against nn.LeakyReLU."""
     return (n,), {f: (custom_forward(f), nn.LeakyReLU(SLOPE)) for f in FORMULATIONS}
@@ -151,6 +159,7 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
     x = ms.Tensor(host)
     fns = {"copy": lambda: np.copyto(copy_dst, host), "copy_mt": parallel_copy(copy_dst.reshape(-1), host.reshape(-1),
                                                                                 pool, workers)}
+    fns["floor"] = jitted_pair(times_one, x)[0]
     for impl, (ours, builtin) in impls.items():
         fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = jitted_pair(ours, x)
         fns[f"{impl}_builtin_fwd"], fns[f"{impl}_builtin_fwdbwd"] = jitted_pair(builtin, x)
@@ -158,7 +167,7 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
     return [{"kind": kind, "n": n, "dtype": dtype, "impl": impl, "fwd_ms": t[f"{impl}_fwd"],
              "fwdbwd_ms": t[f"{impl}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{impl}_fwd"]),
              "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
-             "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"]))}
+             "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"])), "floor_ms": t["floor"]}
             for impl in impls]
 
 
@@ -200,13 +209,14 @@ def qleaky_table(records: list[dict]) -> str:
 def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
     head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
-            f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6}")
+            f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6} {'floor ms':>8}")
     rows = [head]
     for r in records:
         rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
-                    f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}%")
+                    f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}% "
+                    f"{r['floor_ms']:>8.3f}")
     return "\n".join(rows)
 
 

@@ -131,3 +131,66 @@ def test_bn_act_fusion_trains_prelu_and_relu(tmp_path):
     act = OmegaConf.to_object(compose_config(TINY + ["fusion=bn_act", "act.d_kind=prelu"]))
     d = Discriminator(act.model, act.act, 3, "native", "bn_act")
     assert type(dict(d.layers.name_cells())["bn1"]) is BatchNormPReLU
+
+
+@pytest.mark.parametrize("net", [Generator, Discriminator])
+def test_prelu_networks_name_their_parameters_alike_under_every_fusion(net):
+    # fusion=bn_act keeps the PReLU weight as act<i>.weight (a SharedWeight beside the fused bn<i>), so a
+    # checkpoint of one fusion loads into the other; the loaded network computes the same outputs.
+    import mindspore as ms
+
+    conf = OmegaConf.to_object(compose_config(TINY + ["act.d_kind=prelu", "act.g_kind=prelu"]))
+    unfused, fused = (net(conf.model, conf.act, 3, "native", kind) for kind in ("none", "bn_act"))
+    assert sorted((p.name, p.shape) for p in fused.get_parameters()) == \
+        sorted((p.name, p.shape) for p in unfused.get_parameters())
+    assert any(p.name.startswith("layers.act1.weight") for p in fused.get_parameters())
+    rng = np.random.default_rng(0)
+    for p in unfused.get_parameters():  # distinct per-channel slopes and BatchNorm state, not the inits
+        p.set_data(ms.Tensor((rng.standard_normal(p.shape) * 0.1 + (1.0 if "variance" in p.name else 0.2))
+                             .astype(np.float32)))
+    arrays = {p.name: p.asnumpy() for p in unfused.get_parameters()}
+    for p in fused.get_parameters():
+        p.set_data(ms.Tensor(arrays[p.name]))
+    x = ms.Tensor(rng.standard_normal((4, conf.model.nz, 1, 1) if net is Generator else (4, 3, 32, 32))
+                  .astype(np.float32))
+    for train_mode in (False, True):
+        unfused.set_train(train_mode)
+        fused.set_train(train_mode)
+        np.testing.assert_allclose(fused(x).asnumpy(), unfused(x).asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
+def test_prelu_checkpoints_resume_across_fusion(source, target, tmp_path):
+    kinds = ["act.d_kind=prelu", "act.g_kind=prelu", "diagnostics.enabled=false"]
+    whole = train(tmp_path / "whole", "train.steps=4", f"fusion={source}", *kinds)
+    train(tmp_path / "part", "train.steps=2", f"fusion={source}", *kinds)
+    resumed = train(tmp_path / "part", "train.steps=4", "train.resume=auto", f"fusion={target}",
+                    "train.resume_override=true", *kinds)
+    assert (resumed.start_step, resumed.end_step) == (2, 4)
+    # the same network computed by the other kernels: equal up to float32 rounding order (amplified by Adam)
+    np.testing.assert_allclose([(s.loss_d, s.loss_g) for s in resumed.history],
+                               [(s.loss_d, s.loss_g) for s in whole.history][2:], rtol=5e-3)
+
+
+def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
+    from tensorboardX import SummaryWriter
+
+    from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
+    from gan.diagnostics import log_hparams, run_hparams
+    from test_diagnostics import read_events
+
+    assert tuple(ACT_KIND_PARAMS) == ACT_KINDS
+    cfg = OmegaConf.to_object(compose_config(["act.d_kind=prelu", "act.g_kind=elu", "act.prelu_init=0.1",
+                                              "act.elu_alpha=0.5"]))
+    hparams = run_hparams(cfg)
+    assert {k: hparams[k] for k in ("d_kind", "g_kind", "prelu_init", "elu_alpha")} == \
+        {"d_kind": "prelu", "g_kind": "elu", "prelu_init": 0.1, "elu_alpha": 0.5}
+    # every kind's parameters, used or not: the runs of a sweep must share one set of keys
+    assert {"rrelu_lower", "rrelu_upper", "adaptive_init"} <= set(hparams) and set(hparams) == set(HPARAM_KEYS)
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    log_hparams(writer, hparams, {"final/loss_d": 1.0})
+    writer.close()
+    content = b"".join(v.metadata.plugin_data.content for e in read_events(tmp_path / "tb") for v in e.summary.value
+                       if v.tag == "_hparams_/session_start_info")
+    assert all(name in content for name in (b"d_kind", b"prelu", b"g_kind", b"elu", b"prelu_init", b"elu_alpha"))

@@ -120,6 +120,18 @@ def test_elu_is_within_one_ulp_of_the_exact_function():
         assert np.max(np.abs(got - exact) / ulp) < 1.0
 
 
+def test_elu_matches_reference_on_every_float_near_its_range_limits():
+    # The kernel limits x to [-17.5, 0] for expm1 and to [-104, 0] for exp, and exp's results turn subnormal
+    # below about -87.3: every float32 around those limits, forward and backward.
+    lo_hi = [(-17.6, -17.4), (-87.6, -86.9), (-104.05, -103.95)]
+    x = np.concatenate([np.arange(np.float32(lo).view(np.int32), np.float32(hi).view(np.int32), -1,
+                                  dtype=np.int32).view(np.float32) for lo, hi in lo_hi])
+    y, (dx,) = vjp(lambda t: elu(t, 1.0), x, dy=np.ones_like(x))
+    assert_bitwise(y, ref.elu_forward(x, 1.0))
+    assert_bitwise(dx, ref.elu_backward(x, np.ones_like(x), 1.0))
+    assert (y == -1).all() and (dx[x < -87.4] < np.finfo(np.float32).tiny).all()
+
+
 def test_elu_special_values():
     x = np.float32([-np.inf, np.inf, np.nan, 0.0, -0.0, -1.0])
     y = elu(ms.Tensor(x), 1.0).asnumpy()

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from gan.dashboard import (build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png,
-                           screenshot)
+                           load_run, screenshot)
 from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
 from gan.diagnostics import DeadChannelTracker, LayerStats
 
@@ -298,3 +298,18 @@ def test_losses_record_keeps_diverged_steps_as_null(tmp_path):
     assert record == {"step": 7, "loss_d": None, "loss_g": None, "d_x": 0.5, "d_g_z": 0.25}
     append_jsonl(tmp_path / "losses.jsonl", record)  # strict JSON: NaN would raise here
     assert read_jsonl(tmp_path / "losses.jsonl") == [record]
+
+
+def test_run_table_shows_each_networks_activation_kind(tmp_path):
+    run = tmp_path / "multirun" / "0"
+    fake_run(run, 0.2, 0)
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace(
+        "act:\n", "act:\n  d_kind: prelu\n  g_kind: leaky_relu\n  prelu_init: 0.1\n  elu_alpha: 1.0\n"
+                   "  g_negative_slope: null\n"))
+    loaded = load_run(run)
+    # without overrides the settings are the config's hparams: the kinds, and the parameters of used kinds only
+    assert loaded["settings"]["act.d_kind"] == "prelu" and loaded["settings"]["act.prelu_init"] == "0.1"
+    assert "act.elu_alpha" not in loaded["settings"]
+    runs = build_dashboard(tmp_path / "multirun").split('<table class="runs"')[1].split("</table>")[0]
+    assert "D prelu (prelu_init=0.1), G leaky_relu (slope=0.2)" in runs

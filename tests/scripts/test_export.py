@@ -1,8 +1,6 @@
 """scripts/export.py: MINDIR and ONNX exports of tiny checkpoints reload to the trained generator's outputs."""
 import importlib.util
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import mindspore as ms
@@ -15,15 +13,14 @@ from gan.deploy import run_mindir, run_onnx
 from gan.checkpoint import generator_from_checkpoint
 from gan.training import fixed_latents, run
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO, run_script
+
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=32",
         "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
 
 
 def export(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "export.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return run_script("scripts/export.py", *args)
 
 
 @pytest.fixture(scope="module")

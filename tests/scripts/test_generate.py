@@ -1,6 +1,5 @@
 """scripts/generate.py writes a sample grid from a checkpoint and rejects files that are not checkpoints."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +13,12 @@ from gan.config import compose_config
 from gan.report import image_grid
 from gan.training import run
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO, run_script
+
 
 
 def generate(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "generate.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return run_script("scripts/generate.py", *args, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +108,8 @@ def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir,
 
 def test_bench_generate_reports_peak_memory_per_n(run_dir, tmp_path):
     out = tmp_path / "bench.json"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_generate.py"), str(run_dir), "--n", "64,600",
-                           "--batch-size", "64", "--json", str(out)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)})
+    done = run_script("scripts/bench_generate.py", str(run_dir), "--n", "64,600", "--batch-size", "64",
+                      "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     records = json.loads(out.read_text())
     assert [r["n"] for r in records] == [64, 600]

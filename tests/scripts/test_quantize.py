@@ -1,9 +1,7 @@
 """scripts/quantize.py and generate.py --int8 on tiny checkpoints; gan.quantize's grids and pipeline."""
 import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import mindspore as ms
@@ -21,15 +19,14 @@ from gan.training import fixed_latents, run
 from ops import LeakyReLU
 from ops import reference as ref
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO, run_script
+
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data.num_images=32",
         "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
 
 
 def script(name: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, str(REPO / "scripts" / name), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return run_script(f"scripts/{name}", *args)
 
 
 def pixels(path: Path) -> np.ndarray:

@@ -2,7 +2,7 @@
 //
 //   prelu  y = x > 0 ? x : w[c] * x           dx = x > 0 ? dy : w[c] * dy    dw[c] = sum_{x <= 0} x * dy
 //   elu    y = x > 0 ? x : alpha * expm1(x)   dx = x > 0 ? dy : dy * (alpha * exp(x)), with expm1 and exp
-//          of x <= 0 from one float32 evaluation (elu_parts below, 8 lanes; mirrored by reference.elu_parts)
+//          of x <= 0 in float32, 8 lanes (elu_expm1 / elu_exp below; mirrored by reference.elu_expm1/elu_exp)
 //   rrelu  (training) y = x > 0 ? x : s_i * x, dx = x > 0 ? dy : s_i * dy, with per-element slopes
 //          s_i = lower + (upper - lower) * u_i, u_i = counter_uniform(seed, counter, i) (below); in eval
 //          RReLU is leaky_relu with slope (lower + upper) / 2 and runs leaky_relu.cc's kernels.
@@ -63,58 +63,81 @@ inline float slope_backward(float x, float dy, float slope, float clamp) {
 }
 
 // ---- expm1 and exp of x <= 0 in float32 for ELU: every step an exact float32 operation or one fused
-// multiply-add, so the 8-lane and the scalar paths and the numpy mirror give the same bits ----
-//   x' = x limited to [-104, 0] (NaN kept; below, exp rounds to 0), k = rint(x' * log2(e)),
-//   r = x' - k * ln2 (two fmas, Cody-Waite), p = expm1(r) = r + r^2 * q(r) (Taylor to r^8, |r| <= 0.35),
-//   2^k = a * b with a = 2^max(k, -126), b = 2^(k - max(k, -126)) (both normal); then
-//   expm1(x) = fma(a * b, p, a * b - 1) and exp(x) = fma(a, p, a) * b (b < 1 only where exp is subnormal).
+// multiply-add, so the 8-lane and the scalar paths and the numpy mirror (reference.elu_expm1/elu_exp) give
+// the same bits. Both share one reduction, exp_parts:
+//   k = rint(x * log2(e)), r = x - k * ln2 (two fmas, Cody-Waite), p = expm1(r) = r + r^2 * q(r) (Taylor to
+//   r^8, Horner with fmas, |r| <= 0.35), and the power of two 2^(k + kShift) built from k's bits.
+// expm1 (the forward): x limited to [-17.5, 0], expm1(x) = fma(2^k, p, 2^k - 1). Below -17.5 float32
+//   expm1 rounds to -1 (2^k <= 2^-25), which the limit also gives, so 2^k is always a normal number.
+// exp (the backward): x limited to [-104, 0] (below, exp rounds to 0), exp(x) = fma(a, p, a) * 2^-64 with
+//   a = 2^(k + 64) normal for every k >= -150; the last product rounds once into the subnormals.
 constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 constexpr float kTaylor[7] = {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040, 1.0f / 40320};
+constexpr int kExpShift = 64;
+constexpr float kExpUnshift = 0x1p-64f;
 
 inline float fma_v(float a, float b, float c) { return std::fma(a, b, c); }
 inline float rint_v(float v) { return std::nearbyint(v); }
-inline float pow2_v(float k) { return k == k ? std::ldexp(1.0f, static_cast<int>(k)) : k; }  // NaN stays NaN
+inline float limit_v(float v, float lo) { return v < lo ? lo : (v > 0.0f ? 0.0f : v); }  // NaN kept
+template <int kShift>
+inline float pow2_v(float k) { return k == k ? std::ldexp(1.0f, static_cast<int>(k) + kShift) : k; }  // NaN kept
 #if defined(__AVX2__) && defined(__FMA__)
 #define LRELU_ELU_LANES 1
 inline f8 fma_v(f8 a, f8 b, f8 c) { return _mm256_fmadd_ps(a, b, c); }
 inline f8 rint_v(f8 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// max/min return their second operand when one is NaN: the NaN lane stays NaN.
+inline f8 limit_v(f8 v, float lo) { return _mm256_min_ps(splat<f8>(0.0f), _mm256_max_ps(splat<f8>(lo), v)); }
+template <int kShift>
 inline f8 pow2_v(f8 k) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127 + kShift));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
 }
 #endif
 
-template <typename V>
-struct EluParts {
-  V a, b, p;  // 2^k = a * b
-  V expm1() const { const V s = a * b; return fma_v(s, p, s - 1.0f); }  // +0 for x = -0 (elu_unclamped)
-  V exp() const { return fma_v(a, p, a) * b; }
-};
-
-template <typename V>
-inline EluParts<V> elu_parts(V x) {
-  x = x < -104.0f ? splat<V>(-104.0f) : x;
-  x = x > 0.0f ? splat<V>(0.0f) : x;  // the positive side does not use the parts
+// 2^(k + kShift), and p = expm1(r), for x = k ln2 + r (x already limited by the caller).
+template <int kShift, typename V>
+inline V exp_parts(V x, V* p) {
   const V k = rint_v(x * kLog2e);
   V r = fma_v(-k, splat<V>(kLn2Hi), x);
   r = fma_v(-k, splat<V>(kLn2Lo), r);
   V q = splat<V>(kTaylor[6]);
   for (int i = 5; i >= 0; --i) q = fma_v(q, r, splat<V>(kTaylor[i]));
-  const V rr = r * r;
-  const V ka = k < -126.0f ? splat<V>(-126.0f) : k;
-  return {pow2_v(ka), pow2_v(k - ka), fma_v(rr, q, r)};
+  *p = fma_v(r * r, q, r);
+  return pow2_v<kShift>(k);
+}
+
+template <typename V>
+inline V elu_expm1(V x) {
+  V p;
+  const V s = exp_parts<0>(limit_v(x, -17.5f), &p);
+  return fma_v(s, p, s - 1.0f);
+}
+
+template <typename V>
+inline V elu_exp(V x) {
+  V p;
+  const V a = exp_parts<kExpShift>(limit_v(x, -104.0f), &p);
+  return fma_v(a, p, a) * kExpUnshift;
 }
 
 template <typename V, typename R>
 inline V elu_unclamped(V x, float alpha) {
-  const V neg = R::apply(alpha * (x == 0.0f ? x : elu_parts(x).expm1()));  // keeps the sign of -0
+  const V neg = R::apply(alpha * (x == 0.0f ? x : elu_expm1(x)));  // keeps the sign of -0
   return x > 0.0f ? x : neg;
 }
 
-template <typename V, typename R>
+// kClamp: whether the output is clamped (a finite clamp); without one the forward is not recomputed.
+template <typename V, typename R, bool kClamp>
+inline V elu_forward_value(V x, float alpha, float clamp) {
+  const V y = elu_unclamped<V, R>(x, alpha);
+  return kClamp ? clamp_value(y, clamp) : y;
+}
+
+template <typename V, typename R, bool kClamp>
 inline V elu_backward(V x, V dy, float alpha, float clamp) {
-  const EluParts<V> e = elu_parts(x);
-  const V y = x > 0.0f ? x : R::apply(alpha * (x == 0.0f ? x : e.expm1()));
-  const V pass = x > 0.0f ? dy : R::apply(dy * (alpha * e.exp()));
+  const V pass = x > 0.0f ? dy : R::apply(dy * (alpha * elu_exp(x)));
+  if (!kClamp) return pass;
+  const V y = elu_unclamped<V, R>(x, alpha);
   return (y > clamp) | (y < -clamp) ? splat<V>(0.0f) : pass;
 }
 
@@ -204,43 +227,53 @@ int prelu_backward(const void* xv, const void* dyv, const std::vector<float>& w,
   return 0;
 }
 
+template <typename T, bool kClamp>
+void elu_forward_tile(const T* x, T* y, int64_t start, int64_t len, const Scalars& s) {
+  using R = typename RoundOf<T>::type;
+  int64_t i = start;
+#if defined(LRELU_ELU_LANES)
+  for (; i + 8 <= start + len; i += 8) store8(y + i, elu_forward_value<f8, R, kClamp>(load8(x + i), s.slope, s.clamp));
+#endif
+  for (; i < start + len; ++i) y[i] = static_cast<T>(elu_forward_value<float, R, kClamp>(widen1(x[i]), s.slope, s.clamp));
+}
+
 template <typename T>
 int elu_forward(const void* xv, const Scalars& s, void* yv, int64_t n) {
-  using R = typename RoundOf<T>::type;
   const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 2);
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
+  const bool clamped = std::isfinite(s.clamp);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    int64_t i = start;
-#if defined(LRELU_ELU_LANES)
-    for (; i + 8 <= start + len; i += 8) {
-      store8(y + i, R::apply(clamp_value(elu_unclamped<f8, R>(load8(x + i), s.slope), s.clamp)));
-    }
-#endif
-    for (; i < start + len; ++i) y[i] = static_cast<T>(clamped<R>(elu_unclamped<float, R>(widen1(x[i]), s.slope), s.clamp));
+    clamped ? elu_forward_tile<T, true>(x, y, start, len, s) : elu_forward_tile<T, false>(x, y, start, len, s);
   });
   return 0;
 }
 
+template <typename T, bool kClamp>
+void elu_backward_tile(const T* x, const T* dy, T* dx, int64_t start, int64_t len, const Scalars& s) {
+  using R = typename RoundOf<T>::type;
+  int64_t i = start;
+#if defined(LRELU_ELU_LANES)
+  for (; i + 8 <= start + len; i += 8) {
+    store8(dx + i, elu_backward<f8, R, kClamp>(load8(x + i), load8(dy + i), s.slope, s.clamp));
+  }
+#endif
+  for (; i < start + len; ++i) {
+    dx[i] = static_cast<T>(elu_backward<float, R, kClamp>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp));
+  }
+}
+
 template <typename T>
 int elu_backward_all(const void* xv, const void* dyv, const Scalars& s, void* dxv, int64_t n) {
-  using R = typename RoundOf<T>::type;
   const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 3);
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   const T* dy = static_cast<const T*>(dyv);
   T* dx = static_cast<T*>(dxv);
+  const bool clamped = std::isfinite(s.clamp);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    int64_t i = start;
-#if defined(LRELU_ELU_LANES)
-    for (; i + 8 <= start + len; i += 8) {
-      store8(dx + i, elu_backward<f8, R>(load8(x + i), load8(dy + i), s.slope, s.clamp));
-    }
-#endif
-    for (; i < start + len; ++i) {
-      dx[i] = static_cast<T>(elu_backward<float, R>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp));
-    }
+    clamped ? elu_backward_tile<T, true>(x, dy, dx, start, len, s) : elu_backward_tile<T, false>(x, dy, dx, start, len, s);
   });
   return 0;
 }
