@@ -175,17 +175,18 @@ def _layer_order(name: str) -> tuple:
 
 
 def _mean_std(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
-    """"mean ± std" of a spread() dict, scaled (100 for percentages); empty for None."""
+    """"mean ± std" of a spread() dict, scaled (100 for percentages); the mean alone for one value; empty for None."""
     if not stats:
         return ""
-    return f"{stats['mean'] * scale:.{digits}f} ± {stats['std'] * scale:.{digits}f}"
+    mean = f"{stats['mean'] * scale:.{digits}f}"
+    return mean if stats["n"] == 1 else f"{mean} ± {stats['std'] * scale:.{digits}f}"
 
 
-def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None) -> str:
+def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets: tuple[str, ...] = ("G", "D")) -> str:
     """Markdown tables of a group_summary(): one per dead-channel statistic (percent of channels at the last check,
-    rows = groups, columns = layers), then one of the final quality metrics; mean ± std over the seeds."""
+    rows = groups, columns = the layers of `nets`), then one of the final quality metrics; mean ± std over the seeds."""
     groups = summary["groups"]
-    layers = sorted({name for g in groups for name in g["final"]}, key=_layer_order)
+    layers = sorted({name for g in groups for name in g["final"] if name.split("/")[0] in nets}, key=_layer_order)
     parts = []
     for metric in SUMMARY_METRICS:
         header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(layers) + " |"
@@ -202,12 +203,14 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None) -> st
     return "\n\n".join(parts) + "\n"
 
 
-def write_groups(sweep_dir: str | Path, json_path: str | Path | None = None) -> tuple[dict, list[Path]]:
-    """Write groups.json and groups.md into the sweep directory (and the JSON also to `json_path` when given)."""
+def write_groups(sweep_dir: str | Path, json_path: str | Path | None = None,
+                 nets: tuple[str, ...] = ("G", "D")) -> tuple[dict, list[Path]]:
+    """Write groups.json and groups.md (tables of the layers of `nets`) into the sweep directory, and the JSON
+    also to `json_path` when given."""
     summary = group_summary(sweep_dir)
     text = json.dumps(summary, indent=1, sort_keys=False) + "\n"
     paths = [write_text_atomic(Path(sweep_dir) / GROUPS_JSON, text),
-             write_text_atomic(Path(sweep_dir) / GROUPS_MD, groups_markdown(summary))]
+             write_text_atomic(Path(sweep_dir) / GROUPS_MD, groups_markdown(summary, nets=nets))]
     if json_path is not None:
         paths.append(write_text_atomic(json_path, text))
     return summary, paths

@@ -28,10 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep_dir", type=Path, help="a Hydra multirun directory (multirun/DATE/TIME)")
     parser.add_argument("--groups-json", type=Path, help="also write the per-group seed statistics (groups.json) here")
+    parser.add_argument("--net", choices=("G", "D"), action="append",
+                        help="layers of this network only in the printed group tables and groups.md (repeatable)")
     args = parser.parse_args(argv)
     try:
         rows, paths = write_summary(args.sweep_dir)
-        groups, group_paths = write_groups(args.sweep_dir, args.groups_json)
+        groups, group_paths = write_groups(args.sweep_dir, args.groups_json, tuple(args.net or ("G", "D")))
         paths += group_paths
         paths.append(write_text_atomic(args.sweep_dir / "dashboard.html",
                                        build_dashboard(args.sweep_dir, f"Sweep {args.sweep_dir.resolve().name}")))
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     print(to_markdown(rows))
-    print(groups_markdown(groups))
+    print(groups_markdown(groups, nets=tuple(args.net or ("G", "D"))))
     if best:
         print(best)
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -92,6 +92,24 @@ def test_group_summary_gives_seed_statistics_per_layer_final_and_over_time(tmp_p
     assert "| dead_frac (% of channels, last check) | seeds | G/act0 | G | D/act0 | D |" in tables
     assert "| act.negative_slope=0.0 | 3 | 0.0 ± 0.0 | 0.0 ± 0.0 | 50.0 ± 25.0 | 50.0 ± 25.0 |" in tables
     assert "| act.negative_slope=0.0 | 3 | 10.000 ± 0.000 | 1.100 ± 1.000 |" in tables
+    assert "| act.negative_slope=0.2 | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in tables  # one seed: no spread shown
+    assert "| dead_frac (% of channels, last check) | seeds | D/act0 | D |" in groups_markdown(summary, nets=("D",))
+
+
+def test_summarize_sweep_cli_writes_the_groups_json_where_asked(tmp_path):
+    sweep = tmp_path / "sweep"
+    for number, seed in enumerate((0, 1)):
+        seeded_job(sweep, number, 0.0, seed, [0.25, 0.5])
+    out = tmp_path / "data" / "groups.json"
+    out.parent.mkdir()
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(sweep), "--groups-json",
+                           str(out), "--net", "D"], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads(out.read_text())
+    assert written == json.loads((sweep / "groups.json").read_text())
+    assert written["groups"][0]["final"]["D/act0"]["dead_frac"]["n"] == 2
+    assert "| dead_frac (% of channels, last check) | seeds | D/act0 | D |" in done.stdout
+    assert "G/act0" not in (sweep / "groups.md").read_text()
 
 
 def test_spread_ignores_missing_values():
