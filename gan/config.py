@@ -209,6 +209,7 @@ class TrainConfig:
     beta1: float = 0.5
     beta2: float = 0.999
     ema_beta: Optional[float] = None
+    lr_decay: float = 0.0  # the last share of the run over which both learning rates fall linearly to 0; 0 = constant
     log_every: int = 10
     sample_every: int = 250
     ckpt_every: int = 500
@@ -239,6 +240,9 @@ class TrainConfig:
                 raise ConfigError(f"train.{key}={getattr(self, key)!r} must be in (0, 1) (MindSpore's Adam)")
         if self.ema_beta is not None:
             _in_unit_interval("train.ema_beta", self.ema_beta)
+        if isinstance(self.lr_decay, bool) or not 0.0 <= self.lr_decay <= 1.0:
+            raise ConfigError(f"train.lr_decay={self.lr_decay!r} must be in [0, 1] (the share of the run at its end "
+                              f"over which the learning rates fall linearly to 0; 0 = constant)")
         from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
         _choice("train.loss", self.loss, tuple(LOSSES))
         _positive("train.gp_weight", self.gp_weight)
@@ -266,7 +270,11 @@ def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: flo
 HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
                "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
                "d_norm": ("model", "d_norm"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
-               "g_kind": ("act", "g_kind"), **{key: ("act", key) for keys in ACT_KIND_PARAMS.values() for key in keys}}
+               "g_kind": ("act", "g_kind"), **{key: ("act", key) for keys in ACT_KIND_PARAMS.values() for key in keys},
+               "recycle": ("diagnostics", "recycle")}
+
+
+RECYCLE_NETS = ("D", "G")  # diagnostics.recycle_nets: the probe name prefixes of the two networks
 
 
 @dataclass
@@ -279,10 +287,21 @@ class DiagnosticsConfig:
     tau_grad: float = 0.025
     dead_neg_frac: float = 0.99
     persist_checks: int = 3
+    recycle: bool = False  # ReDo: re-initialise the channels found dormant at each check (gan.recycle)
+    recycle_nets: List[str] = field(default_factory=lambda: ["D"])  # the networks recycle=true acts on
 
     def __post_init__(self) -> None:
         _positive("diagnostics.interval", self.interval)
         check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
+        if not isinstance(self.recycle, bool):
+            raise ConfigError(f"diagnostics.recycle={self.recycle!r} is not allowed: use true or false")
+        nets = list(self.recycle_nets)
+        if not nets or len(set(nets)) != len(nets) or not set(nets) <= set(RECYCLE_NETS):
+            raise ConfigError(f"diagnostics.recycle_nets={nets!r} is not allowed: give a non-empty list of distinct "
+                              f"networks out of {list(RECYCLE_NETS)}, e.g. [D]")
+        if self.recycle and not self.enabled:
+            raise ConfigError("diagnostics.recycle=true needs diagnostics.enabled=true: channels are recycled at "
+                              "the dead-channel checks")
 
 
 @dataclass
@@ -419,11 +438,18 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+# With diagnostics.recycle=true the check schedule changes the weights, so it is part of the experiment.
+RECYCLE_SCHEDULE = frozenset({"diagnostics.enabled", "diagnostics.interval"})
+
+
 def experiment_changes(old: Config, new: Config) -> dict[str, list]:
-    """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs."""
+    """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs (the check schedule
+    included when either run recycles channels)."""
     before, after = _flat(asdict(old)), _flat(asdict(new))
+    recycles = old.diagnostics.recycle or new.diagnostics.recycle
+    may_change = RESUME_MAY_CHANGE - RECYCLE_SCHEDULE if recycles else RESUME_MAY_CHANGE
     return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())
-            if key not in RESUME_MAY_CHANGE and before.get(key) != after.get(key)}
+            if key not in may_change and before.get(key) != after.get(key)}
 
 
 def config_from_yaml(text: str) -> Config:

@@ -596,8 +596,9 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     return "".join(parts) + "</body></html>"
 
 
-def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000) -> Path:
-    """Render an HTML file with headless Chromium (Debian `chromium`) into a PNG of width x height pixels."""
+def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000, top: int = 0) -> Path:
+    """Render an HTML file with headless Chromium (Debian `chromium`) into a PNG of width x height pixels,
+    starting `top` pixels down the page (to show a section further down, e.g. the heatmaps)."""
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
         raise FileNotFoundError("a screenshot needs headless Chromium: install Debian's chromium "
@@ -608,10 +609,14 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int
         shot = Path(tmp) / png.name
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-                 "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={shot}"]
+                 "--hide-scrollbars", f"--window-size={width},{top + height}", f"--screenshot={shot}"]
         done = subprocess.run([binary, *flags, Path(page).resolve().as_uri()], capture_output=True, text=True,
                               timeout=300)
         if done.returncode != 0 or not shot.is_file():
             raise RuntimeError(f"chromium failed to screenshot {page} (exit {done.returncode}): {done.stderr[-500:]}")
+        if top:
+            with Image.open(shot) as full:
+                cropped = full.crop((0, top, width, top + height))
+            cropped.save(shot)
         os.replace(shot, png)  # atomic: same folder
     return png

@@ -15,6 +15,9 @@ neg_frac[c] = share of x <= 0; dormant score = mean|y|[c] / mean over channels; 
 mean over channels; dead = neg_frac >= dead_neg_frac; persistently dead = dead at `persist_checks`
 consecutive checks; still-dead share = dead now among those dead at the previous check.
 
+Recycling (diagnostics.recycle, gan.recycle): a record's `dormant` channels can be re-initialised right after
+the check; the record then carries `recycled` and the logger writes `recycle` events and counts.
+
 Wiring into a training loop: `TrainingDiagnostics` (schedule, records, resume state, hparams), with two
 jitted steps selected by `due(step)` and `set_probing`; docs/diagnostics.md shows the loop. Checkpoints
 and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`.
@@ -34,7 +37,7 @@ from mindspore import ops as msops
 from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import heatmap_image, network_summary
 from gan.layers import BiasAct, ConvAct
-from gan.run_files import DIAGNOSTICS_FILE, append_jsonl, read_jsonl
+from gan.run_files import DIAGNOSTICS_FILE, append_event, append_jsonl, read_jsonl
 from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
 
 # The project's activation cells (BatchNormAct: fused BN + LeakyReLU; ConvAct: a conv fused with its activation,
@@ -340,7 +343,7 @@ class DeadChannelTracker:
                 "still_dead_frac": _share(dead[was_dead]) if was_dead.any() else None,
                 "neg_frac": _round(s.neg_frac), "dormant_score": _round(dormant),
                 "grad_score": None if grad is None else _round(grad),
-                "dead": np.flatnonzero(dead).tolist(),
+                "dead": np.flatnonzero(dead).tolist(), "dormant": np.flatnonzero(dormant <= c.tau).tolist(),
                 "persistent": np.flatnonzero(streak >= c.persist_checks).tolist(),
                 "hist": {"preact": s.preact_hist and asdict(s.preact_hist),
                          "grad": s.grad_hist and asdict(s.grad_hist)},
@@ -387,7 +390,8 @@ class DiagnosticsLogger:
         self.layout_written = True
 
     def log(self, record: dict) -> None:
-        """Append the record to diagnostics.jsonl and write its TensorBoard scalars, histograms and heatmaps."""
+        """Append the record to diagnostics.jsonl and write its TensorBoard scalars, histograms and heatmaps; for
+        recycled channels also the counts (recycle/<layer>/count) and one `recycle` event per layer in events.jsonl."""
         append_jsonl(self.path, record)
         self._remember(record)
         step, layers = record["step"], record["layers"]
@@ -405,6 +409,11 @@ class DiagnosticsLogger:
             self.writer.add_image(f"diag_heatmap/{layer}", heatmap_image(matrix), step, dataformats="HWC")
         for layer, values in record.get("slopes", {}).items():
             self.writer.add_histogram(f"diag_slopes/{layer}", np.asarray(values, np.float64), step)
+        for layer, channels in record.get("recycled", {}).items():
+            self.writer.add_scalar(f"recycle/{layer}/count", len(channels), step)
+            if channels:
+                append_event(self.path.parent, step, "recycle", {"net": layer.split("/")[0], "layer": layer,
+                                                                 "channels": channels, "count": len(channels)})
         for net in sorted({layer.split("/")[0] for layer in layers}):
             for metric in self.SCALARS[:4]:
                 value = network_summary(record, net, metric)
@@ -437,18 +446,20 @@ def log_hparams(writer, hparams: dict, metrics: dict) -> None:
 
 def run_hparams(cfg: object) -> dict[str, float | int | str]:
     """The hparams a sweep compares (slope, precision, fusion, model size, loss, activation kinds and every
-    kind's act.* parameters, so that all runs share the keys) from a run's config."""
+    kind's act.* parameters, so that all runs share the keys; diagnostics.recycle) from a run's config."""
     return {key: getattr(getattr(cfg, group), attr) for key, (group, attr) in HPARAM_KEYS.items()}
 
 
 class TrainingDiagnostics:
     """A training loop's diagnostics: which steps are checks, the records they write, resume state, final metrics.
 
-    `probes` empty means diagnostics are off: `due` is always False and nothing is written.
+    `probes` empty means diagnostics are off: `due` is always False and nothing is written. `recycle(step,
+    record)`, when given, acts on each check's record before it is logged and returns {layer: channels
+    recycled} (gan.recycle, diagnostics.recycle=true), stored as the record's "recycled" field.
     """
 
     def __init__(self, probes: list[ProbedActivation], criteria: Criteria, interval: int, writer,
-                 run_dir: str | Path) -> None:
+                 run_dir: str | Path, recycle: Callable[[int, dict], dict[str, list[int]]] | None = None) -> None:
         if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
             raise ValueError(f"diagnostics.interval={interval!r} is not allowed: it must be an integer >= 1")
         self.probes = probes
@@ -457,6 +468,7 @@ class TrainingDiagnostics:
         self.tracker = DeadChannelTracker(criteria)
         self.logger = DiagnosticsLogger(writer, run_dir) if probes and writer is not None else None  # None: not rank 0
         self.last: dict | None = None
+        self.recycle = recycle
 
     def due(self, step: int) -> bool:
         """True when the step that ends at `step` (1-based count of steps done) is a check step."""
@@ -472,6 +484,8 @@ class TrainingDiagnostics:
         slopes = {p.layer: s for p in self.probes if (s := p.learned_slopes()) is not None}
         if slopes:
             self.last["slopes"] = slopes
+        if self.recycle is not None:  # on every rank: the reduced record is the same everywhere
+            self.last["recycled"] = self.recycle(step, self.last)
         if self.logger is not None:
             self.logger.log(self.last)
         return self.last

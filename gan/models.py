@@ -158,19 +158,33 @@ class Discriminator(nn.Cell):
         return self.layers(x).reshape(-1)
 
 
-def init_dcgan_weights(net: Generator | Discriminator, rng: np.random.Generator) -> None:
-    """DCGAN init: conv weights ~ N(0, 0.02), biases 0, BatchNorm gamma ~ N(1, 0.02), beta = 0, spectral norm's
-    u a random unit vector (seeded, host-side)."""
-    for name, cell in net.layers.name_cells().items():
-        if name.startswith("conv"):
-            cell.weight.set_data(Tensor(rng.normal(0.0, 0.02, cell.weight.shape).astype(np.float32)))
-            if cell.has_bias:
-                cell.bias.set_data(Tensor(np.zeros(cell.bias.shape, np.float32)))
+def dcgan_values(name: str, cell: nn.Cell, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Fresh DCGAN-initialised values of one layer's parameters, by attribute: conv weights ~ N(0, 0.02), biases
+    0, BatchNorm gamma ~ N(1, 0.02), beta 0 (the initialiser of a new run and of recycled channels)."""
+    if name.startswith("conv"):
+        values = {"weight": rng.normal(0.0, 0.02, cell.weight.shape).astype(np.float32)}
+        return values | ({"bias": np.zeros(cell.bias.shape, np.float32)} if cell.has_bias else {})
+    if name.startswith("bn"):
+        return {"gamma": rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32),
+                "beta": np.zeros(cell.beta.shape, np.float32)}
+    return {}
+
+
+def initialise(values: Callable[[str, nn.Cell, np.random.Generator], dict[str, np.ndarray]]) -> Callable:
+    """A network's seeded init from its per-layer initialiser `values`; spectral norm's u becomes a random unit
+    vector (seeded, host-side) right after its layer's weight."""
+
+    def init(net: nn.Cell, rng: np.random.Generator) -> None:
+        for name, cell in net.layers.name_cells().items():
+            for attr, value in values(name, cell, rng).items():
+                getattr(cell, attr).set_data(Tensor(value))
             if isinstance(cell, SpectralNorm):
                 cell.reset_u(rng)
-        elif name.startswith("bn"):
-            cell.gamma.set_data(Tensor(rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32)))
-            cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
+
+    return init
+
+
+init_dcgan_weights = initialise(dcgan_values)
 
 
 MLP_G_DEPTH, MLP_D_DEPTH = 4, 3  # hidden layers of PacGAN's 2D generator and discriminator
@@ -247,20 +261,20 @@ class MLPDiscriminator(nn.Cell):
         return self.layers(x).reshape(-1)
 
 
-def init_mlp_weights(net: MLPGenerator | MLPDiscriminator, rng: np.random.Generator) -> None:
-    """Glorot-uniform weights and zero biases (TensorFlow's dense defaults, as in PacGAN), BatchNorm 1 / 0."""
-    for name, cell in net.layers.name_cells().items():
-        if name.startswith("conv"):
-            fan_out, fan_in = cell.weight.shape[:2]
-            bound = np.sqrt(6.0 / (fan_in + fan_out))
-            cell.weight.set_data(Tensor(rng.uniform(-bound, bound, cell.weight.shape).astype(np.float32)))
-            if cell.bias is not None:
-                cell.bias.set_data(Tensor(np.zeros(cell.bias.shape, np.float32)))
-            if isinstance(cell, SpectralNorm):
-                cell.reset_u(rng)
-        elif name.startswith("bn"):
-            cell.gamma.set_data(Tensor(np.ones(cell.gamma.shape, np.float32)))
-            cell.beta.set_data(Tensor(np.zeros(cell.beta.shape, np.float32)))
+def mlp_values(name: str, cell: nn.Cell, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Fresh values of one 2D layer's parameters: Glorot-uniform weights and zero biases (TensorFlow's dense
+    defaults, as in PacGAN), BatchNorm gamma 1, beta 0."""
+    if name.startswith("conv"):
+        fan_out, fan_in = cell.weight.shape[:2]
+        bound = np.sqrt(6.0 / (fan_in + fan_out))
+        values = {"weight": rng.uniform(-bound, bound, cell.weight.shape).astype(np.float32)}
+        return values | ({"bias": np.zeros(cell.bias.shape, np.float32)} if cell.bias is not None else {})
+    if name.startswith("bn"):
+        return {"gamma": np.ones(cell.gamma.shape, np.float32), "beta": np.zeros(cell.beta.shape, np.float32)}
+    return {}
+
+
+init_mlp_weights = initialise(mlp_values)
 
 
 def image_side(model: ModelConfig) -> int:
@@ -279,8 +293,9 @@ class Networks(NamedTuple):
     generator: type[nn.Cell]
     discriminator: type[nn.Cell]
     init: Callable[[nn.Cell, np.random.Generator], None]
+    values: Callable[[str, nn.Cell, np.random.Generator], dict[str, np.ndarray]]  # one layer's fresh parameters
     sample_side: Callable[[ModelConfig], int]  # a sample (and D's input) is (channels, side, side)
 
 
-NETWORKS = {"dcgan": Networks(Generator, Discriminator, init_dcgan_weights, image_side),
-            "mlp": Networks(MLPGenerator, MLPDiscriminator, init_mlp_weights, point_side)}
+NETWORKS = {"dcgan": Networks(Generator, Discriminator, init_dcgan_weights, dcgan_values, image_side),
+            "mlp": Networks(MLPGenerator, MLPDiscriminator, init_mlp_weights, mlp_values, point_side)}

@@ -74,7 +74,8 @@ class RunOutputs:
             self.summary.objective_name = self.evaluator.objective
         self.diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
                                                1 if t.dry_run else conf.diagnostics.interval,
-                                               self.reporter and self.reporter.writer, run_dir)
+                                               self.reporter and self.reporter.writer, run_dir,
+                                               trainer.recycle if trainer.recyclers else None)
         if "diagnostics" in meta:
             self.diagnostics.load_state_dict(meta["diagnostics"])  # dead-streak history for "persistently dead"
         self._consecutive_bad = 0

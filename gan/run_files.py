@@ -7,7 +7,8 @@ run rewrites the later steps, never glues a record to a partial line, and never 
 
 `events.jsonl` records what happened to the run, one `{"step": int, "kind": str, "detail": {...}}` per
 event; kinds (`EVENT_KINDS`): `resume` (detail: {"checkpoint": path}), `resume_override` (detail:
-{"changed": {"dotted.key": [old, new], ...}}), `nonfinite_skip` (detail: {"network": ..., ...}).
+{"changed": {"dotted.key": [old, new], ...}}), `nonfinite_skip` (detail: {"network": ..., ...}), `recycle`
+(detail: {"net": "D", "layer": "D/act1", "channels": [indices], "count": n}; one per layer, gan.recycle).
 """
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ DIAGNOSTICS_FILE = "diagnostics.jsonl"  # one record per dead-channel check (gan
 LOSSES_FILE = "losses.jsonl"  # one line per log step: {"step", "loss_d", "loss_g", "d_x", "d_g_z"}
 METRICS_FILE = "metrics.json"  # the latest evaluation's flat {name: number} (gan.evaluation)
 METRICS_HISTORY_FILE = "metrics.jsonl"  # one record {"step", <name>: value...} per evaluation
-EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps
+EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps, recycled channels
 REPORT_FILE = "report.html"  # the run's dashboard page
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
-EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip")
+EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "recycle")
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
 OVERRIDES_FILE = ".hydra/overrides.yaml"  # the command-line overrides of a Hydra job
 log = logging.getLogger(__name__)

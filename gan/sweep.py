@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from gan.dashboard import SUMMARY_METRICS, network_summary
+from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary
 from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
                            write_text_atomic)
 
@@ -103,3 +103,114 @@ def write_summary(sweep_dir: str | Path, out_dir: str | Path | None = None) -> t
     out = Path(out_dir or sweep_dir)
     paths = [write_text_atomic(out / "summary.csv", to_csv(rows)), write_text_atomic(out / "summary.md", to_markdown(rows))]
     return rows, paths
+
+
+GROUPS_JSON, GROUPS_MD = "groups.json", "groups.md"  # seed statistics per group of a sweep (write_groups)
+
+
+def spread(values: list[float]) -> dict:
+    """Mean, sample standard deviation (0 for one value), min, max and count of the finite values; None if none."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not finite:
+        return None
+    mean = sum(finite) / len(finite)
+    std = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1)) if len(finite) > 1 else 0.0
+    return {"mean": mean, "std": std, "min": min(finite), "max": max(finite), "n": len(finite)}
+
+
+def _layer_values(records: list[dict]) -> dict[str, dict[str, list[tuple[int, float | None]]]]:
+    """{layer or "G"/"D" (channel-weighted): {metric: [(step, value) per check]}} of one run's diagnostics."""
+    series: dict[str, dict[str, list]] = {}
+    for record in records:
+        names = list(record["layers"]) + sorted({layer.split("/")[0] for layer in record["layers"]})
+        for name in names:
+            for metric in SUMMARY_METRICS:
+                value = (record["layers"][name].get(metric) if name in record["layers"]
+                         else network_summary(record, name, metric))
+                series.setdefault(name, {}).setdefault(metric, []).append((int(record["step"]), value))
+    return series
+
+
+def group_summary(sweep_dir: str | Path) -> dict:
+    """Per group of jobs differing only in their seed (the dashboard's groups): final metrics and dead-channel
+    statistics per layer as mean/std/min/max over the seeds, and the same statistics at every check step."""
+    root = Path(sweep_dir)
+    jobs = find_jobs(root)
+    if not jobs:
+        raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
+    runs = []
+    for job in jobs:
+        diag = job / DIAGNOSTICS_FILE
+        metrics = job / METRICS_FILE
+        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job),
+                     "metrics": json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {},
+                     "series": _layer_values(read_jsonl(diag)) if diag.is_file() else {}})
+    groups, common, varied = group_runs(runs, [r["job"] for r in runs])
+    out = []
+    for group in groups:
+        members = group.runs
+        layers = sorted({name for r in members for name in r["series"]}, key=_layer_order)
+        final, over_time = {}, {}
+        for layer in layers:
+            for metric in SUMMARY_METRICS:
+                per_run = [dict(r["series"].get(layer, {}).get(metric, [])) for r in members]
+                steps = sorted({s for points in per_run for s in points})
+                if steps:
+                    final.setdefault(layer, {})[metric] = spread([p[max(p)] for p in per_run if p])
+                    over_time.setdefault(layer, {})[metric] = [
+                        {"step": s, **(spread([p.get(s) for p in per_run]) or {"n": 0})} for s in steps]
+        metric_names = sorted({k for r in members for k, v in r["metrics"].items() if isinstance(v, (int, float))})
+        out.append({"label": group.label, "settings": {k: members[0]["settings"].get(k) for k in varied},
+                    "seeds": [r["settings"].get(SEED_KEY) for r in members], "jobs": [r["job"] for r in members],
+                    "metrics": {k: spread([r["metrics"].get(k) for r in members]) for k in metric_names},
+                    "final": final, "over_time": over_time})
+    return {"sweep": str(root.resolve().name), "common": common, "varied": varied, "groups": out}
+
+
+def _layer_order(name: str) -> tuple:
+    """G before D; a network's layers in order, then the network as a whole ("G", "D")."""
+    net, _, layer = name.partition("/")
+    digits = "".join(ch for ch in layer if ch.isdigit())
+    return net != "G", net, not layer, int(digits) if digits else -1, layer
+
+
+def _mean_std(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
+    """"mean ± std" of a spread() dict, scaled (100 for percentages); the mean alone for one value; empty for None."""
+    if not stats:
+        return ""
+    mean = f"{stats['mean'] * scale:.{digits}f}"
+    return mean if stats["n"] == 1 else f"{mean} ± {stats['std'] * scale:.{digits}f}"
+
+
+def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets: tuple[str, ...] = ("G", "D")) -> str:
+    """Markdown tables of a group_summary(): one per dead-channel statistic (percent of channels at the last check,
+    rows = groups, columns = the layers of `nets`), then one of the final quality metrics; mean ± std over the seeds."""
+    groups = summary["groups"]
+    layers = sorted({name for g in groups for name in g["final"] if name.split("/")[0] in nets}, key=_layer_order)
+    parts = []
+    for metric in SUMMARY_METRICS:
+        header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(layers) + " |"
+        rows = [f"| {g['label']} | {len(g['seeds'])} | "
+                + " | ".join(_mean_std(g["final"].get(layer, {}).get(metric), 100) for layer in layers) + " |"
+                for g in groups]
+        parts.append("\n".join([header, "|" + "---|" * (len(layers) + 2), *rows]))
+    names = metrics or sorted({k for g in groups for k in g["metrics"]})
+    if names:
+        header = "| group | seeds | " + " | ".join(names) + " |"
+        rows = [f"| {g['label']} | {len(g['seeds'])} | "
+                + " | ".join(_mean_std(g["metrics"].get(k), 1, 3) for k in names) + " |" for g in groups]
+        parts.append("\n".join([header, "|" + "---|" * (len(names) + 2), *rows]))
+    return "\n\n".join(parts) + "\n"
+
+
+def write_groups(sweep_dir: str | Path, json_path: str | Path | None = None,
+                 nets: tuple[str, ...] = ("G", "D")) -> tuple[dict, list[Path]]:
+    """Write groups.json and groups.md (tables of the layers of `nets`) into the sweep directory, and the JSON
+    also to `json_path` when given."""
+    summary = group_summary(sweep_dir)
+    text = json.dumps(summary, indent=1, sort_keys=False) + "\n"
+    paths = [write_text_atomic(Path(sweep_dir) / GROUPS_JSON, text),
+             write_text_atomic(Path(sweep_dir) / GROUPS_MD, groups_markdown(summary, nets=nets))]
+    if json_path is not None:
+        paths.append(write_text_atomic(json_path, text))
+    return summary, paths

@@ -25,14 +25,14 @@ from gan.config import POINT_DATASETS, Config, ConfigError
 from gan.metrics import mode_metrics
 from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
 from gan.tasks import PointData
-from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents
+from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents, scheduled_lr
 from ops import leaky_relu
 
 _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
-             ("train.ema_beta", lambda c: c.train.ema_beta, None), ("distributed", lambda c: c.distributed, False),
+             ("distributed", lambda c: c.distributed, False),
              ("model.d_norm", lambda c: c.model.d_norm, "none"), ("model.g_norm", lambda c: c.model.g_norm, "batch"),
              ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
              ("train.d_steps", lambda c: c.train.d_steps, 1),
@@ -126,6 +126,10 @@ class BatchedGAN(nn.Cell):
         self._state = tuple((*self.g_params, *self.moving_mean, *self.moving_var, *self.d_params))
         self._names = tuple(p.name for p in self._state)
         t = conf.train
+        # G's EMA (train.ema_beta) as train.py keeps it: averaged weights, BatchNorm statistics taken from G.
+        self.ema_beta = t.ema_beta
+        self.ema = ms.ParameterTuple([param("ema." + p.name[len("generator."):], p.asnumpy(), False)
+                                      for p in self.g_params] if t.ema_beta is not None else [])
         self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
         self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps",
@@ -133,11 +137,15 @@ class BatchedGAN(nn.Cell):
         self.grad_d = ms.value_and_grad(self._d_loss, None, self.d_params, has_aux=True)
         self.grad_g = ms.value_and_grad(self._g_loss, None, self.g_params, has_aux=True)
 
-    def generator(self, z: Tensor, training: bool) -> Tensor:
-        """(T, N, nz) latents -> (T, N, 2) points; training: batch statistics per trial, moving ones updated."""
+    def generator(self, z: Tensor, training: bool, params: tuple | None = None) -> Tensor:
+        """(T, N, nz) latents -> (T, N, 2) points; training: batch statistics per trial, moving ones updated.
+        `params`: weights in g_params' order (default G's own; `self.ema` for the EMA generator)."""
+        params = self.g_params if params is None else params
+        w, b = params[:MLP_G_DEPTH + 1], params[MLP_G_DEPTH + 1]
+        gamma, beta = params[MLP_G_DEPTH + 2:2 * MLP_G_DEPTH + 2], params[2 * MLP_G_DEPTH + 2:]
         h = z
         for i in range(MLP_G_DEPTH):
-            y = _BMM(h, self.g_w[i])
+            y = _BMM(h, w[i])
             if training:
                 mean = y.mean(1, keep_dims=True)
                 var = ops.square(y - mean).mean(1, keep_dims=True)
@@ -148,9 +156,9 @@ class BatchedGAN(nn.Cell):
                            + (1 - _BN_KEEP) * ops.stop_gradient(var.squeeze(1)) * (n / (n - 1.0)))
             else:
                 mean, var = self.moving_mean[i].expand_dims(1), self.moving_var[i].expand_dims(1)
-            y = (y - mean) / ops.sqrt(var + _BN_EPS) * self.gamma[i].expand_dims(1) + self.beta[i].expand_dims(1)
+            y = (y - mean) / ops.sqrt(var + _BN_EPS) * gamma[i].expand_dims(1) + beta[i].expand_dims(1)
             h = leaky_relu(y, self.g_slopes[i], clamp=self.clamp)
-        return _BMM(h, self.g_w[MLP_G_DEPTH]) + self.g_b.expand_dims(1)
+        return _BMM(h, w[MLP_G_DEPTH]) + b.expand_dims(1)
 
     def discriminator(self, x: Tensor) -> Tensor:
         """(T, N, 2) points -> (T, N) logits."""
@@ -174,8 +182,11 @@ class BatchedGAN(nn.Cell):
         the sum non-finite (a sum of finite values overflowing, far beyond any gradient here, would skip too)."""
         return ops.isfinite(ops.addn([g.reshape(self.trials, -1).sum(1) for g in grads]))
 
-    def construct(self, real: Tensor, z: Tensor) -> tuple:
-        """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents."""
+    def construct(self, real: Tensor, z: Tensor, lr: Tensor) -> tuple:
+        """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents, both
+        optimisers at learning rate `lr` (a graph input: the schedule of train.lr_decay costs no extra launch)."""
+        ops.assign(self.opt_d.learning_rate, lr)
+        ops.assign(self.opt_g.learning_rate, lr)
         (_, loss_d, d_real, d_fake), grads_d = self.grad_d(real, z)
         finite_d = self._per_trial_finite(grads_d)
         if finite_d.all():
@@ -184,6 +195,9 @@ class BatchedGAN(nn.Cell):
         finite_g = self._per_trial_finite(grads_g)
         if finite_g.all():
             self.opt_g(grads_g)
+        if self.ema_beta is not None:
+            for src, dst in zip(self.g_params, self.ema):
+                ops.assign(dst, dst * self.ema_beta + src * (1.0 - self.ema_beta))
         finite = ops.logical_and(finite_d, finite_g)
         ops.assign_add(self.skipped, ops.logical_not(finite).astype(ms.float32))
         return loss_d, loss_g, d_real, d_fake, finite
@@ -194,7 +208,11 @@ class BatchedGAN(nn.Cell):
         for name, p in zip(self._names, self._state):
             value = p.asnumpy()[trial]
             arrays[name] = value.T if name.endswith(".weight") else value
-        return arrays
+        for p in self.ema:
+            arrays[p.name] = p.asnumpy()[trial].T if p.name.endswith(".weight") else p.asnumpy()[trial]
+        for name in [n for n in arrays if ".moving_" in n]:  # train.py's EMA copies G's statistics
+            arrays[name.replace("generator.", "ema.")] = arrays[name] if self.ema else None
+        return {k: v for k, v in arrays.items() if v is not None}
 
 
 @dataclass
@@ -218,6 +236,7 @@ class BatchedTrainer:
         self.model = BatchedGAN(conf, self.seeds)
         self.data = [PointData(conf.data.name, conf.train.batch_size, seed) for seed in self.seeds]
         self.step = 0
+        self.length = conf.train.steps  # the learning-rate schedule's run length (train.lr_decay)
         self._step = ms.jit(self.model.construct)
 
     def inputs(self, step: int) -> tuple[np.ndarray, np.ndarray]:
@@ -231,18 +250,25 @@ class BatchedTrainer:
         """Train every trial from the current step to step `end`; the numbers of the last step."""
         if end <= self.step:
             raise ValueError(f"train_to({end}) but the trainer is already at step {self.step}")
+        if self.conf.train.lr_decay and end > self.length:
+            raise ValueError(f"train_to({end}) runs past train.steps={self.length}, the length train.lr_decay's "
+                             f"schedule decays to 0 at")
         while self.step < end:
+            lr = Tensor(scheduled_lr(self.conf.train, self.step, self.length), ms.float32)
             real, z = self.inputs(self.step)
-            outputs = self._step(Tensor(real), Tensor(z))
+            outputs = self._step(Tensor(real), Tensor(z), lr)
             self.step += 1
         return TrialBatch(*(o.asnumpy() for o in outputs), self.model.skipped.asnumpy().astype(np.int64))
 
-    def generate(self, z: np.ndarray) -> np.ndarray:
-        """(T, N, nz) latents -> (T, N, 2) points, BatchNorm in inference mode (as gan.evaluation does)."""
-        return self.model.generator(Tensor(z.astype(np.float32)), False).asnumpy()
+    def generate(self, z: np.ndarray, ema: bool = True) -> np.ndarray:
+        """(T, N, nz) latents -> (T, N, 2) points, BatchNorm in inference mode, with the EMA generator when
+        train.ema_beta is set and `ema` (as gan.evaluation does)."""
+        params = self.model.ema if ema and self.model.ema else None
+        return self.model.generator(Tensor(z.astype(np.float32)), False, params).asnumpy()
 
-    def evaluate(self) -> list[dict[str, float]]:
-        """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points)."""
+    def evaluate(self, ema: bool = True) -> list[dict[str, float]]:
+        """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points), from the
+        EMA generator when train.ema_beta is set (as train.py) unless ema=False (then from G itself)."""
         n, nz = self.conf.eval.num_samples, self.conf.model.nz
         z = np.stack([latents(seed, 0, _EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
-        return [mode_metrics(points, self.conf.data.name) for points in self.generate(z)]
+        return [mode_metrics(points, self.conf.data.name) for points in self.generate(z, ema)]

@@ -18,20 +18,21 @@ from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
 from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
-from gan.config import Config, ConfigError, PrecisionConfig, check_resume, to_config
+from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
 from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.outputs import RunOutputs, RunSummary
+from gan.recycle import Recycler
 from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
 from ops import jit_level
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS = 1, 2, 3, 4, 5, 6
+_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
 
 
@@ -88,6 +89,19 @@ def first_nonfinite_layer(net: Generator | Discriminator, x: Tensor) -> str | No
 def model_params(net: nn.Cell) -> list[ms.Parameter]:
     """The network's own Parameters, without the diagnostics probes' accumulators."""
     return [p for p in net.get_parameters() if not is_diagnostic_param(p.name)]
+
+
+class SetLearningRate(nn.Cell):
+    """Writes an optimiser's `learning_rate` Parameter from inside a graph: a host-side set_data after the
+    steps compiled is not seen by them (MindSpore 2.10 keeps the graph's own copy)."""
+
+    def __init__(self, opt: nn.Optimizer) -> None:
+        super().__init__()
+        self.rate = opt.learning_rate  # one optimiser per cell: both optimisers name theirs "learning_rate"
+
+    def construct(self, lr: Tensor) -> Tensor:
+        ops.assign(self.rate, lr)
+        return lr
 
 
 class EMA(nn.Cell):
@@ -196,7 +210,16 @@ class GANTrainer:
         self.gp_weight, self.r1_gamma, self.r1_every = t.gp_weight, t.r1_gamma, t.r1_every
         self._steps: dict[tuple[bool, bool], tuple[Callable, Callable]] = {}
         self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
+        self._set_lr = tuple(self._compile(SetLearningRate(opt)) for opt in (self.opt_g, self.opt_d))
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
+        # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.recycle), keyed by (seed, step).
+        optimizers = {"G": (self.g, self.opt_g), "D": (self.d, self.opt_d)}
+        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, _RECYCLE)
+                          for net in cfg.diagnostics.recycle_nets] if cfg.diagnostics.recycle else []
+
+    def recycle(self, step: int, record: dict) -> dict[str, list[int]]:
+        """Recycle the channels the check `record` of step `step` found dormant; {layer: channel indices}."""
+        return {layer: channels for r in self.recyclers for layer, channels in r(step, record).items()}
 
     def _d_loss(self, r1: bool) -> Callable:
         """D's loss (real, z, eps) -> (scaled loss, loss, D(x), D(G(z))), with the R1 penalty when r1 is True."""
@@ -317,6 +340,11 @@ class GANTrainer:
                          float(self.scaler_d.scale_value.asnumpy()), float(self.scaler_g.scale_value.asnumpy()),
                          finite and bool(finite_g.asnumpy()))
 
+    def set_lr(self, lr: float) -> None:
+        """Set both optimisers' learning rate (read by the jitted steps from their Parameters)."""
+        for set_lr in self._set_lr:
+            set_lr(Tensor(lr, ms.float32))
+
     def generate(self, z: np.ndarray) -> np.ndarray:
         """Images from latents with the EMA generator when enabled, BatchNorm in inference mode."""
         net = self.g_ema or self.g
@@ -402,6 +430,13 @@ class _InterruptFlag:
         self.requested = True
 
 
+def scheduled_lr(train: TrainConfig, step: int, end: int) -> float:
+    """The learning rate of 0-based step `step` of a run of `end` steps: train.lr, falling linearly to 0 over the
+    last train.lr_decay share of the run (a decaying rate lets G settle onto the modes instead of jittering)."""
+    decay_steps = train.lr_decay * end
+    return train.lr if decay_steps <= 0 else train.lr * min(1.0, (end - step) / decay_steps)
+
+
 def total_steps(cfg: Config, num_images: int) -> int:
     """train.steps, or train.epochs converted to steps with the dataset size (a step takes train.d_steps batches)."""
     if cfg.train.steps is not None:
@@ -464,6 +499,8 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         with _InterruptFlag() as interrupt:
             for step in range(start, end):
                 inputs = step_inputs(conf, world, batches, step)
+                if conf.train.lr_decay:
+                    trainer.set_lr(scheduled_lr(conf.train, step, end))
                 with world.guard(f"training step {step + 1}"):
                     stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
                                               _AVERAGED)

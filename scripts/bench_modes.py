@@ -126,19 +126,24 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     records = []
     for dataset in args.datasets:
         for slope in args.slopes:
+            # train.steps = the last --eval-at: the length train.lr_decay's schedule decays over
+            length = [f"train.steps={args.eval_at[-1]}"] if args.eval_at else []
             conf = to_config(compose_config([f"experiment={dataset}", f"act.negative_slope={slope}",
-                                             "diagnostics.enabled=false", *args.override]))
+                                             "diagnostics.enabled=false", *length, *args.override]))
             setup_runtime(conf.runtime)
             start = time.perf_counter()
             trainer = BatchedTrainer(conf, list(range(args.trials)))
             for steps in args.eval_at or [conf.train.steps]:
                 skipped = trainer.train_to(steps).skipped_steps
                 seconds = time.perf_counter() - start
+                # with train.ema_beta the metrics are the EMA generator's (as train.py); G's own go under "g_*"
+                own = trainer.evaluate(ema=False) if conf.train.ema_beta is not None else None
                 for seed, metrics in enumerate(trainer.evaluate()):
                     records.append({"dataset": dataset, "slope": slope, "seed": seed, "steps": steps,
                                     "skipped_steps": int(skipped[seed]),
                                     "seconds": seconds / args.trials, "batch_seconds": seconds,
-                                    "load_avg_1min": os.getloadavg()[0], **metrics})
+                                    "load_avg_1min": os.getloadavg()[0], **metrics,
+                                    **({f"g_{k}": v for k, v in own[seed].items()} if own else {})})
                     print(json.dumps(records[-1]), flush=True)
                 if args.json:
                     write_report(args.json, header, records)

@@ -1,7 +1,7 @@
 """Build the self-contained HTML dead-channel dashboard of a run directory or a sweep directory of runs.
 
     python scripts/dashboard.py multirun/2025-01-01/12-00-00 --out report.html [--screenshot report.png]
-        [--screenshot-height 2400]
+        [--screenshot-height 2400] [--screenshot-top 3000]
 
 The page compares the runs found below the directory (see gan/dashboard.py for the files it reads) and
 opens in a browser without a server: images are inline, there is no JavaScript and no network access.
@@ -26,9 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screenshot", type=Path, help="also render the page to this PNG with headless Chromium")
     parser.add_argument("--screenshot-height", type=int, default=2000,
                         help="height of the screenshot in pixels (width 1400; default 2000)")
+    parser.add_argument("--screenshot-top", type=int, default=0,
+                        help="start the screenshot this many pixels down the page (default 0: the top)")
     args = parser.parse_args(argv)
     if args.screenshot_height < 100:
         parser.error(f"--screenshot-height={args.screenshot_height} is not allowed: use at least 100 pixels")
+    if args.screenshot_top < 0:
+        parser.error(f"--screenshot-top={args.screenshot_top} is not allowed: use 0 or more pixels")
     try:
         page = build_dashboard(args.run_dir, args.title)
     except (FileNotFoundError, ValueError) as err:
@@ -37,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out} ({len(page) / 1024:.0f} KiB)")
     if args.screenshot:
         try:
-            print(f"wrote {screenshot(out, args.screenshot, height=args.screenshot_height)}")
+            shot = screenshot(out, args.screenshot, height=args.screenshot_height, top=args.screenshot_top)
+            print(f"wrote {shot}")
         except (FileNotFoundError, RuntimeError) as err:
             parser.error(str(err))
     return 0

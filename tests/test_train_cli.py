@@ -28,7 +28,7 @@ def test_help_lists_groups_and_options():
                  "act: adaptive, default, elu, prelu, preset_highres, preset_lowres, preset_pointcloud, preset_video, rrelu",
                  "fusion: bn_act, conv_act, graph_kernel, none",
                  "runtime: default", "train: default", "diagnostics: default", "eval: default",
-                 "experiment: grid25, ring8, sngan_mnist, wgan_gp_mnist"):
+                 "experiment: dead_channels, grid25, ring8, sngan_mnist, wgan_gp_mnist"):
         assert line in out
 
 

@@ -123,6 +123,8 @@ def test_activation_presets_state_only_the_keys_they_change(preset):
     ("ring8", ["data=ring8", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
     ("grid25", ["data=grid25", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
     ("sngan_mnist", ["model.d_norm=spectral", "train.loss=hinge"]),
+    ("dead_channels", ["model.d_norm=none", "act.negative_slope=0", "act.g_negative_slope=0.2", "train.lr=1e-3",
+                       "diagnostics.interval=50"]),
     ("wgan_gp_mnist", ["model.d_norm=none", "train.loss=wgan_gp", "train.d_steps=5", "train.lr=1e-4",
                        "train.beta1=0.5", "train.beta2=0.9"]),
 ])

@@ -1,5 +1,6 @@
 """gan.toy2d_batched: T trials trained as one batched model reproduce T separate `train.py experiment=ring8` runs."""
 import numpy as np
+import mindspore as ms
 from mindspore import Tensor
 import pytest
 
@@ -51,7 +52,7 @@ def test_trials_are_independent(batched):
 
 
 @pytest.mark.parametrize("override, key", [("data=mnist", "data"), ("train.loss=hinge", "train.loss"),
-                                           ("model.d_norm=spectral", "model.d_norm"), ("train.ema_beta=0.99", "train.ema_beta"),
+                                           ("model.d_norm=spectral", "model.d_norm"),
                                            ("precision=fp16", "precision"), ("act.d_kind=prelu", "act.d_kind")])
 def test_unsupported_settings_are_named(override, key):
     with pytest.raises(ConfigError, match=key):  # data=mnist is refused while composing, the others here
@@ -64,7 +65,7 @@ def test_a_non_finite_trial_skips_the_step_and_is_counted():
     before = [trainer.model.trial_arrays(t) for t in range(len(SEEDS))]
     real, z = trainer.inputs(0)
     real[1, 0, 0] = np.nan
-    *_, finite = trainer._step(Tensor(real), Tensor(z))
+    *_, finite = trainer._step(Tensor(real), Tensor(z), Tensor(trainer.conf.train.lr, ms.float32))
     assert finite.asnumpy().tolist() == [True, False]
     assert trainer.model.skipped.asnumpy().tolist() == [0.0, 1.0]
     for t, arrays in enumerate(before):
@@ -83,3 +84,21 @@ def test_relu_kind_matches_a_separate_run(tmp_path):
     arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=5"]), tmp_path).checkpoint)
     for name, value in trainer.model.trial_arrays(0).items():
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
+
+
+def test_ema_and_lr_decay_match_a_separate_run(tmp_path):
+    """train.ema_beta (EMA generator, also what evaluate() uses) and train.lr_decay batched, against train.py."""
+    overrides = SMALL + ["train.steps=6", "eval.interval=6", "train.ckpt_every=6", "train.sample_every=6",
+                         "train.ema_beta=0.5", "train.lr_decay=0.5"]
+    trainer = BatchedTrainer(to_config(compose_config(overrides)), [5])
+    trainer.train_to(6)
+    with pytest.raises(ValueError, match="train.lr_decay"):
+        trainer.train_to(7)  # past the schedule's end
+    summary = run(compose_config(overrides + ["seed=5"]), tmp_path)
+    arrays, _ = load_checkpoint(summary.checkpoint)
+    mine = trainer.model.trial_arrays(0)
+    assert any(name.startswith("ema.") for name in mine) and set(mine) <= set(arrays)
+    for name, value in mine.items():
+        np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
+    assert not np.allclose(mine["ema.layers.conv0.weight"], mine["generator.layers.conv0.weight"], atol=1e-5)
+    assert trainer.evaluate()[0] == pytest.approx(summary.metrics, abs=1e-9)

@@ -89,7 +89,8 @@ def test_batched_trials_evaluated_at_each_length(tmp_path):
     out = tmp_path / "batched.json"
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "0.2",
-         "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--json", str(out)],
+         "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--override", "train.ema_beta=0.9", "--override",
+         "train.lr_decay=0.5", "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
@@ -97,6 +98,8 @@ def test_batched_trials_evaluated_at_each_length(tmp_path):
     assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(0, 2, 0), (1, 2, 0), (0, 4, 0),
                                                                                  (1, 4, 0)]
     assert "| ring8 | 0.2 | 4 | 2 |" in data["table"]
+    # with train.ema_beta the table is the EMA generator's, and G's own metrics are kept beside it
+    assert all({"g_modes", "g_hq_fraction", "g_reverse_kl"} <= set(r) for r in data["records"])
 
 
 @pytest.mark.slow

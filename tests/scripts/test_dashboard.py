@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.dashboard import build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png, load_run
+from gan.dashboard import (build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png,
+                           load_run, screenshot)
 from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
 from gan.diagnostics import DeadChannelTracker, LayerStats
 
@@ -277,6 +278,19 @@ def test_cli_screenshot_option_renders_the_page(sweep, tmp_path):
     pixels = np.asarray(Image.open(shot).convert("RGB"))
     assert pixels.shape == (2000, 1400, 3) and pixels.std() > 10
     assert [p.name for p in shot.parent.iterdir()] == ["report.png"]  # no temporary left behind
+
+
+@pytest.mark.slow
+def test_screenshot_top_shows_the_page_further_down(sweep, tmp_path):
+    page = tmp_path / "r.html"
+    page.write_text(build_dashboard(sweep))
+    full = np.asarray(Image.open(screenshot(page, tmp_path / "full.png", height=900)).convert("RGB"))
+    lower = np.asarray(Image.open(screenshot(page, tmp_path / "lower.png", height=400, top=500)).convert("RGB"))
+    assert lower.shape == (400, 1400, 3) and lower.std() > 10
+    assert np.array_equal(lower, full[500:900])  # the same window, the part below 500 pixels
+    done = subprocess.run([sys.executable, str(SCRIPT), str(sweep), "--out", str(page), "--screenshot",
+                           str(tmp_path / "x.png"), "--screenshot-top", "-1"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--screenshot-top=-1" in done.stderr
 
 
 def test_losses_record_keeps_diverged_steps_as_null(tmp_path):

@@ -11,7 +11,7 @@ import yaml
 
 from gan.run_files import append_jsonl
 from gan.runtime import job_threads
-from gan.sweep import find_jobs, optuna_best, summarize, to_csv, to_markdown
+from gan.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,6 +54,67 @@ def test_summary_rows_in_job_order_with_metrics_and_diagnostics(tmp_path):
     assert len(table.splitlines()) == 2 + 3
     parsed = list(csv.DictReader(to_csv(rows).splitlines()))
     assert [r["job"] for r in parsed] == ["0", "2", "10"] and parsed[0]["D dead_frac"] == ""
+
+
+def seeded_job(root: Path, number: int, slope: float, seed: int, dead: list[float]) -> None:
+    """A job with one D layer of 4 channels and G layer of 2, checked at steps 10 and 20 (dead: D's dead_frac)."""
+    job = root / str(number)
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(f"- act.negative_slope={slope}\n- seed={seed}\n")
+    (job / "metrics.json").write_text(json.dumps({"class_kl": 0.1 + seed, "class_coverage": 10}))
+    for step, frac in zip((10, 20), dead):
+        layer = {"dead_frac": frac, "dormant_frac": frac / 2, "grad_dead_frac": 0.0, "persistent_frac": 0.0}
+        append_jsonl(job / "diagnostics.jsonl", {"step": step, "layers": {
+            "G/act0": {"channels": 2, "dead_frac": 0.0, "dormant_frac": 0.0, "grad_dead_frac": None,
+                       "persistent_frac": 0.0}, "D/act0": {"channels": 4, **layer}}})
+
+
+def test_group_summary_gives_seed_statistics_per_layer_final_and_over_time(tmp_path):
+    seeded_job(tmp_path, 0, 0.0, 0, [0.25, 0.5])
+    seeded_job(tmp_path, 1, 0.0, 1, [0.0, 0.25])
+    seeded_job(tmp_path, 2, 0.0, 2, [0.25, 0.75])
+    seeded_job(tmp_path, 3, 0.2, 0, [0.0, 0.0])
+    summary = group_summary(tmp_path)
+    assert summary["varied"] == ["act.negative_slope"]
+    zero, leaky = summary["groups"]
+    assert zero["label"] == "act.negative_slope=0.0" and zero["seeds"] == ["0", "1", "2"] and leaky["jobs"] == ["3"]
+    final = zero["final"]["D/act0"]["dead_frac"]
+    assert final["mean"] == pytest.approx(0.5) and final["std"] == pytest.approx(0.25)  # 0.5, 0.25, 0.75
+    assert (final["min"], final["max"], final["n"]) == (0.25, 0.75, 3)
+    assert zero["final"]["D/act0"]["dormant_frac"]["mean"] == pytest.approx(0.25)
+    assert zero["final"]["D"]["dead_frac"]["mean"] == pytest.approx(0.5)  # the network: only D/act0
+    assert zero["final"]["G/act0"]["grad_dead_frac"] is None  # no gradient recorded
+    first = zero["over_time"]["D/act0"]["dead_frac"][0]
+    assert first["step"] == 10 and first["mean"] == pytest.approx(0.5 / 3) and first["max"] == 0.25
+    assert zero["metrics"]["class_kl"]["mean"] == pytest.approx(1.1) and zero["metrics"]["class_coverage"]["std"] == 0
+    assert leaky["final"]["D/act0"]["dead_frac"] == {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "n": 1}
+    tables = groups_markdown(summary)
+    assert "| dead_frac (% of channels, last check) | seeds | G/act0 | G | D/act0 | D |" in tables
+    assert "| act.negative_slope=0.0 | 3 | 0.0 ± 0.0 | 0.0 ± 0.0 | 50.0 ± 25.0 | 50.0 ± 25.0 |" in tables
+    assert "| act.negative_slope=0.0 | 3 | 10.000 ± 0.000 | 1.100 ± 1.000 |" in tables
+    assert "| act.negative_slope=0.2 | 1 | 0.0 | 0.0 | 0.0 | 0.0 |" in tables  # one seed: no spread shown
+    assert "| dead_frac (% of channels, last check) | seeds | D/act0 | D |" in groups_markdown(summary, nets=("D",))
+
+
+def test_summarize_sweep_cli_writes_the_groups_json_where_asked(tmp_path):
+    sweep = tmp_path / "sweep"
+    for number, seed in enumerate((0, 1)):
+        seeded_job(sweep, number, 0.0, seed, [0.25, 0.5])
+    out = tmp_path / "data" / "groups.json"
+    out.parent.mkdir()
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(sweep), "--groups-json",
+                           str(out), "--net", "D"], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads(out.read_text())
+    assert written == json.loads((sweep / "groups.json").read_text())
+    assert written["groups"][0]["final"]["D/act0"]["dead_frac"]["n"] == 2
+    assert "| dead_frac (% of channels, last check) | seeds | D/act0 | D |" in done.stdout
+    assert "G/act0" not in (sweep / "groups.md").read_text()
+
+
+def test_spread_ignores_missing_values():
+    assert spread([None, float("nan")]) is None
+    assert spread([2.0, None, 4.0]) == {"mean": 3.0, "std": pytest.approx(2 ** 0.5), "min": 2.0, "max": 4.0, "n": 2}
 
 
 def test_optuna_best_line_from_the_sweepers_results(tmp_path):
