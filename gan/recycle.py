@@ -58,13 +58,14 @@ def sites(net: nn.Cell) -> dict[str, Site]:
             continue
         before = [i for i in range(k) if isinstance(cells[i][1], LINEAR)]
         after = [i for i in range(k + 1, len(cells)) if isinstance(cells[i][1], LINEAR)]
-        if not before:
+        fused_conv = isinstance(cell.act, LINEAR)  # a conv fused with its activation (gan.layers.ConvAct)
+        if not before and not fused_conv:
             raise ValueError(f"{cell.layer}: no conv or dense layer feeds it, nothing to recycle")
-        first = before[-1]
+        first = k if fused_conv else before[-1]
         norms = [cells[i] for i in range(first + 1, k) if isinstance(cells[i][1], nn.BatchNorm2d)]
         if isinstance(cell.act, nn.BatchNorm2d):  # fusion=bn_act: the probe wraps the fused BatchNormAct
             norms.append((name, cell.act))
-        incoming = cells[first]
+        incoming = (name, cell.act) if fused_conv else cells[first]
         width = incoming[1].weight.shape[channel_axes(incoming[1])[0]]
         if width != cell.channels:
             raise ValueError(f"{cell.layer} has {cell.channels} channels but {incoming[0]} produces {width}")
