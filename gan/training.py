@@ -377,8 +377,9 @@ class GANTrainer:
         return params
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        """The full training state as numpy arrays (for gan.checkpoint)."""
-        return {name: p.asnumpy() for name, p in self._stateful().items()}
+        """A snapshot of the full training state as numpy arrays (for gan.checkpoint); copies, because asnumpy()
+        may share the parameter's buffer and a later step would change the snapshot."""
+        return {name: p.asnumpy().copy() for name, p in self._stateful().items()}
 
     def replicated_arrays(self) -> dict[str, np.ndarray]:
         """The state data parallelism keeps identical on every rank: all of it with train.sync_bn, else all
