@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -18,3 +19,19 @@ def run_script(path: str, *args: str, timeout: float = 600) -> subprocess.Comple
     """Run `python REPO/path ARGS...` from the repository root, capturing text output."""
     return subprocess.run([sys.executable, str(REPO / path), *args], cwd=REPO, env=script_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def tensorboard_events(logdir: Path) -> list:
+    """All tensorboardX events under logdir, read from the TFRecord framing (length, crc, payload, crc)."""
+    from tensorboardX.proto import event_pb2
+
+    events = []
+    for path in sorted(logdir.rglob("events.out.tfevents.*")):
+        data, offset = path.read_bytes(), 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            event = event_pb2.Event()
+            event.ParseFromString(data[offset + 12:offset + 12 + length])
+            events.append(event)
+            offset += 16 + length
+    return events

@@ -1,14 +1,12 @@
 """Dead-channel diagnostics: probes in graph and PyNative mode against numpy, the tracker, TensorBoard output,
 the trainer wiring (probed twin steps at check steps only)."""
 import json
-import struct
 
 import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
-from tensorboardX.proto import event_pb2
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
@@ -18,6 +16,8 @@ from gan.config import to_config
 from gan.run_files import read_jsonl
 from gan.training import EMA, GANTrainer, latents
 from ops import BatchNormAct, LeakyReLU
+
+from tests.helpers import tensorboard_events
 
 RNG = np.random.default_rng(0)
 W = RNG.normal(size=(4, 3)).astype(np.float32)
@@ -202,20 +202,6 @@ def test_criteria_from_config_takes_matching_fields():
     assert Criteria.from_config(Cfg()) == Criteria(tau=0.1, persist_checks=5)
 
 
-def read_events(logdir) -> list:
-    """All tensorboardX events under logdir (TFRecord framing: length, crc, payload, crc)."""
-    events = []
-    for path in sorted(logdir.rglob("events.out.tfevents.*")):
-        data = path.read_bytes()
-        offset = 0
-        while offset < len(data):
-            (length,) = struct.unpack_from("<Q", data, offset)
-            event = event_pb2.Event()
-            event.ParseFromString(data[offset + 12:offset + 12 + length])
-            events.append(event)
-            offset += 16 + length
-    return events
-
 
 def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
     net = Synthetic(0.2)
@@ -231,7 +217,7 @@ def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
     writer.close()
     records = read_jsonl(tmp_path / "diagnostics.jsonl")
     assert [r["step"] for r in records] == [100, 200]
-    values = [v for e in read_events(tmp_path / "tb") for v in e.summary.value]
+    values = [v for e in tensorboard_events(tmp_path / "tb") for v in e.summary.value]
     tags = {v.tag for v in values}
     assert {"diag/S/act/dead_frac", "diag/S/all/dead_frac", "diag_hist/S/act/preact", "diag_hist/S/act/grad",
             "diag_heatmap/S/act", "custom_scalars__config__", "_hparams_/session_start_info"} <= tags

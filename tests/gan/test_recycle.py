@@ -2,7 +2,6 @@
 (everything else bit-identical), their outgoing weights zeroed and their Adam moments reset, in graph and
 PyNative mode (the compiled step sees the new values); draws keyed by (seed, step, layer); a recycling run
 resumes exactly and logs its events; config validation."""
-import struct
 import zlib
 
 import numpy as np
@@ -14,7 +13,8 @@ from gan.models import dcgan_values, mlp_values
 from gan.recycle import channel_axes
 from gan.run_files import read_events, read_jsonl
 from gan.training import _RECYCLE, GANTrainer, latents, run
-from tensorboardX.proto import event_pb2
+
+from tests.helpers import tensorboard_events
 
 TRAINER = ["model.ngf=4", "model.ndf=4", "model.nz=8", "model.conv_impl=native", "train.batch_size=4",
            "data=shapes", "diagnostics.recycle=true", "diagnostics.recycle_nets=[D,G]"]
@@ -164,19 +164,6 @@ RUN = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "t
        "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "model.d_norm=none",
        "act.d_kind=relu", "diagnostics.interval=2", "diagnostics.tau=1.0", "train.ckpt_every=2", "eval.enabled=false"]
 
-
-def tensorboard_events(run_dir) -> list:
-    """All tensorboardX events under run_dir (TFRecord framing: length, crc, payload, crc)."""
-    events = []
-    for path in sorted(run_dir.rglob("events.out.tfevents.*")):
-        data, offset = path.read_bytes(), 0
-        while offset < len(data):
-            (length,) = struct.unpack_from("<Q", data, offset)
-            event = event_pb2.Event()
-            event.ParseFromString(data[offset + 12:offset + 12 + length])
-            events.append(event)
-            offset += 16 + length
-    return events
 
 
 @pytest.mark.slow
