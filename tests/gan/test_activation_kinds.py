@@ -11,6 +11,8 @@ from gan.models import Discriminator, Generator, make_activation
 from gan.training import run
 from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU
 
+from tests.helpers import tensorboard_events
+
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
 CELLS = {"leaky_relu": LeakyReLU, "relu": LeakyReLU, "prelu": PReLU, "rrelu": RReLU, "elu": ELU,
@@ -106,7 +108,6 @@ def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
 
     from gan.dashboard import read_jsonl
     from gan.diagnostics import Criteria, TrainingDiagnostics, attach
-    from test_diagnostics import read_events
 
     net = nn.SequentialCell([nn.Conv2d(1, 4, 1, has_bias=True), PReLU(4, 0.3)])
     probes = attach(net, Tensor(np.ones((2, 1, 3, 3), np.float32)), "D")
@@ -117,7 +118,7 @@ def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
     writer.close()
     assert record["slopes"] == {"D/1": [0.3] * 4}
     assert read_jsonl(tmp_path / "diagnostics.jsonl")[-1]["slopes"] == {"D/1": [0.3] * 4}
-    assert "diag_slopes/D/1" in {v.tag for e in read_events(tmp_path / "tb") for v in e.summary.value}
+    assert "diag_slopes/D/1" in {v.tag for e in tensorboard_events(tmp_path / "tb") for v in e.summary.value}
 
 
 @pytest.mark.slow
@@ -178,7 +179,6 @@ def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
 
     from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
     from gan.diagnostics import log_hparams, run_hparams
-    from test_diagnostics import read_events
 
     assert tuple(ACT_KIND_PARAMS) == ACT_KINDS
     cfg = OmegaConf.to_object(compose_config(["act.d_kind=prelu", "act.g_kind=elu", "act.prelu_init=0.1",
@@ -191,6 +191,6 @@ def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
     writer = SummaryWriter(str(tmp_path / "tb"))
     log_hparams(writer, hparams, {"final/loss_d": 1.0})
     writer.close()
-    content = b"".join(v.metadata.plugin_data.content for e in read_events(tmp_path / "tb") for v in e.summary.value
+    content = b"".join(v.metadata.plugin_data.content for e in tensorboard_events(tmp_path / "tb") for v in e.summary.value
                        if v.tag == "_hparams_/session_start_info")
     assert all(name in content for name in (b"d_kind", b"prelu", b"g_kind", b"elu", b"prelu_init", b"elu_alpha"))
