@@ -62,7 +62,7 @@ def test_fused_bias_act_matches_conv_then_activation(impl, spectral, act_name):
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(w).max())), err_msg=name)
 
 
-@pytest.mark.skipif(not onednn.available(), reason="oneDNN headers (onednn-devel) not installed")
+@pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
 def test_conv_act_fuses_the_spectral_onednn_conv_into_one_primitive():
     unfused, fused, x = _layers("onednn", True, "leaky0.2", fusion="conv_act")
     assert isinstance(fused, OnednnConv2dAct) and isinstance(fused, SpectralNorm)

@@ -29,7 +29,7 @@ from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
 
 RTOL, ATOL = 1e-4, 1e-5
 
-pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers (onednn-devel) not installed")
+pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
 
 
 def _pair(case: tuple, transpose: bool, has_bias: bool, reference: str, batch: int = 2):
