@@ -2,7 +2,7 @@
 //
 //   prelu  y = x > 0 ? x : w[c] * x           dx = x > 0 ? dy : w[c] * dy    dw[c] = sum_{x <= 0} x * dy
 //   elu    y = x > 0 ? x : alpha * expm1(x)   dx = x > 0 ? dy : dy * (alpha * exp(x)), with expm1 and exp
-//          of x <= 0 in float32, 8 lanes (elu_expm1 / elu_exp below; mirrored by reference.elu_expm1/elu_exp)
+//          of x <= 0 in float32, 16 or 8 lanes (elu_expm1 / elu_exp below; mirrored by reference.elu_expm1/elu_exp)
 //   rrelu  (training) y = x > 0 ? x : s_i * x, dx = x > 0 ? dy : s_i * dy, with per-element slopes
 //          s_i = lower + (upper - lower) * u_i, u_i = counter_uniform(seed, counter, i) (below); in eval
 //          RReLU is leaky_relu with slope (lower + upper) / 2 and runs leaky_relu.cc's kernels.
@@ -82,7 +82,7 @@ inline float limit_v(float v, float lo) { return v < lo ? lo : (v > 0.0f ? 0.0f 
 template <int kShift>
 inline float pow2_v(float k) { return k == k ? std::ldexp(1.0f, static_cast<int>(k) + kShift) : k; }  // NaN kept
 #if defined(__AVX2__) && defined(__FMA__)
-#define LRELU_ELU_LANES 1
+#define LRELU_ELU_LANES 1  // the kernels run ELU in fv vectors (f8, or 16 lanes below)
 inline f8 fma_v(f8 a, f8 b, f8 c) { return _mm256_fmadd_ps(a, b, c); }
 inline f8 rint_v(f8 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 // max/min return their second operand when one is NaN: the NaN lane stays NaN.
@@ -91,6 +91,18 @@ template <int kShift>
 inline f8 pow2_v(f8 k) {
   const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127 + kShift));
   return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+}
+#endif
+#if defined(__AVX512F__)  // the same four steps on 16 lanes (same instructions, so the same bits)
+inline __m512 fma_v(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+inline __m512 rint_v(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline __m512 limit_v(__m512 v, float lo) {
+  return _mm512_min_ps(splat<__m512>(0.0f), _mm512_max_ps(splat<__m512>(lo), v));
+}
+template <int kShift>
+inline __m512 pow2_v(__m512 k) {
+  const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127 + kShift));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
 }
 #endif
 
@@ -141,12 +153,6 @@ inline V elu_backward(V x, V dy, float alpha, float clamp) {
   return (y > clamp) | (y < -clamp) ? splat<V>(0.0f) : pass;
 }
 
-template <typename T> struct RoundOf { using type = NoRound; };
-template <> struct RoundOf<half> { using type = HalfRound; };
-
-inline float widen1(float v) { return v; }
-inline float widen1(half v) { return static_cast<float>(v); }
-
 // ---- whole-tensor kernels ----
 
 // Channel layout for a weight of `weights` values: per channel on axis 1, or one run over everything.
@@ -163,18 +169,13 @@ int prelu_forward(const void* xv, const std::vector<float>& w, const Layout& l, 
   if (plan.tile_len == 0 && l.n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
+  const bool stream = streams(l.n, sizeof(T));
   for_each_tile(plan, [&](int64_t start, int64_t len) {
     for_each_run(l, start, len, [&](int64_t c, int64_t rs, int64_t rn) {
       const float slope = w[c];
-      const T* __restrict__ xr = x + rs;
-      T* __restrict__ yr = y + rs;
-      int64_t i = 0;
-#if defined(__F16C__)
-      for (; i + 8 <= rn; i += 8) {
-        store8(yr + i, R::apply(clamp_value(forward_unclamped<f8, R, false>(load8(xr + i), slope), s.clamp)));
-      }
-#endif
-      for (; i < rn; ++i) yr[i] = static_cast<T>(slope_forward<R>(widen1(xr[i]), slope, s.clamp));
+      map_elements(y, rs, rn, stream, [&](int64_t i) {
+        return R::apply(clamp_value(forward_unclamped<fv, R, false>(load_v(x + i), slope), s.clamp));
+      }, [&](int64_t i) { return slope_forward<R>(widen1(x[i]), slope, s.clamp); });
     });
   });
   return 0;
@@ -227,53 +228,40 @@ int prelu_backward(const void* xv, const void* dyv, const std::vector<float>& w,
   return 0;
 }
 
+// One tile of the ELU forward (dy == nullptr) or backward, fv vectors where the machine has them.
 template <typename T, bool kClamp>
-void elu_forward_tile(const T* x, T* y, int64_t start, int64_t len, const Scalars& s) {
+void elu_tile(const T* x, const T* dy, T* out, int64_t start, int64_t len, const Scalars& s, bool stream) {
   using R = typename RoundOf<T>::type;
-  int64_t i = start;
-#if defined(LRELU_ELU_LANES)
-  for (; i + 8 <= start + len; i += 8) store8(y + i, elu_forward_value<f8, R, kClamp>(load8(x + i), s.slope, s.clamp));
-#endif
-  for (; i < start + len; ++i) y[i] = static_cast<T>(elu_forward_value<float, R, kClamp>(widen1(x[i]), s.slope, s.clamp));
-}
-
-template <typename T>
-int elu_forward(const void* xv, const Scalars& s, void* yv, int64_t n) {
-  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 2);
-  if (plan.tile_len == 0 && n > 0) return 2;
-  const T* x = static_cast<const T*>(xv);
-  T* y = static_cast<T*>(yv);
-  const bool clamped = std::isfinite(s.clamp);
-  for_each_tile(plan, [&](int64_t start, int64_t len) {
-    clamped ? elu_forward_tile<T, true>(x, y, start, len, s) : elu_forward_tile<T, false>(x, y, start, len, s);
-  });
-  return 0;
-}
-
-template <typename T, bool kClamp>
-void elu_backward_tile(const T* x, const T* dy, T* dx, int64_t start, int64_t len, const Scalars& s) {
-  using R = typename RoundOf<T>::type;
-  int64_t i = start;
-#if defined(LRELU_ELU_LANES)
-  for (; i + 8 <= start + len; i += 8) {
-    store8(dx + i, elu_backward<f8, R, kClamp>(load8(x + i), load8(dy + i), s.slope, s.clamp));
+  const auto one = [&](int64_t i) {
+    return dy ? elu_backward<float, R, kClamp>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp)
+              : elu_forward_value<float, R, kClamp>(widen1(x[i]), s.slope, s.clamp);
+  };
+#if defined(LRELU_ELU_LANES) || LRELU_FV_LANES == 1
+  if (dy) {
+    map_elements(out, start, len, stream, [&](int64_t i) {
+      return elu_backward<fv, R, kClamp>(load_v(x + i), load_v(dy + i), s.slope, s.clamp);
+    }, one);
+  } else {
+    map_elements(out, start, len, stream, [&](int64_t i) {
+      return elu_forward_value<fv, R, kClamp>(load_v(x + i), s.slope, s.clamp);
+    }, one);
   }
+#else  // F16C vectors without FMA: the float formula
+  for (int64_t i = start; i < start + len; ++i) out[i] = static_cast<T>(one(i));
 #endif
-  for (; i < start + len; ++i) {
-    dx[i] = static_cast<T>(elu_backward<float, R, kClamp>(widen1(x[i]), widen1(dy[i]), s.slope, s.clamp));
-  }
 }
 
+// The ELU forward (dy == nullptr: out = y) or backward (out = dx) over the whole tensor.
 template <typename T>
-int elu_backward_all(const void* xv, const void* dyv, const Scalars& s, void* dxv, int64_t n) {
-  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), 3);
+int elu_all(const void* xv, const void* dyv, const Scalars& s, void* outv, int64_t n) {
+  const lrelu::TilingPlan plan = make_plan(n, sizeof(T), lrelu::thread_count(s.threads), dyv ? 3 : 2);
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* x = static_cast<const T*>(xv);
   const T* dy = static_cast<const T*>(dyv);
-  T* dx = static_cast<T*>(dxv);
-  const bool clamped = std::isfinite(s.clamp);
+  T* out = static_cast<T*>(outv);
+  const bool clamped = std::isfinite(s.clamp), stream = streams(n, sizeof(T));
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    clamped ? elu_backward_tile<T, true>(x, dy, dx, start, len, s) : elu_backward_tile<T, false>(x, dy, dx, start, len, s);
+    clamped ? elu_tile<T, true>(x, dy, out, start, len, s, stream) : elu_tile<T, false>(x, dy, out, start, len, s, stream);
   });
   return 0;
 }
@@ -360,7 +348,7 @@ int EluForward(int nparam, void** params, int* ndims, int64_t** shapes, const ch
   if (nparam != 3 || !lrelu::params_ok<Scalars>(dtypes[1], ndims[1], shapes[1])) return 1;
   const Scalars s = lrelu::read_params<Scalars>(params[1]);
   const int64_t n = element_count(ndims[0], shapes[0]);
-  return by_dtype(dtypes[0], [&](auto t) { return elu_forward<decltype(t)>(params[0], s, params[2], n); });
+  return by_dtype(dtypes[0], [&](auto t) { return elu_all<decltype(t)>(params[0], nullptr, s, params[2], n); });
 }
 
 // Inputs: x, dy (same dtype), scalars (ActParams); output: dx.
@@ -372,7 +360,7 @@ int EluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const c
   const Scalars s = lrelu::read_params<Scalars>(params[2]);
   const int64_t n = element_count(ndims[0], shapes[0]);
   return by_dtype(dtypes[0], [&](auto t) {
-    return elu_backward_all<decltype(t)>(params[0], params[1], s, params[3], n);
+    return elu_all<decltype(t)>(params[0], params[1], s, params[3], n);
   });
 }
 
@@ -405,6 +393,10 @@ int RreluTrainBackward(int nparam, void** params, int* ndims, int64_t** shapes, 
     return rrelu_train<decltype(t)>(params[0], params[1], key, s, params[4], n);
   });
 }
+
+// The smallest output (bytes) the element-wise kernels write with streaming stores, or -1 where this build
+// never streams (no AVX-512). The test of the streaming path sizes its tensors from it.
+int64_t LreluStreamMinBytes() { return streams(lrelu::cpu::kStreamMinBytes / 4, 4) ? lrelu::cpu::kStreamMinBytes : -1; }
 
 // The field names of a params.h layout ("act", "bn_act" or "quantized"), comma-separated, into out[0 .. cap); returns
 // sizeof the struct, or -1 for an unknown layout or a too small buffer. The test of ops/params.py reads it.

@@ -2,14 +2,17 @@
 // rounding policies, the LeakyReLU element formula, the clamp, and the tile walk over the one
 // tiling plan.
 //
-// The element formulas are written once over V (float, or an 8-lane float vector) and a rounding
-// policy R: identity for float32, round-to-nearest-even to float16 for float16.
+// The element formulas are written once over V (float, an 8-lane f8 or the widest vector fv) and a
+// rounding policy R: identity for float32, round-to-nearest-even to float16 for float16. map_elements
+// writes a tile of an element-wise output in fv vectors (streaming stores for outputs far larger than the
+// cache, see kStreamMinBytes) and floats for the rest.
 #ifndef LRELU_OPS_CSRC_CPU_KERNEL_COMMON_H_
 #define LRELU_OPS_CSRC_CPU_KERNEL_COMMON_H_
 
 #include <cstdint>
 #include <cstring>
-#if defined(__F16C__)
+#include <type_traits>
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 #if defined(__SSE__)
@@ -28,9 +31,26 @@ using half = _Float16;
 #if defined(__F16C__)
 using f8 = __m256;  // 8 floats; GCC vector extensions give it +, *, comparisons and ?: like a float
 #endif
+// fv: the widest float vector, one cache line of floats with AVX-512 (16 lanes), else f8.
+#if defined(__AVX512F__)
+#define LRELU_FV_LANES 16
+using fv = __m512;
+#elif defined(__F16C__)
+#define LRELU_FV_LANES 8
+using fv = f8;
+#else
+#define LRELU_FV_LANES 1
+using fv = float;
+#endif
 
 constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 register)
 constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
+// Outputs of at least this many bytes are written with streaming (non-temporal) stores: they bypass the
+// caches, which saves the read-for-ownership of every written line (1/3 of the traffic of a one-input
+// element-wise op) but leaves the output out of cache for the next op. Measured here (one thread, 16-lane
+// LeakyReLU, then a pass reading the output back, ms plain / streaming): 16 MB 5.37 / 5.48, 32 MB
+// 15.9 / 13.3, 64 MB 31.7 / 26.5 (docs/performance.md); so from 32 MB on. A DCGAN activation is at most 2 MB.
+constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
 // Elements per worker thread: a call starts one more thread only per 2^20 elements. On the shared 2-core
 // machine a started thread waits for a time slice; threading every DCGAN-32 activation (at most 2^19
 // elements) made the whole training step 19% slower (225 vs 268 img/s, side by side, docs/performance.md).
@@ -53,6 +73,9 @@ struct HalfRound {
 #if defined(__F16C__)
   static f8 apply(f8 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
 #endif
+#if defined(__AVX512F__)
+  static __m512 apply(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+#endif
 };
 
 #if defined(__F16C__)
@@ -71,6 +94,32 @@ inline double lane_sum(f8 v) {
   return s;
 }
 #endif
+#if LRELU_FV_LANES == 16
+template <> inline fv splat<fv>(float s) { return _mm512_set1_ps(s); }
+inline fv load_v(const float* p) { return _mm512_loadu_ps(p); }
+inline fv load_v(const half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline void store_v(float* p, fv v) { _mm512_storeu_ps(p, v); }
+inline void store_v(half* p, fv v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+inline void stream_v(float* p, fv v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned: one whole line
+#elif LRELU_FV_LANES == 8
+inline fv load_v(const float* p) { return load8(p); }
+inline fv load_v(const half* p) { return load8(p); }
+inline void store_v(float* p, fv v) { store8(p, v); }
+inline void store_v(half* p, fv v) { store8(p, v); }
+#else
+inline fv load_v(const float* p) { return *p; }
+inline fv load_v(const half* p) { return static_cast<float>(*p); }
+inline void store_v(float* p, fv v) { *p = v; }
+inline void store_v(half* p, fv v) { *p = static_cast<half>(v); }
+#endif
+
+template <typename T> struct RoundOf { using type = NoRound; };  // the rounding policy of a tensor dtype
+template <> struct RoundOf<half> { using type = HalfRound; };
+
+inline float widen1(float v) { return v; }
+inline float widen1(half v) { return static_cast<float>(v); }
 
 // Unclamped LeakyReLU, rounded once by R. kMaxMin selects max(x,0) + slope*min(x,0). Both sides are
 // computed and then selected, which keeps the tile loops branch-free.
@@ -130,12 +179,45 @@ void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
     int64_t start = r.start;
     for (int64_t t = 0; t < r.full_tiles; ++t, start += plan.tile_len) tile_fn(start, plan.tile_len);
     if (r.tail_len > 0) tile_fn(start, r.tail_len);
+#if defined(__SSE__)
+    _mm_sfence();  // this thread's streaming stores (map_elements) are visible before the join / return
+#endif
   };
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(plan.used_cores > 1 ? plan.used_cores - 1 : 0));
   for (int64_t core = 1; core < plan.used_cores; ++core) workers.emplace_back(run_core, core);
   if (plan.used_cores > 0) run_core(0);
   for (std::thread& w : workers) w.join();
+}
+
+// Whether a call writing n elements of elem_size bytes uses streaming stores: float32 outputs of at least
+// kStreamMinBytes, with 16-lane vectors (one store fills a whole line; 32-byte streaming stores spread
+// over a long formula left lines half written and ran ELU 2x slower here).
+inline bool streams(int64_t n, int64_t elem_size) {
+#if LRELU_FV_LANES == 16
+  return elem_size == 4 && n * elem_size >= kStreamMinBytes;
+#else
+  return false;
+#endif
+}
+
+// out[i] = vec(i) (an fv, already rounded) for whole vectors and one(i) (a float) for the rest, for i in
+// [start, start + len). With stream (streams() true), the elements before the first 64-byte boundary go
+// through one() and the vectors through streaming stores. vec and one must agree bit for bit.
+template <typename T, typename VecFn, typename OneFn>
+inline void map_elements(T* out, int64_t start, int64_t len, bool stream, const VecFn& vec, const OneFn& one) {
+  const int64_t end = start + len;
+  int64_t i = start;
+#if LRELU_FV_LANES == 16
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+      for (; i < end && reinterpret_cast<uintptr_t>(out + i) % kAlignBytes != 0; ++i) out[i] = one(i);
+      for (; i + LRELU_FV_LANES <= end; i += LRELU_FV_LANES) stream_v(out + i, vec(i));
+    }
+  }
+#endif
+  for (; i + LRELU_FV_LANES <= end; i += LRELU_FV_LANES) store_v(out + i, vec(i));
+  for (; i < end; ++i) out[i] = static_cast<T>(one(i));
 }
 
 // ---- channel layout (N, C, *inner) and per-channel helpers (bn_act.cc, activations.cc) ----

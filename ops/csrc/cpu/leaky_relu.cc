@@ -8,8 +8,7 @@
 // the second registration silently runs with the first slope).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
-// full tiles and, on the last core, the tail; the per-tile loops are plain __restrict__ pointer loops
-// that the compiler vectorises.
+// full tiles and, on the last core, the tail; the per-tile loops are kernel_common.h's map_elements.
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -38,43 +37,21 @@ inline V backward_value(V m, V dy, float slope, float clamp) {
 }
 
 // The forward tiles may run in place (y == x): element i is read before y[i] is written and no other
-// element is involved, so there is no loop-carried dependence (ivdep says so to the vectoriser, which
-// cannot be told __restrict__ here).
-template <bool kMaxMin>
-__attribute__((noinline)) void forward_tile(const float* x, float* y, int64_t len, float slope, float clamp) {
-#pragma GCC ivdep
-  for (int64_t i = 0; i < len; ++i) y[i] = forward_value<float, NoRound, kMaxMin>(x[i], slope, clamp);
+// element is involved. Vectors of fv lanes (map_elements), streaming stores for large float32 outputs.
+template <typename T, bool kMaxMin>
+void forward_tile(const T* x, T* y, int64_t start, int64_t len, const Scalars& s, bool stream) {
+  using R = typename RoundOf<T>::type;
+  map_elements(y, start, len, stream,
+               [&](int64_t i) { return forward_value<fv, R, kMaxMin>(load_v(x + i), s.slope, s.clamp); },
+               [&](int64_t i) { return forward_value<float, R, kMaxMin>(widen1(x[i]), s.slope, s.clamp); });
 }
 
-template <bool kMaxMin>
-__attribute__((noinline)) void forward_tile(const half* x, half* y, int64_t len, float slope, float clamp) {
-  int64_t i = 0;
-#if defined(__F16C__)  // GCC 12 does not vectorise _Float16 conversions, so use F16C explicitly
-  for (; i + 8 <= len; i += 8) store8(y + i, forward_value<f8, HalfRound, kMaxMin>(load8(x + i), slope, clamp));
-#endif
-#pragma GCC ivdep
-  for (; i < len; ++i) {
-    y[i] = static_cast<half>(forward_value<float, HalfRound, kMaxMin>(static_cast<float>(x[i]), slope, clamp));
-  }
-}
-
-__attribute__((noinline)) void backward_tile(const float* __restrict__ m, const float* __restrict__ dy,
-                                             float* __restrict__ dx, int64_t len, float slope, float clamp) {
-  for (int64_t i = 0; i < len; ++i) dx[i] = backward_value<float, NoRound>(m[i], dy[i], slope, clamp);
-}
-
-__attribute__((noinline)) void backward_tile(const half* __restrict__ m, const half* __restrict__ dy,
-                                             half* __restrict__ dx, int64_t len, float slope, float clamp) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= len; i += 8) {
-    store8(dx + i, backward_value<f8, HalfRound>(load8(m + i), load8(dy + i), slope, clamp));
-  }
-#endif
-  for (; i < len; ++i) {
-    dx[i] = static_cast<half>(backward_value<float, HalfRound>(static_cast<float>(m[i]),
-                                                               static_cast<float>(dy[i]), slope, clamp));
-  }
+template <typename T>
+void backward_tile(const T* m, const T* dy, T* dx, int64_t start, int64_t len, const Scalars& s, bool stream) {
+  using R = typename RoundOf<T>::type;
+  map_elements(dx, start, len, stream,
+               [&](int64_t i) { return backward_value<fv, R>(load_v(m + i), load_v(dy + i), s.slope, s.clamp); },
+               [&](int64_t i) { return backward_value<float, R>(widen1(m[i]), widen1(dy[i]), s.slope, s.clamp); });
 }
 
 template <typename T, bool kMaxMin>
@@ -83,8 +60,9 @@ int forward(void* x, const Scalars& s, void* y, int64_t n) {
   if (plan.tile_len == 0 && n > 0) return 2;
   const T* xp = static_cast<const T*>(x);
   T* yp = static_cast<T*>(y);
-  for_each_tile(plan, [xp, yp, &s](int64_t start, int64_t len) {
-    forward_tile<kMaxMin>(xp + start, yp + start, len, s.slope, s.clamp);
+  const bool stream = streams(n, sizeof(T));
+  for_each_tile(plan, [xp, yp, &s, stream](int64_t start, int64_t len) {
+    forward_tile<T, kMaxMin>(xp, yp, start, len, s, stream);
   });
   return 0;
 }
@@ -96,8 +74,9 @@ int backward(void* m, void* dy, const Scalars& s, void* dx, int64_t n) {
   const T* mp = static_cast<const T*>(m);
   const T* dyp = static_cast<const T*>(dy);
   T* dxp = static_cast<T*>(dx);
-  for_each_tile(plan, [mp, dyp, dxp, &s](int64_t start, int64_t len) {
-    backward_tile(mp + start, dyp + start, dxp + start, len, s.slope, s.clamp);
+  const bool stream = streams(n, sizeof(T));
+  for_each_tile(plan, [mp, dyp, dxp, &s, stream](int64_t start, int64_t len) {
+    backward_tile(mp, dyp, dxp, start, len, s, stream);
   });
   return 0;
 }
