@@ -10,6 +10,9 @@ bytes and the same copy split over one thread per available core (numpy releases
 same round-robin, so the op (which runs on every core) is compared with the best copy this machine does.
 `floor_ms` is MindSpore's own `x * 1` graph on the same tensor in the same round-robin: what the framework
 spends on any call that returns a new tensor of that size; no op's forward can take less.
+`fwd2_ms` / `builtin_fwd2_ms` time a graph applying the op twice (op(op(x))): the difference to the one-op graph
+is the op's own cost inside a graph, without the per-call cost of the graph's input and output that every
+one-op graph pays alike (`in-graph x` in the table: the built-in's difference over ours).
 
 `--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
 `kind`):
@@ -47,7 +50,7 @@ FULL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
 RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
-               "builtin_fwdbwd_ms", "copy_gbps", "floor_ms")
+               "builtin_fwdbwd_ms", "copy_gbps", "floor_ms", "fwd2_ms", "builtin_fwd2_ms")
 QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
@@ -84,6 +87,13 @@ def jitted_pair(forward: Callable[[ms.Tensor], ms.Tensor], x: ms.Tensor) -> tupl
     fwd = ms.jit(forward)
     fwdbwd = ms.jit(ms.value_and_grad(forward))
     return (lambda: fwd(x).asnumpy()), (lambda: [t.asnumpy() for t in fwdbwd(x)])
+
+
+def twice(forward: Callable[[ms.Tensor], ms.Tensor]) -> Callable[[ms.Tensor], ms.Tensor]:
+    """forward applied twice in one function (for ms.jit): one graph input and output, two ops."""
+    def chained(x: ms.Tensor) -> ms.Tensor:
+        return forward(forward(x))
+    return chained
 
 
 def parallel_copy(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor, workers: int) -> Callable[[], None]:
@@ -163,11 +173,14 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
     for impl, (ours, builtin) in impls.items():
         fns[f"{impl}_fwd"], fns[f"{impl}_fwdbwd"] = jitted_pair(ours, x)
         fns[f"{impl}_builtin_fwd"], fns[f"{impl}_builtin_fwdbwd"] = jitted_pair(builtin, x)
+        fns[f"{impl}_fwd2"] = jitted_pair(twice(ours), x)[0]
+        fns[f"{impl}_builtin_fwd2"] = jitted_pair(twice(builtin), x)[0]
     t = interleaved_medians(fns, repeats)
     return [{"kind": kind, "n": n, "dtype": dtype, "impl": impl, "fwd_ms": t[f"{impl}_fwd"],
              "fwdbwd_ms": t[f"{impl}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{impl}_fwd"]),
              "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
-             "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"])), "floor_ms": t["floor"]}
+             "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"])), "floor_ms": t["floor"],
+             "fwd2_ms": t[f"{impl}_fwd2"], "builtin_fwd2_ms": t[f"{impl}_builtin_fwd2"]}
             for impl in impls]
 
 
@@ -206,17 +219,24 @@ def qleaky_table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def in_graph_ratio(r: dict) -> float:
+    """The built-in's in-graph cost over ours: (builtin_fwd2 - builtin_fwd) / (fwd2 - fwd); nan when ours is <= 0."""
+    ours = r["fwd2_ms"] - r["fwd_ms"]
+    return (r["builtin_fwd2_ms"] - r["builtin_fwd_ms"]) / ours if ours > 0 else float("nan")
+
+
 def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
     head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
-            f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6} {'floor ms':>8}")
+            f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6} {'floor ms':>8} "
+            f"{'in-graph x':>10}")
     rows = [head]
     for r in records:
         rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}% "
-                    f"{r['floor_ms']:>8.3f}")
+                    f"{r['floor_ms']:>8.3f} {in_graph_ratio(r):>10.2f}")
     return "\n".join(rows)
 
 
