@@ -47,9 +47,10 @@ constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 re
 constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
 // Outputs of at least this many bytes are written with streaming (non-temporal) stores: they bypass the
 // caches, which saves the read-for-ownership of every written line (1/3 of the traffic of a one-input
-// element-wise op) but leaves the output out of cache for the next op. Measured here (one thread, 16-lane
-// LeakyReLU, then a pass reading the output back, ms plain / streaming): 16 MB 5.37 / 5.48, 32 MB
-// 15.9 / 13.3, 64 MB 31.7 / 26.5 (docs/performance.md); so from 32 MB on. A DCGAN activation is at most 2 MB.
+// element-wise op) but leaves the output out of cache for the next op. A one-off C++ measurement on this
+// machine under load (one thread, 16-lane LeakyReLU then a pass reading the output back; ms plain /
+// streaming): 16 MB 5.37 / 5.48, 32 MB 15.9 / 13.3, 64 MB 31.7 / 26.5; hence 32 MB. A DCGAN activation is at
+// most 2 MB, so training never streams; scripts/bench_op.py at 16M float32 (64 MB) does.
 constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
 // Elements per worker thread: a call starts one more thread only per 2^20 elements. On the shared 2-core
 // machine a started thread waits for a time slice; threading every DCGAN-32 activation (at most 2^19
