@@ -15,11 +15,11 @@
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
-#include <thread>
 #include <vector>
 
 #include "../params.h"
 #include "../tiling.h"
+#include "worker_pool.h"
 
 namespace lrelu {
 namespace cpu {
@@ -31,10 +31,10 @@ using f8 = __m256;  // 8 floats; GCC vector extensions give it +, *, comparisons
 
 constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 register)
 constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
-// Elements per worker thread: a call starts one more thread only per 2^20 elements. On the shared 2-core
-// machine a started thread waits for a time slice; threading every DCGAN-32 activation (at most 2^19
-// elements) made the whole training step 19% slower (225 vs 268 img/s, side by side, docs/performance.md).
-constexpr int64_t kMinElementsPerThread = int64_t(1) << 20;
+// Elements per worker thread: a call uses one more of the pool's workers per 2^16 elements. With a new
+// std::thread per call the cap was 2^20 (a started thread waited for a time slice; threading every DCGAN-32
+// activation then made the step 19% slower); the persistent workers of worker_pool.h wake in microseconds.
+constexpr int64_t kMinElementsPerThread = int64_t(1) << 16;
 
 inline int64_t element_count(int ndim, const int64_t* shape) {
   int64_t n = 1;
@@ -120,7 +120,7 @@ class IeeeSubnormals {
 };
 
 // Run tile_fn(start, len) over every tile of the plan: core 0 on the calling thread, the others on
-// their own threads. The tail is the last core's extra call, so the tile loops carry no tail branch.
+// the library's persistent workers (worker_pool.h). The tail is the last core's extra call, so the tile loops carry no tail branch.
 // Every tile but the tail starts at a multiple of tile_len, so start / tile_len numbers the tiles.
 template <typename TileFn>
 void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
@@ -131,11 +131,7 @@ void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
     for (int64_t t = 0; t < r.full_tiles; ++t, start += plan.tile_len) tile_fn(start, plan.tile_len);
     if (r.tail_len > 0) tile_fn(start, r.tail_len);
   };
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<size_t>(plan.used_cores > 1 ? plan.used_cores - 1 : 0));
-  for (int64_t core = 1; core < plan.used_cores; ++core) workers.emplace_back(run_core, core);
-  if (plan.used_cores > 0) run_core(0);
-  for (std::thread& w : workers) w.join();
+  WorkerPool::instance().run(static_cast<int>(plan.used_cores), [&run_core](int core) { run_core(core); });
 }
 
 // ---- channel layout (N, C, *inner) and per-channel helpers (bn_act.cc, activations.cc) ----
