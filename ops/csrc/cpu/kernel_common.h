@@ -31,11 +31,6 @@ using f8 = __m256;  // 8 floats; GCC vector extensions give it +, *, comparisons
 
 constexpr int64_t kAlignBytes = 64;        // one cache line (and one AVX-512 register)
 constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core's traffic and the stack
-// Elements per worker thread: a call uses one more of the pool's workers per 2^16 elements. With a new
-// std::thread per call the cap was 2^20 (a started thread waited for a time slice; threading every DCGAN-32
-// activation then made the step 19% slower); the persistent workers of worker_pool.h wake in microseconds.
-constexpr int64_t kMinElementsPerThread = int64_t(1) << 16;
-
 inline int64_t element_count(int ndim, const int64_t* shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= shape[i];

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -338,12 +339,18 @@ int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
   }
   const int32_t* g = static_cast<const int32_t*>(params[2]);
   const float slope = float_at(g, 3), clamp = float_at(g, 4);
+  auto run = [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    const T *y = static_cast<const T*>(params[0]), *dy = static_cast<const T*>(params[1]);
+    T* dz = static_cast<T*>(params[3]);
+    lrelu::cpu::for_each_chunk(n, g[2], [&](int64_t start, int64_t len) {
+      act_backward(y + start, dy + start, dz + start, len, slope, clamp);
+    });
+  };
   if (std::strcmp(dtypes[0], "float32") == 0) {
-    act_backward(static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
-                 static_cast<float*>(params[3]), n, slope, clamp);
+    run(static_cast<float*>(nullptr));
   } else if (std::strcmp(dtypes[0], "float16") == 0) {
-    act_backward(static_cast<const _Float16*>(params[0]), static_cast<const _Float16*>(params[1]),
-                 static_cast<_Float16*>(params[3]), n, slope, clamp);
+    run(static_cast<_Float16*>(nullptr));
   } else {
     return 1;
   }
