@@ -38,7 +38,8 @@ constexpr int64_t kMinElementsPerThread = int64_t(1) << 16;
 
 class WorkerPool {
  public:
-  static constexpr int64_t kSpinMicros = 100;  // a worker's busy wait for the next job before it sleeps
+  static constexpr int64_t kSpinMicros = 100;    // a worker's busy wait for the next job before it sleeps
+  static constexpr int64_t kYieldMicros = 2000;  // the caller's yielding wait for the workers before it sleeps
 
   // The pool of this library, created on first use; its workers are detached at process exit.
   static WorkerPool& instance() {
@@ -95,10 +96,16 @@ class WorkerPool {
     }
   }
 
-  // Spin for kSpinMicros, then sleep on finished_ until ready() holds.
+  // The caller's wait for the workers: spin for kSpinMicros, then yield its time slice in a loop for up to
+  // kYieldMicros (free when nothing else wants the core, polite when something does), then sleep on finished_.
   template <typename Pred>
   void wait_until(const Pred& ready) {
     if (spin(ready)) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kYieldMicros);
+    while (std::chrono::steady_clock::now() < until) {
+      if (ready()) return;
+      std::this_thread::yield();
+    }
     std::unique_lock<std::mutex> lock(mu_);
     finished_.wait(lock, ready);
   }
