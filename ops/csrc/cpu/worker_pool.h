@@ -1,5 +1,5 @@
-// A persistent pool of worker threads shared by the CPU aot kernels of one library (the element-wise
-// kernels' tiles, im2col/col2im, oneDNN's parallel regions).
+// A persistent pool of worker threads shared by the CPU aot kernels (the element-wise kernels' tiles,
+// im2col/col2im, oneDNN's parallel regions).
 //
 // Why: starting a std::thread per call (and per oneDNN parallel region: a DCGAN-32 training step has
 // hundreds) costs a clone, a stack and a join each time, and a new thread has to be scheduled before it can
@@ -41,7 +41,7 @@ class WorkerPool {
   static constexpr int64_t kSpinMicros = 100;    // a worker's busy wait for the next job before it sleeps
   static constexpr int64_t kYieldMicros = 2000;  // the caller's yielding wait for the workers before it sleeps
 
-  // The pool of this library, created on first use; its workers are detached at process exit.
+  // The process's pool, created on first use; its workers are detached and never joined.
   static WorkerPool& instance() {
     static WorkerPool* pool = new WorkerPool();  // never destroyed: workers may still sleep in it at exit
     return *pool;
