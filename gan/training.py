@@ -264,10 +264,13 @@ class GANTrainer:
         grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
         reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
 
+        def micro(x: Tensor, i: int) -> Tensor:  # micro-batch i; with one, a reshape (no StridedSlice copy)
+            return x.reshape(x.shape[1:]) if micro_batches == 1 else x[i]
+
         def step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            outputs, grads = grad_fn(real[0], z[0], eps[0])
+            outputs, grads = grad_fn(micro(real, 0), micro(z, 0), micro(eps, 0))
             for i in range(1, micro_batches):
-                more, more_grads = grad_fn(real[i], z[i], eps[i])
+                more, more_grads = grad_fn(micro(real, i), micro(z, i), micro(eps, i))
                 outputs = tuple(a + b for a, b in zip(outputs, more))
                 grads = tuple(a + b for a, b in zip(grads, more_grads))
             if micro_batches > 1:

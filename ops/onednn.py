@@ -67,7 +67,8 @@ def library_path() -> str:
     """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
-    return build.library_path("onednn_conv", (SOURCE,), (SOURCE, include / "oneapi" / "dnnl" / "dnnl_version.h"),
+    return build.library_path("onednn_conv", (SOURCE,), (SOURCE, build.CSRC / "cpu" / "worker_pool.h",
+                                                         include / "oneapi" / "dnnl" / "dnnl_version.h"),
                               flags)
 
 

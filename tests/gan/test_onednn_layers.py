@@ -155,13 +155,16 @@ def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
 
 
 # fusion=conv_act: conv + bias + LeakyReLU (+ clamp) as one primitive against the unfused onednn conv + op.
-ACT_CASES = [(CASES[0], 0.2, None), (CASES[1], 0.0, None), (CASES[3], 0.2, 0.5), (CASES[4], 0.01, 1.0)]
+# The last case's output (2 x 64 x 32 x 32 = 2^17 elements) splits the activation gradient over 2 threads.
+ACT_CASES = [(CASES[0], 0.2, None), (CASES[1], 0.0, None), (CASES[3], 0.2, 0.5), (CASES[4], 0.01, 1.0),
+             ((3, 64, 4, 2, 1, 64, 64), 0.2, 0.5)]
 
 
 @pytest.mark.parametrize("has_bias", [False, True])
 @pytest.mark.parametrize("case,slope,clamp", ACT_CASES)
 def test_conv_act_matches_conv_then_leaky_relu(case: tuple, slope: float, clamp: float | None,
-                                               has_bias: bool) -> None:
+                                               has_bias: bool, monkeypatch) -> None:
+    monkeypatch.setenv("LRELU_NUM_THREADS", "2")
     cin, cout, k, s, p, h, w = case
     conv, _, x = _pair(case, False, has_bias, "onednn")
     fused = fuse_conv_act(conv, LeakyReLU(slope, clamp=clamp), "conv_act")

@@ -67,6 +67,15 @@ def test_tile_schedule_spans_all_indices_beyond_2_31(n, threads, elem_size):
         assert (lo, hi) == (0, n) and tiles >= 1
 
 
+@pytest.mark.parametrize("n, callers", [(2, 1), (7, 1), (64, 1), (5, 3)])
+def test_worker_pool_runs_every_index_once(n, callers):
+    # The kernels' persistent worker pool (worker_pool.h): every index of every job exactly once, over many
+    # jobs in a row (workers sleeping and spinning between them) and with several callers at once.
+    lib = ctypes.CDLL(build.library_path())
+    lib.WorkerPoolMiscount.restype = ctypes.c_int64
+    assert lib.WorkerPoolMiscount(ctypes.c_int(n), ctypes.c_int(300), ctypes.c_int(callers)) == 0
+
+
 def test_ascend_device_selects_the_ascend_c_primitive():
     """On Ascend the API builds the Ascend C op (slope/clamp as attributes, no scalars input)."""
     from ops import ascend

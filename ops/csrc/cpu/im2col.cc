@@ -49,10 +49,8 @@ void for_each_unit_block(const Geometry& g, const Fn& fn) {
   const int64_t units = g.n * g.c;
   const int64_t by_size = std::max<int64_t>(1, g.c * g.k * g.k * g.n * g.ho * g.wo / kMinColsPerThread);
   const int64_t threads = std::max<int64_t>(1, std::min({g.threads, units, by_size}));
-  std::vector<std::thread> workers;
-  for (int64_t t = 1; t < threads; ++t) workers.emplace_back(fn, units * t / threads, units * (t + 1) / threads);
-  fn(int64_t{0}, units / threads);
-  for (std::thread& worker : workers) worker.join();
+  WorkerPool::instance().run(static_cast<int>(threads),
+                             [&](int t) { fn(units * t / threads, units * (t + 1) / threads); });
 }
 
 // The image plane zero-padded by P on each side, and for every cols entry (ki, kj, oy, ox) of one unit the

@@ -18,11 +18,11 @@
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
-#include <thread>
 #include <vector>
 
 #include "../params.h"
 #include "../tiling.h"
+#include "worker_pool.h"
 
 namespace lrelu {
 namespace cpu {
@@ -52,10 +52,6 @@ constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core
 // streaming): 16 MB 5.37 / 5.48, 32 MB 15.9 / 13.3, 64 MB 31.7 / 26.5; hence 32 MB. A DCGAN activation is at
 // most 2 MB, so training never streams; scripts/bench_op.py at 16M float32 (64 MB) does.
 constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
-// Elements per worker thread: a call starts one more thread only per 2^20 elements. On the shared 2-core
-// machine a started thread waits for a time slice; threading every DCGAN-32 activation (at most 2^19
-// elements) made the whole training step 19% slower (225 vs 268 img/s, side by side, docs/performance.md).
-constexpr int64_t kMinElementsPerThread = int64_t(1) << 20;
 
 inline int64_t element_count(int ndim, const int64_t* shape) {
   int64_t n = 1;
@@ -144,9 +140,16 @@ inline V clamp_value(V y, float clamp) {
   return y > clamp ? splat<V>(clamp) : y;
 }
 
-// The tiling plan of a CPU kernel call: at most `threads` cores, and one core per kMinElementsPerThread.
+// The tiling plan of a CPU kernel call: at most `threads` cores, one core per kMinElementsPerThread, and
+// tiles of at most kMinElementsPerThread elements: with L2-sized tiles (2^17 float32 elements of two live
+// tensors on a 2 MiB L2) a DCGAN-32 activation had one or two tiles, so a second thread had nothing to do.
+// The tiles depend on n only, never on the thread count, so the per-tile sums of the reductions (and the
+// results) are the same for every thread count.
 inline lrelu::TilingPlan make_plan(int64_t n, int64_t elem_size, int64_t threads, int64_t live_tensors) {
-  static const int64_t buffer_bytes = lrelu::cpu_default_buffer_bytes();
+  static const int64_t l2_bytes = lrelu::cpu_default_buffer_bytes();
+  const auto cap = static_cast<int64_t>(static_cast<double>(kMinElementsPerThread * elem_size * live_tensors) /
+                                        kUsableFraction);
+  const int64_t buffer_bytes = cap < l2_bytes ? cap : l2_bytes;
   const int64_t by_size = n / kMinElementsPerThread > 1 ? n / kMinElementsPerThread : 1;
   const lrelu::TilingParams params = {n, elem_size, buffer_bytes, kUsableFraction, kAlignBytes,
                                       threads < by_size ? threads : by_size, 1, live_tensors};
@@ -170,7 +173,7 @@ class IeeeSubnormals {
 };
 
 // Run tile_fn(start, len) over every tile of the plan: core 0 on the calling thread, the others on
-// their own threads. The tail is the last core's extra call, so the tile loops carry no tail branch.
+// the library's persistent workers (worker_pool.h). The tail is the last core's extra call, so the tile loops carry no tail branch.
 // Every tile but the tail starts at a multiple of tile_len, so start / tile_len numbers the tiles.
 template <typename TileFn>
 void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
@@ -184,11 +187,7 @@ void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
     _mm_sfence();  // this thread's streaming stores (map_elements) are visible before the join / return
 #endif
   };
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<size_t>(plan.used_cores > 1 ? plan.used_cores - 1 : 0));
-  for (int64_t core = 1; core < plan.used_cores; ++core) workers.emplace_back(run_core, core);
-  if (plan.used_cores > 0) run_core(0);
-  for (std::thread& w : workers) w.join();
+  WorkerPool::instance().run(static_cast<int>(plan.used_cores), [&run_core](int core) { run_core(core); });
 }
 
 // Whether a call writing n elements of elem_size bytes uses streaming stores: float32 outputs of at least

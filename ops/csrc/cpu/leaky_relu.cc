@@ -9,9 +9,12 @@
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its
 // full tiles and, on the last core, the tail; the per-tile loops are kernel_common.h's map_elements.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "kernel_common.h"
 
@@ -154,6 +157,26 @@ void LeakyReluTileCoverage(int64_t n, int64_t elem_size, int64_t threads, int64_
   out[1] = hi;
   out[2] = total;
   out[3] = tiles;
+}
+
+// Stress check of the worker pool: `callers` threads at once each run `rounds` jobs of n indices (a busy pool
+// runs a second caller's job on that caller's thread); returns how many (job, index) pairs did not run
+// exactly once.
+int64_t WorkerPoolMiscount(int n, int rounds, int callers) {
+  std::atomic<int64_t> wrong{0};
+  auto caller = [&] {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    for (int r = 0; r < rounds; ++r) {
+      for (auto& h : hits) h.store(0);
+      lrelu::cpu::WorkerPool::instance().run(n, [&hits](int i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+      for (auto& h : hits) wrong += h.load() != 1;
+    }
+  };
+  std::vector<std::thread> others;
+  for (int c = 1; c < callers; ++c) others.emplace_back(caller);
+  caller();
+  for (std::thread& t : others) t.join();
+  return wrong.load();
 }
 
 }  // extern "C"

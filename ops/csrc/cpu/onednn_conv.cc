@@ -29,13 +29,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.hpp"
 #include "oneapi/dnnl/dnnl_threadpool_iface.hpp"
+#include "worker_pool.h"
 
 namespace {
 
@@ -47,8 +48,9 @@ constexpr int64_t kGeometryLength = 5;  // {stride, padding, threads, slope (flo
 
 thread_local bool in_parallel = false;
 
-// oneDNN's threadpool runtime hands every parallel region to this pool: `threads` workers, the caller
-// being one of them; parallel_for returns when all n tasks have run (synchronous pool, flags 0).
+// oneDNN's threadpool runtime hands every parallel region to this pool: `threads` workers of the library's
+// persistent WorkerPool, the caller being one of them; parallel_for returns when all n tasks have run
+// (synchronous pool, flags 0).
 class Pool : public dnnl::threadpool_interop::threadpool_iface {
  public:
   explicit Pool(int threads) : threads_(threads) {}
@@ -57,16 +59,12 @@ class Pool : public dnnl::threadpool_interop::threadpool_iface {
   uint64_t get_flags() const override { return 0; }
   void parallel_for(int n, const std::function<void(int, int)>& fn) override {
     const int workers = n < threads_ ? n : threads_;
-    auto run = [&](int first) {
+    lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
       const bool outer = in_parallel;
       in_parallel = true;
       for (int i = first; i < n; i += workers) fn(i, n);
       in_parallel = outer;
-    };
-    std::vector<std::thread> started;
-    for (int w = 1; w < workers; ++w) started.emplace_back(run, w);
-    if (workers > 0) run(0);
-    for (std::thread& t : started) t.join();
+    });
   }
 
  private:
@@ -191,13 +189,32 @@ std::unique_ptr<Entry> create(const Problem& p) {
   return entry;
 }
 
+// oneDNN splits a primitive's work for the creating thread's "max concurrency" (thread-local, set by
+// whoever used oneDNN on this thread before, e.g. MindSpore's own kernels): create for the pool's size.
+class Concurrency {
+ public:
+  explicit Concurrency(int threads) {
+    if (dnnl_threadpool_interop_get_max_concurrency(&saved_) != dnnl_success) saved_ = 0;
+    dnnl_threadpool_interop_set_max_concurrency(threads);
+  }
+  ~Concurrency() {
+    if (saved_ > 0) dnnl_threadpool_interop_set_max_concurrency(saved_);
+  }
+
+ private:
+  int saved_ = 0;
+};
+
 // The cached entry of one problem (created on first use; entries live for the process).
 Entry& lookup(const Problem& p) {
   static std::mutex mu;
   static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
   const std::lock_guard<std::mutex> lock(mu);
   std::unique_ptr<Entry>& slot = cache[p.key()];
-  if (!slot) slot = create(p);
+  if (!slot) {
+    const Concurrency for_pool(p.threads);
+    slot = create(p);
+  }
   return *slot;
 }
 
@@ -322,12 +339,18 @@ int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
   }
   const int32_t* g = static_cast<const int32_t*>(params[2]);
   const float slope = float_at(g, 3), clamp = float_at(g, 4);
+  auto run = [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    const T *y = static_cast<const T*>(params[0]), *dy = static_cast<const T*>(params[1]);
+    T* dz = static_cast<T*>(params[3]);
+    lrelu::cpu::for_each_chunk(n, g[2], [&](int64_t start, int64_t len) {
+      act_backward(y + start, dy + start, dz + start, len, slope, clamp);
+    });
+  };
   if (std::strcmp(dtypes[0], "float32") == 0) {
-    act_backward(static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
-                 static_cast<float*>(params[3]), n, slope, clamp);
+    run(static_cast<float*>(nullptr));
   } else if (std::strcmp(dtypes[0], "float16") == 0) {
-    act_backward(static_cast<const _Float16*>(params[0]), static_cast<const _Float16*>(params[1]),
-                 static_cast<_Float16*>(params[3]), n, slope, clamp);
+    run(static_cast<_Float16*>(nullptr));
   } else {
     return 1;
   }
