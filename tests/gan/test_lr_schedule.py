@@ -14,8 +14,15 @@ def test_scheduled_lr_is_constant_then_linear_to_zero():
     train = to_config(compose_config(SMALL + ["train.lr_decay=0.5"])).train
     assert [scheduled_lr(train, s, 10) / train.lr for s in range(10)] == pytest.approx(
         [1, 1, 1, 1, 1, 1, 0.8, 0.6, 0.4, 0.2])
-    constant = to_config(compose_config(SMALL)).train
-    assert constant.lr_decay == 0.0 and scheduled_lr(constant, 9, 10) == constant.lr
+    constant = to_config(compose_config(SMALL + ["train.lr_decay=0"])).train
+    assert scheduled_lr(constant, 9, 10) == constant.lr
+
+
+@pytest.mark.parametrize("experiment", ["ring8", "grid25"])
+def test_2d_experiments_train_the_protocol_length_with_the_decaying_rate(experiment):
+    train = to_config(compose_config([f"experiment={experiment}"])).train
+    assert (train.steps, train.lr_decay) == (15000, 0.5)
+    assert to_config(compose_config([])).train.lr_decay == 0.0  # the image recipes keep a constant rate
 
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1"])
@@ -51,6 +58,7 @@ def test_a_decaying_run_resumes_exactly(tmp_path):
     again, _ = load_checkpoint(resumed.checkpoint)
     for name, value in end.items():
         np.testing.assert_array_equal(again[name], value, err_msg=name)
-    constant = run(compose_config([o for o in common if not o.startswith("train.lr_decay")]), tmp_path / "constant")
+    constant = run(compose_config([o for o in common if not o.startswith("train.lr_decay")] + ["train.lr_decay=0"]),
+                   tmp_path / "constant")
     assert not np.array_equal(load_checkpoint(constant.checkpoint)[0]["generator.layers.conv0.weight"],
                               end["generator.layers.conv0.weight"])  # the schedule changed the last steps
