@@ -609,7 +609,10 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int
         shot = Path(tmp) / png.name
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-                 "--hide-scrollbars", f"--window-size={width},{top + height}", f"--screenshot={shot}"]
+                 "--hide-scrollbars", f"--window-size={width},{top + height}", f"--screenshot={shot}",
+                 # wait until the page's images (data URIs, decoded asynchronously) are loaded and painted: without
+                 # these a screenshot on a busy machine could catch a figure before it was drawn
+                 "--virtual-time-budget=10000", "--run-all-compositor-stages-before-draw"]
         done = subprocess.run([binary, *flags, Path(page).resolve().as_uri()], capture_output=True, text=True,
                               timeout=300)
         if done.returncode != 0 or not shot.is_file():
