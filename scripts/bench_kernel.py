@@ -3,7 +3,7 @@
 What MindSpore adds to every call (graph launch, output buffer) is the same for every kernel, so comparing kernels
 under it blurs a kernel change; this calls the kernel library's entry points on numpy arrays instead: the
 LeakyReLU forward (the memory floor of a one-input element-wise op: one read, one write, no arithmetic worth
-the name), the ELU forward and the ELU backward, on normal float32 data (half the inputs negative), `--threads`
+the name), the ELU forward and the ELU backward, on normal float32 or float16 data (half the inputs negative), `--threads`
 worker threads, every (library, entry) timed round-robin after two warm-up calls. Each entry's output must be
 the same bits in every library (`same_bits`; a build that changed the results is not a speed-up).
 
@@ -14,7 +14,8 @@ Before/after a kernel change: build the old kernels from a checkout of the old c
 (`PYTHONPATH=OLD python -c "from ops import build; print(build.library_path())"` prints the library's path) and
 pass both paths:
 
-    python scripts/bench_kernel.py [--libs OLD.so NEW.so] [--n 16777216] [--threads 2] [--repeats 30] --json PATH
+    python scripts/bench_kernel.py [--libs OLD.so NEW.so] [--n 16777216] [--dtype float32] [--threads 2] [--repeats 30]
+        --json PATH
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 def kernel_call(lib: ctypes.CDLL, entry: Entry, x: np.ndarray, dy: np.ndarray, out: np.ndarray,
                 threads: int) -> Callable[[], None]:
-    """A callable running the entry once on float32 x (and dy) into out; RuntimeError on a non-zero status."""
+    """A callable running the entry once on x (and dy) into out (all one dtype); RuntimeError on a non-zero status."""
     scalars = np.array([entry.slope, np.inf, threads, 0.0, 0.0], np.float32).view(np.int32)  # ActParams
     arrays = [x, dy, scalars, out] if entry.reads_dy else [x, scalars, out]
     count = len(arrays)
@@ -66,11 +67,11 @@ def kernel_call(lib: ctypes.CDLL, entry: Entry, x: np.ndarray, dy: np.ndarray, o
     return run
 
 
-def bench(libs: list[Path], n: int, threads: int, repeats: int, clock: str) -> list[dict]:
+def bench(libs: list[Path], n: int, dtype: str, threads: int, repeats: int, clock: str) -> list[dict]:
     """One record per (library, entry): median and minimum ms over the repeats, the samples, same_bits."""
     rng = np.random.default_rng(0)
-    x, dy = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    out = np.zeros(n, np.float32)
+    x, dy = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    out = np.zeros(n, dtype)
     loaded = [ctypes.CDLL(str(path)) for path in libs]
     calls = {(str(path), name): kernel_call(lib, entry, x, dy, out, threads)
              for path, lib in zip(libs, loaded) for name, entry in ENTRIES.items()}
@@ -78,7 +79,7 @@ def bench(libs: list[Path], n: int, threads: int, repeats: int, clock: str) -> l
     for key, call in calls.items():
         call()
         call()
-        bits[key] = out.view(np.int32).copy()
+        bits[key] = out.copy()
     now = CLOCKS[clock]
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in calls}
     for _ in range(repeats):
@@ -87,9 +88,9 @@ def bench(libs: list[Path], n: int, threads: int, repeats: int, clock: str) -> l
             call()
             samples[key].append((now() - start) * 1e3)
     first = str(libs[0])
-    return [{"lib": lib, "entry": name, "n": n, "threads": threads, "clock": clock,
+    return [{"lib": lib, "entry": name, "n": n, "dtype": dtype, "threads": threads, "clock": clock,
              "median_ms": statistics.median(times), "min_ms": min(times), "samples_ms": times,
-             "same_bits": bool(np.array_equal(bits[(lib, name)], bits[(first, name)]))}
+             "same_bits": bits[(lib, name)].tobytes() == bits[(first, name)].tobytes()}
             for (lib, name), times in samples.items()]
 
 
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, time the kernels, print the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--libs", type=Path, nargs="+", help="kernel libraries (default: this checkout's build)")
-    parser.add_argument("--n", type=int, default=1 << 24, help="float32 elements (default 16777216)")
+    parser.add_argument("--n", type=int, default=1 << 24, help="elements (default 16777216)")
+    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     parser.add_argument("--threads", type=int, default=2, help="worker threads per call (default 2)")
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per (library, entry) (default 30)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in args.libs if not p.is_file()]
     if missing:
         parser.error(f"--libs: no such file {', '.join(missing)}")
-    records = bench(args.libs, args.n, args.threads, args.repeats, args.clock)
+    records = bench(args.libs, args.n, args.dtype, args.threads, args.repeats, args.clock)
     print(table(records))
     write_json_atomic(args.json, {"command": " ".join(sys.argv), "load_average": list(os.getloadavg()),
                                   "records": records})
