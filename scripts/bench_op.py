@@ -16,7 +16,9 @@ one-op graph pays alike (`in-graph x` in the table: the built-in's difference ov
 Medians are the headline; `*_min_ms` are the fastest of the repeats, and `min x` the ratios of those: MindSpore's
 own CPU kernels (nn.ELU, `x * 1`) took about 2x longer in some calls than in others of the same run (two
 clusters of times, e.g. nn.ELU at 16M: 8.6 and 16.6 ms), so the ratio of medians moves with the mix; the ratio
-of minima compares both at their best.
+of minima compares both at their best. `fwd_x_paired` / `fwdbwd_x_paired` (`pair x` in the table) are the
+median over the repeats of the ratio built-in / ours within one repeat: the two calls of a repeat run back to
+back under the same load, and a call that lands in a slow cluster moves only its own repeat's ratio.
 
 `--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
 `kind`):
@@ -55,7 +57,7 @@ QUICK_SIZES = (1 << 16, 1 << 20, 1 << 24)
 DTYPES = {"float32": (np.float32, ms.float32), "float16": (np.float16, ms.float16)}
 RECORD_KEYS = ("kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms",
                "builtin_fwdbwd_ms", "copy_gbps", "floor_ms", "fwd2_ms", "builtin_fwd2_ms", "fwd_min_ms",
-               "fwdbwd_min_ms", "builtin_fwd_min_ms", "builtin_fwdbwd_min_ms")
+               "fwdbwd_min_ms", "builtin_fwd_min_ms", "builtin_fwdbwd_min_ms", "fwd_x_paired", "fwdbwd_x_paired")
 QUANT = (0.05, 3, 0.04, -2)  # in_scale, in_zero_point, out_scale, out_zero_point of the int8 benchmark
 
 
@@ -80,6 +82,11 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int, warmup
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 2) -> dict[str, float]:
     """Median wall time in ms of each fn (interleaved_times)."""
     return {name: statistics.median(t) for name, t in interleaved_times(fns, repeats, warmup).items()}
+
+
+def paired_ratio(theirs: list[float], ours: list[float]) -> float:
+    """Median over the repeats of theirs[r] / ours[r] (both timed in the same round of interleaved_times)."""
+    return statistics.median(t / o for t, o in zip(theirs, ours, strict=True))
 
 
 def gbps(nbytes: int, ms_: float) -> float:
@@ -193,7 +200,9 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
              "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
              "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"])), "floor_ms": t["floor"],
              "fwd2_ms": t[f"{impl}_fwd2"], "builtin_fwd2_ms": t[f"{impl}_builtin_fwd2"],
-             **{f"{key}_min_ms": low[f"{impl}_{key}"] for key in ("fwd", "fwdbwd", "builtin_fwd", "builtin_fwdbwd")}}
+             **{f"{key}_min_ms": low[f"{impl}_{key}"] for key in ("fwd", "fwdbwd", "builtin_fwd", "builtin_fwdbwd")},
+             **{f"{key}_x_paired": paired_ratio(samples[f"{impl}_builtin_{key}"], samples[f"{impl}_{key}"])
+                for key in ("fwd", "fwdbwd")}}
             for impl in impls]
 
 
@@ -242,7 +251,7 @@ def table(records: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
     head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
             f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6} {'floor ms':>8} "
-            f"{'in-graph x':>10} {'min x':>6} {'min fb x':>8}")
+            f"{'in-graph x':>10} {'min x':>6} {'min fb x':>8} {'pair x':>6} {'pair fb x':>9}")
     rows = [head]
     for r in records:
         rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
@@ -250,7 +259,8 @@ def table(records: list[dict]) -> str:
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}% "
                     f"{r['floor_ms']:>8.3f} {in_graph_ratio(r):>10.2f} {r['builtin_fwd_min_ms'] / r['fwd_min_ms']:>6.2f} "
-                    f"{r['builtin_fwdbwd_min_ms'] / r['fwdbwd_min_ms']:>8.2f}")
+                    f"{r['builtin_fwdbwd_min_ms'] / r['fwdbwd_min_ms']:>8.2f} {r['fwd_x_paired']:>6.2f} "
+                    f"{r['fwdbwd_x_paired']:>9.2f}")
     return "\n".join(rows)
 
 

@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_op.py"
 KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps",
         "floor_ms", "fwd2_ms", "builtin_fwd2_ms", "fwd_min_ms", "fwdbwd_min_ms", "builtin_fwd_min_ms",
-        "builtin_fwdbwd_min_ms"}
+        "builtin_fwdbwd_min_ms", "fwd_x_paired", "fwdbwd_x_paired"}
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -39,6 +41,7 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
         assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
         assert all(r[f"{k}_min_ms"] <= r[f"{k}_ms"] for k in ("fwd", "fwdbwd", "builtin_fwd", "builtin_fwdbwd"))
     assert "fwd x" in result.stdout and "%copy" in result.stdout and "in-graph x" in result.stdout and "min x" in result.stdout
+    assert "pair x" in result.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
 
 
@@ -74,3 +77,15 @@ def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
     assert math.isclose(r["fp32_gbps"], 2 * 4 * 65536 / (r["fp32_fwd_ms"] * 1e-3) / 1e9)
     assert math.isclose(r["speedup"], r["elems_per_s"] / r["fp32_elems_per_s"])
     assert "int8 Gel/s" in result.stdout and "fwd x" not in result.stdout
+
+
+def test_paired_ratio_is_the_median_of_per_repeat_ratios() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_op", SCRIPT)
+    bench_op = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_op)
+    # repeat ratios 2, 4, 3 -> 3; the ratio of the medians would be 4 / 1 = 4, of the minima 2 / 1 = 2
+    assert bench_op.paired_ratio([2.0, 4.0, 30.0], [1.0, 1.0, 10.0]) == 3.0
+    with pytest.raises(ValueError):
+        bench_op.paired_ratio([1.0, 2.0], [1.0])

@@ -239,10 +239,13 @@ void elu_tile(const T* x, const T* dy, T* out, int64_t start, int64_t len, const
 #if defined(LRELU_ELU_LANES) || LRELU_FV_LANES == 1
   if (dy) {
     map_elements(out, start, len, stream, [&](int64_t i) {
+      prefetch_ahead(x + i);
+      prefetch_ahead(dy + i);
       return elu_backward<fv, R, kClamp>(load_v(x + i), load_v(dy + i), s.slope, s.clamp);
     }, one);
   } else {
     map_elements(out, start, len, stream, [&](int64_t i) {
+      prefetch_ahead(x + i);
       return elu_forward_value<fv, R, kClamp>(load_v(x + i), s.slope, s.clamp);
     }, one);
   }

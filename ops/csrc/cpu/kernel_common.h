@@ -53,6 +53,21 @@ constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core
 // most 2 MB, so training never streams; scripts/bench_op.py at 16M float32 (64 MB) does.
 constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
 
+// Software prefetch distance of the kernels with a long per-vector formula (ELU's expm1/exp): 4 KiB ahead of
+// the vector being loaded, one page, so the next page is in L1 before its first vector (the hardware
+// prefetchers stop at page boundaries). A C++ measurement on this machine under load (CPU time of the 16M
+// float32 ELU forward, streaming stores, one thread): 13.2 ms without, 9.2 ms with (2, 8 and 16 KiB ahead
+// within 0.2 ms of it; the LeakyReLU forward, the memory floor, 8.2 ms, unchanged by a prefetch).
+constexpr int64_t kPrefetchBytes = 4096;
+
+template <typename T>
+inline void prefetch_ahead(const T* p) {
+#if defined(__SSE__)
+  // A prefetch never faults: the addresses past the end of the last tile are harmless.
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
+#endif
+}
+
 inline int64_t element_count(int ndim, const int64_t* shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= shape[i];
