@@ -1,8 +1,10 @@
 """All trials of one 2D setting trained as one batched model: the trial index leads every weight.
 
 The 2D recipe (`experiment=ring8|grid25`: gan.models' MLPs, Adam, non-saturating BCE) trains one small network
-pair per run. Here T trials share every kernel: weights are (T, in, out), activations (T, N, C), the dense
-layers are batched matmuls, the activations are the project's LeakyReLU op on (T, N, C) tensors, and one
+pair per run. Here T trials share every kernel: G's weights are (T, in, out) and its activations (T, N, C);
+D works channels-first, weights (T, out, in) and activations (T, C, N), so that D's PReLU is the project's
+prelu op on (1, T * C, N) with the (T * C,) weights of all trials along axis 1; the dense layers are batched
+matmuls, the activations the project's LeakyReLU and PReLU ops, and one
 jitted function does the D step and the G step of all trials, so per-trial launches and host work go away
 (the arithmetic stays; docs/sweeps.md has the measured costs). The trials stay independent: the loss is
 the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
@@ -26,7 +28,7 @@ from gan.metrics import mode_metrics
 from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
 from gan.tasks import PointData
 from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents, scheduled_lr
-from ops import leaky_relu
+from ops import leaky_relu, prelu
 
 _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
@@ -37,7 +39,8 @@ _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda
              ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
              ("train.d_steps", lambda c: c.train.d_steps, 1),
              ("train.clip_grad_norm", lambda c: c.train.clip_grad_norm, None))
-_KINDS = ("leaky_relu", "relu")  # act.{d,g}_kind the batched nets build (relu: the op with slope 0)
+# act.{d,g}_kind the batched nets build (relu: the LeakyReLU op with slope 0; prelu: D only)
+_KINDS = {"d": ("leaky_relu", "relu", "prelu"), "g": ("leaky_relu", "relu")}
 
 
 def check_batchable(conf: Config) -> None:
@@ -47,9 +50,9 @@ def check_batchable(conf: Config) -> None:
                           f"one of {list(POINT_DATASETS)}")
     for net in ("d", "g"):
         kind = getattr(conf.act, f"{net}_kind")
-        if kind not in _KINDS:
+        if kind not in _KINDS[net]:
             raise ConfigError(f"act.{net}_kind={kind!r} is not supported by the batched 2D trainer (one of "
-                              f"{list(_KINDS)}); use train.py for this setting")
+                              f"{list(_KINDS[net])}); use train.py for this setting")
     for key, get, needed in _REQUIRED:
         if get(conf) != needed:
             raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
@@ -76,7 +79,7 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
 
 
 def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
-    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them."""
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU)."""
     if getattr(conf.act, f"{net}_kind") == "relu":
         return (0.0,) * depth
     return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
@@ -117,11 +120,14 @@ class BatchedGAN(nn.Cell):
                                               for i in range(MLP_G_DEPTH)])
         self.moving_var = ms.ParameterTuple([param(f"{g}bn{i}.moving_variance", init[f"{g}bn{i}.moving_variance"],
                                                    False) for i in range(MLP_G_DEPTH)])
-        self.d_w = ms.ParameterTuple([weight(f"{d}conv{i}.weight") for i in range(MLP_D_DEPTH + 1)])
+        self.d_w = ms.ParameterTuple([param(f"{d}conv{i}.weight", init[f"{d}conv{i}.weight"])
+                                      for i in range(MLP_D_DEPTH + 1)])  # (T, out, in): D is channels-first
         self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"])
                                       for i in range(MLP_D_DEPTH + 1)])
+        self.d_prelu = ms.ParameterTuple([param(f"{d}act{i}.weight", init[f"{d}act{i}.weight"])
+                                          for i in range(MLP_D_DEPTH)] if conf.act.d_kind == "prelu" else [])
         self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
-        self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b])
+        self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b, *self.d_prelu])
         # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).
         self._state = tuple((*self.g_params, *self.moving_mean, *self.moving_var, *self.d_params))
         self._names = tuple(p.name for p in self._state)
@@ -161,11 +167,15 @@ class BatchedGAN(nn.Cell):
         return _BMM(h, w[MLP_G_DEPTH]) + b.expand_dims(1)
 
     def discriminator(self, x: Tensor) -> Tensor:
-        """(T, N, 2) points -> (T, N) logits."""
-        h = x
+        """(T, N, 2) points -> (T, N) logits, computed channels-first: (T, C, N) activations."""
+        h = x.transpose(0, 2, 1)
         for i in range(MLP_D_DEPTH):
-            h = leaky_relu(_BMM(h, self.d_w[i]) + self.d_b[i].expand_dims(1), self.d_slopes[i], clamp=self.clamp)
-        return (_BMM(h, self.d_w[MLP_D_DEPTH]) + self.d_b[MLP_D_DEPTH].expand_dims(1)).squeeze(-1)
+            y = _BMM(self.d_w[i], h) + self.d_b[i].expand_dims(2)
+            if self.d_prelu:  # every trial's channel weights along axis 1 of one (1, T * C, N) tensor
+                h = prelu(y.reshape(1, -1, y.shape[2]), self.d_prelu[i].reshape(-1), clamp=self.clamp).reshape(y.shape)
+            else:
+                h = leaky_relu(y, self.d_slopes[i], clamp=self.clamp)
+        return (_BMM(self.d_w[MLP_D_DEPTH], h) + self.d_b[MLP_D_DEPTH].expand_dims(2)).squeeze(1)
 
     def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
         fake = ops.stop_gradient(self.generator(z, True))
@@ -207,7 +217,8 @@ class BatchedGAN(nn.Cell):
         arrays = {}
         for name, p in zip(self._names, self._state):
             value = p.asnumpy()[trial]
-            arrays[name] = value.T if name.endswith(".weight") else value
+            g_weight = name.startswith("generator.") and name.endswith(".weight")  # G's dense weights: (in, out)
+            arrays[name] = value.T if g_weight else value
         for p in self.ema:
             arrays[p.name] = p.asnumpy()[trial].T if p.name.endswith(".weight") else p.asnumpy()[trial]
         for name in [n for n in arrays if ".moving_" in n]:  # train.py's EMA copies G's statistics

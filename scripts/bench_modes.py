@@ -1,11 +1,13 @@
-"""PacGAN's 2D mode-collapse benchmark per LeakyReLU slope: modes, % high-quality samples, reverse KL.
+"""PacGAN's 2D mode-collapse benchmark per D activation (LeakyReLU slope or PReLU): modes, % high-quality, reverse KL.
 
     python scripts/bench_modes.py --trials 10 --slopes 0,0.01,0.2 --json bench_modes.json
 
 Runs `train.py data=DATASET act.negative_slope=SLOPE seed=TRIAL` in this process (gan.training.run on the
 composed config, diagnostics off) for every dataset, slope and trial, and prints a markdown table of
 mean +- standard error per (dataset, slope) beside PacGAN's published GAN row (Lin et al. 2018, Table 1).
-The slope is the discriminator's; the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G).
+The slope is the discriminator's (`prelu` in --slopes: act.d_kind=prelu, its weights learned from 0.25);
+the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G). Seeds are --first-seed .. + --trials - 1;
+`--merge A.json B.json --json OUT` combines finished reports (e.g. seeds 0-4 and 5-9) into one table.
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
 after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
 
@@ -34,15 +36,29 @@ PACGAN_GAN = {"ring8": (6.3, 98.2, 0.45), "grid25": (17.3, 94.8, 0.70)}
 METRICS = ("modes", "hq_fraction", "reverse_kl")
 
 
-def parse_slopes(text: str) -> list[float]:
-    """'0,0.01,0.2' -> [0.0, 0.01, 0.2]; each slope in [0, 1)."""
+PRELU = "prelu"  # a --slopes entry: D's activation is PReLU (act.d_kind=prelu) instead of a fixed slope
+
+
+def parse_slopes(text: str) -> list[float | str]:
+    """'0,0.01,0.2,prelu' -> [0.0, 0.01, 0.2, 'prelu']; each slope in [0, 1), or the word prelu."""
     try:
-        slopes = [float(s) for s in text.split(",") if s.strip()]
+        slopes = [s.strip() if s.strip() == PRELU else float(s) for s in text.split(",") if s.strip()]
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"--slopes {text!r}: {err}; give comma-separated numbers") from err
-    if not slopes or any(not 0 <= s < 1 for s in slopes):
-        raise argparse.ArgumentTypeError(f"--slopes {text!r}: give one or more slopes in [0, 1), e.g. 0,0.01,0.2")
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: {err}; give comma-separated numbers or prelu") from err
+    if not slopes or any(s != PRELU and not 0 <= s < 1 for s in slopes):
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: give one or more slopes in [0, 1) or prelu, "
+                                         f"e.g. 0,0.01,0.2,prelu")
     return slopes
+
+
+def d_activation(slope: float | str) -> list[str]:
+    """train.py overrides that give D the activation of one --slopes entry."""
+    return ["act.d_kind=prelu"] if slope == PRELU else [f"act.negative_slope={slope}"]
+
+
+def label(slope: float | str) -> str:
+    """A --slopes entry as the table shows it: 0.2, prelu."""
+    return slope if isinstance(slope, str) else f"{slope:g}"
 
 
 def parse_datasets(text: str) -> list[str]:
@@ -98,7 +114,7 @@ def markdown_table(rows: list[dict]) -> str:
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         for r in (r for r in rows if r["dataset"] == dataset):
             steps = "" if r.get("steps") is None else r["steps"]
-            lines.append(f"| {dataset} | {r['slope']:g} | {steps} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
+            lines.append(f"| {dataset} | {label(r['slope'])} | {steps} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
                          f"{cell(r['hq_fraction'], r['hq_fraction_se'], 1)} | "
                          f"{cell(r['reverse_kl'], r['reverse_kl_se'], 2)} |")
         modes, hq, kl = PACGAN_GAN[dataset]
@@ -128,33 +144,69 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
         for slope in args.slopes:
             # train.steps = the last --eval-at: the length train.lr_decay's schedule decays over
             length = [f"train.steps={args.eval_at[-1]}"] if args.eval_at else []
-            conf = to_config(compose_config([f"experiment={dataset}", f"act.negative_slope={slope}",
+            conf = to_config(compose_config([f"experiment={dataset}", *d_activation(slope),
                                              "diagnostics.enabled=false", *length, *args.override]))
             setup_runtime(conf.runtime)
             start = time.perf_counter()
-            trainer = BatchedTrainer(conf, list(range(args.trials)))
+            seeds = list(range(args.first_seed, args.first_seed + args.trials))
+            trainer = BatchedTrainer(conf, seeds)
             for steps in args.eval_at or [conf.train.steps]:
                 skipped = trainer.train_to(steps).skipped_steps
                 seconds = time.perf_counter() - start
                 # with train.ema_beta the metrics are the EMA generator's (as train.py); G's own go under "g_*"
                 own = trainer.evaluate(ema=False) if conf.train.ema_beta is not None else None
-                for seed, metrics in enumerate(trainer.evaluate()):
-                    records.append({"dataset": dataset, "slope": slope, "seed": seed, "steps": steps,
-                                    "skipped_steps": int(skipped[seed]),
+                for t, metrics in enumerate(trainer.evaluate()):
+                    records.append({"dataset": dataset, "slope": slope, "seed": seeds[t], "steps": steps,
+                                    "skipped_steps": int(skipped[t]),
                                     "seconds": seconds / args.trials, "batch_seconds": seconds,
-                                    "load_avg_1min": os.getloadavg()[0], **metrics,
-                                    **({f"g_{k}": v for k, v in own[seed].items()} if own else {})})
+                                    "load_avg_1min": os.getloadavg()[0], **metrics, **prelu_weights(trainer, t),
+                                    **({f"g_{k}": v for k, v in own[t].items()} if own else {})})
                     print(json.dumps(records[-1]), flush=True)
                 if args.json:
                     write_report(args.json, header, records)
     return records
 
 
+def prelu_weights(trainer, trial: int) -> dict:
+    """A PReLU D's learned weights of one trial: per layer the mean, min and max over channels ({} otherwise)."""
+    arrays = trainer.model.trial_arrays(trial)
+    layers = sorted(n for n in arrays if n.startswith("discriminator.") and ".act" in n)
+    return {"d_prelu": [{"layer": n.split(".")[2], "mean": float(arrays[n].mean()), "min": float(arrays[n].min()),
+                         "max": float(arrays[n].max())} for n in layers]} if layers else {}
+
+
+def merge(paths: list[Path], out: Path | None) -> int:
+    """Combine the records of finished reports (the same settings, other seeds) into one report at `out`."""
+    records, argv = [], []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"--merge {path}: cannot read a bench_modes report ({err})")
+        if not data.get("complete"):
+            raise SystemExit(f"--merge {path}: the report is not complete ({data.get('finished_runs')} of "
+                             f"{data.get('runs')} runs); merge finished reports only")
+        records += data["records"]
+        argv.append(data["argv"])
+    keys = [(r["dataset"], r["slope"], r.get("steps"), r["seed"]) for r in records]
+    if len(set(keys)) != len(keys):
+        raise SystemExit(f"--merge {[str(p) for p in paths]}: the same dataset, slope, steps and seed appear twice")
+    header = {"argv": argv, "merged_from": [str(p) for p in paths], "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+              "pacgan_gan": PACGAN_GAN, "runs": len(records)}
+    if out:
+        write_report(out, header, records)
+    print(markdown_table(summarize(records)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every (dataset, slope, trial), print the table, optionally write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=positive_int, default=10, help="seeds 0..TRIALS-1 per slope (default 10)")
-    parser.add_argument("--slopes", type=parse_slopes, default=[0.0, 0.01, 0.2], help="D slopes (default 0,0.01,0.2)")
+    parser.add_argument("--trials", type=positive_int, default=10,
+                        help="seeds FIRST_SEED..FIRST_SEED+TRIALS-1 per slope (default 10)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first trial's seed (default 0)")
+    parser.add_argument("--slopes", type=parse_slopes, default=[0.0, 0.01, 0.2],
+                        help="D slopes, or prelu for a PReLU D (default 0,0.01,0.2)")
     parser.add_argument("--datasets", type=parse_datasets, default=list(POINT_DATASETS), help="default ring8,grid25")
     parser.add_argument("--steps", type=positive_int, help="training steps per run (default: configs/train/toy2d.yaml)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -165,7 +217,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="train the trials of each setting as one batched model (gan.toy2d_batched)")
     parser.add_argument("--eval-at", type=parse_steps_list, metavar="STEPS,...",
                         help="with --batched: evaluate every trial at these step counts (the last is the length)")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
+                        help="only combine these finished --json reports into one (written to --json)")
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.json)
+    if args.first_seed < 0:
+        parser.error(f"--first-seed {args.first_seed}: give a seed >= 0")
     if args.eval_at and not args.batched:
         parser.error("--eval-at needs --batched")
     if args.batched and args.steps is not None:
@@ -180,19 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     from gan.config import compose_config  # heavy imports after argument errors
     from gan.training import run
 
-    runs = [(dataset, slope, trial) for trial in range(args.trials) for dataset in args.datasets for slope in args.slopes]
+    runs = [(dataset, slope, trial) for trial in range(args.first_seed, args.first_seed + args.trials)
+            for dataset in args.datasets for slope in args.slopes]
     header = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "runs": len(runs), "pacgan_gan": PACGAN_GAN}
     records = []
     with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
         out_dir = args.out_dir or Path(tmp)
         for dataset, slope, trial in runs:
-            overrides = [f"experiment={dataset}", f"act.negative_slope={slope}", f"seed={trial}",
+            overrides = [f"experiment={dataset}", *d_activation(slope), f"seed={trial}",
                          "diagnostics.enabled=false", *args.override]
             if args.steps is not None:
                 overrides.append(f"train.steps={args.steps}")
             start = time.perf_counter()
-            summary = run(compose_config(overrides), out_dir / dataset / f"slope_{slope:g}" / f"seed_{trial}")
+            summary = run(compose_config(overrides), out_dir / dataset / f"slope_{label(slope)}" / f"seed_{trial}")
             records.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
                             "seconds": time.perf_counter() - start, "load_avg_1min": os.getloadavg()[0],
                             **summary.metrics})

@@ -30,14 +30,17 @@ from gan.sweep import group_summary  # noqa: E402
 DEAD_METRICS = ("dead_frac", "dormant_frac", "persistent_frac")
 
 
-def hq_series(records: list[dict]) -> dict[tuple[str, float], list[tuple[int, float, float, int]]]:
-    """{(dataset, slope): [(steps, mean %, standard error %, trials)]} of bench_modes records, sorted by steps."""
-    by_key: dict[tuple[str, float], dict[int, list[float]]] = {}
+def hq_series(records: list[dict]) -> dict[tuple[str, float | str], list[tuple[int, float, float, int]]]:
+    """{(dataset, slope): [(steps, mean %, standard error %, trials)]} of bench_modes records, sorted by steps
+    (slope: a number, or "prelu" for a PReLU D, listed after the slopes)."""
+    by_key: dict[tuple[str, float | str], dict[int, list[float]]] = {}
     for r in records:
-        by_key.setdefault((r["dataset"], float(r["slope"])), {}).setdefault(int(r["steps"]), []).append(
+        slope = r["slope"] if isinstance(r["slope"], str) else float(r["slope"])
+        by_key.setdefault((r["dataset"], slope), {}).setdefault(int(r["steps"]), []).append(
             100.0 * float(r["hq_fraction"]))
     out = {}
-    for key, per_steps in sorted(by_key.items()):
+    for key, per_steps in sorted(by_key.items(), key=lambda kv: (kv[0][0], isinstance(kv[0][1], str), str(kv[0][1])
+                                                                 if isinstance(kv[0][1], str) else kv[0][1])):
         points = []
         for steps, values in sorted(per_steps.items()):
             mean = sum(values) / len(values)
@@ -62,9 +65,9 @@ def hq_figure(benchmarks: list[dict]):
             if d != dataset:
                 continue
             steps, mean, se, n = zip(*points)
-            ax.errorbar(steps, mean, yerr=se, marker="o", capsize=3,
-                        label=f"D slope {slope:g} ({min(n)}-{max(n)} trials)" if min(n) != max(n)
-                        else f"D slope {slope:g} ({n[0]} trials)")
+            name = f"D {slope}" if isinstance(slope, str) else f"D slope {slope:g}"
+            trials = f"{min(n)}-{max(n)}" if min(n) != max(n) else f"{n[0]}"
+            ax.errorbar(steps, mean, yerr=se, marker="o", capsize=3, label=f"{name} ({trials} trials)")
         if dataset in pacgan:
             ax.axhline(pacgan[dataset][1], color="grey", linestyle="--", label="PacGAN GAN (paper, ~400k steps)")
         ax.set_xscale("log")

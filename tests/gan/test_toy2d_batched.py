@@ -53,7 +53,8 @@ def test_trials_are_independent(batched):
 
 @pytest.mark.parametrize("override, key", [("data=mnist", "data"), ("train.loss=hinge", "train.loss"),
                                            ("model.d_norm=spectral", "model.d_norm"),
-                                           ("precision=fp16", "precision"), ("act.d_kind=prelu", "act.d_kind")])
+                                           ("precision=fp16", "precision"), ("act.g_kind=prelu", "act.g_kind"),
+                                           ("act.d_kind=elu", "act.d_kind")])
 def test_unsupported_settings_are_named(override, key):
     with pytest.raises(ConfigError, match=key):  # data=mnist is refused while composing, the others here
         check_batchable(to_config(compose_config(SMALL + [override])))
@@ -83,6 +84,20 @@ def test_relu_kind_matches_a_separate_run(tmp_path):
     trainer.train_to(5)
     arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=5"]), tmp_path).checkpoint)
     for name, value in trainer.model.trial_arrays(0).items():
+        np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
+
+
+def test_prelu_kind_matches_a_separate_run(tmp_path):
+    """act.d_kind=prelu batched (two trials' channel weights in one prelu call), learned weights included."""
+    overrides = SMALL + ["act.d_kind=prelu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
+                         "train.sample_every=5"]
+    trainer = BatchedTrainer(to_config(compose_config(overrides)), [5, 6])
+    trainer.train_to(5)
+    arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=6"]), tmp_path).checkpoint)
+    mine = trainer.model.trial_arrays(1)
+    assert {f"discriminator.layers.act{i}.weight" for i in range(3)} <= set(mine)
+    assert not np.allclose(mine["discriminator.layers.act0.weight"], 0.25)  # the weights did learn
+    for name, value in mine.items():
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 
 

@@ -53,7 +53,43 @@ def test_partial_report_is_marked_incomplete(tmp_path):
     assert "| grid25 | 0 |  | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
 
 
-@pytest.mark.parametrize("args, message", [(["--slopes", "0,1.5"], "--slopes"), (["--datasets", "ring9"], "ring8"),
+def test_prelu_is_a_d_activation_row():
+    assert bench_modes.parse_slopes("0, 0.2,prelu") == [0.0, 0.2, "prelu"]
+    assert bench_modes.d_activation("prelu") == ["act.d_kind=prelu"]
+    assert bench_modes.d_activation(0.01) == ["act.negative_slope=0.01"]
+    records = [{"dataset": "ring8", "slope": "prelu", "seed": i, "steps": 100, "seconds": 1.0, "modes": 8,
+                "hq_fraction": 0.5, "reverse_kl": 0.1} for i in range(2)]
+    assert "| ring8 | prelu | 100 | 2 | 8.0 ± 0.0 | 50.0 ± 0.0 | 0.10 ± 0.00 |" in bench_modes.markdown_table(
+        bench_modes.summarize(records))
+
+
+def report(path, seeds, complete=True):
+    records = [{"dataset": "ring8", "slope": 0.0, "seed": i, "steps": 100, "seconds": 1.0, "modes": 8,
+                "hq_fraction": 0.1 * i, "reverse_kl": 0.1} for i in seeds]
+    bench_modes.write_report(path, {"argv": [], "started": "now", "runs": len(seeds) + (not complete),
+                                    "pacgan_gan": bench_modes.PACGAN_GAN}, records)
+    return path
+
+
+def test_merge_combines_reports_of_other_seeds(tmp_path, capsys):
+    a, b = report(tmp_path / "a.json", [0, 1]), report(tmp_path / "b.json", [2, 3])
+    assert bench_modes.main(["--merge", str(a), str(b), "--json", str(tmp_path / "all.json")]) == 0
+    data = json.loads((tmp_path / "all.json").read_text())
+    assert (data["complete"], data["runs"], data["merged_from"]) == (True, 4, [str(a), str(b)])
+    assert data["summary"][0]["trials"] == 4 and data["summary"][0]["hq_fraction"] == pytest.approx(15.0)
+    assert "| ring8 | 0 | 100 | 4 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("second, message", [([1, 2], "appear twice"), (None, "not complete")])
+def test_merge_refuses_overlapping_or_unfinished_reports(tmp_path, second, message):
+    a = report(tmp_path / "a.json", [0, 1])
+    b = report(tmp_path / "b.json", second or [5], complete=second is not None)
+    with pytest.raises(SystemExit, match=message):
+        bench_modes.main(["--merge", str(a), str(b)])
+
+
+@pytest.mark.parametrize("args, message", [(["--slopes", "0,1.5"], "--slopes"), (["--slopes", "elu"], "prelu"),
+                                           (["--first-seed", "-1"], "--first-seed"), (["--datasets", "ring9"], "ring8"),
                                            (["--trials", "0"], "integer >= 1"),
                                            (["--batched", "--eval-at", "10000,2000"], "increasing"),
                                            (["--batched", "--eval-at", "0"], "integer >= 1"),
@@ -88,16 +124,20 @@ TINY_2D = ["--override", "model.ngf=16", "--override", "model.ndf=16", "--overri
 def test_batched_trials_evaluated_at_each_length(tmp_path):
     out = tmp_path / "batched.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "0.2",
-         "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--override", "train.ema_beta=0.9", "--override",
-         "train.lr_decay=0.5", "--json", str(out)],
+        [sys.executable, str(REPO / "scripts" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "prelu",
+         "--first-seed", "3", "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--override", "train.ema_beta=0.9",
+         "--override", "train.lr_decay=0.5", "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     assert (data["complete"], data["finished_runs"], data["batched"]) == (True, 4, True)
-    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(0, 2, 0), (1, 2, 0), (0, 4, 0),
-                                                                                 (1, 4, 0)]
-    assert "| ring8 | 0.2 | 4 | 2 |" in data["table"]
+    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(3, 2, 0), (4, 2, 0), (3, 4, 0),
+                                                                                 (4, 4, 0)]
+    assert "| ring8 | prelu | 4 | 2 |" in data["table"]
+    # a PReLU D's learned weights per layer (3 hidden layers), moved from their initial 0.25
+    layers = data["records"][-1]["d_prelu"]
+    assert [w["layer"] for w in layers] == ["act0", "act1", "act2"]
+    assert all(w["min"] <= w["mean"] <= w["max"] for w in layers) and layers[0]["mean"] != 0.25
     # with train.ema_beta the table is the EMA generator's, and G's own metrics are kept beside it
     assert all({"g_modes", "g_hq_fraction", "g_reverse_kl"} <= set(r) for r in data["records"])
 

@@ -43,6 +43,13 @@ def test_hq_series_gives_mean_and_standard_error_per_length():
     assert last == (5000, pytest.approx(20.0), 0.0, 1)
 
 
+def test_a_prelu_row_is_listed_after_the_slopes():
+    prelu = {**record("ring8", 2000, 0, 0.4), "slope": "prelu"}
+    series = load_script().hq_series([prelu, record("ring8", 2000, 0, 0.2), {**record("ring8", 2000, 0, 0.1),
+                                                                              "slope": 0.0}])
+    assert list(series) == [("ring8", 0.0), ("ring8", 0.2), ("ring8", "prelu")]
+
+
 def test_both_figures_are_written_as_png(tmp_path):
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps({"pacgan_gan": {"ring8": [6.3, 98.2, 0.45]},
