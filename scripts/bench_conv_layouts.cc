@@ -158,7 +158,7 @@ int main() {
       {64, 3, 64, 64, 4, 2, 1},  {64, 64, 128, 32, 4, 2, 1}, {64, 128, 256, 16, 4, 2, 1},  // DCGAN-64
       {64, 256, 512, 8, 4, 2, 1}, {64, 512, 100, 4, 4, 1, 0}};
   for (const Geometry& g : layers) {
-    for (auto [t, name] : {std::pair{tag::any, "any"}, {tag::nhwc, "nhwc"}, {tag::nChw16c, "nChw16c"}}) {
+    for (auto [t, name] : {std::pair{tag::any, "any"}, {tag::nhwc, "nhwc"}, {tag::nChw16c, "nChw16c"}, {tag::nchw, "nchw"}}) {
       primitives(g, t, name);
     }
   }

@@ -152,9 +152,10 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 
 // Backward-data in the forward's activation layouts when oneDNN chose blocked ones there (nChw16c on
 // AVX-512): it then runs its direct jit kernel, not the brgconv_strided kernel in nhwc that format_tag::any
-// gets. Measured at 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8, 58.5 vs 93.0 ms; 64 -> 128
-// on 32x32, 51.7 vs 55.6 ms; the reorders into the blocked layout are cheaper too. Falls back to any where
-// oneDNN has no such kernel (or only its reference one).
+// gets. scripts/bench_conv_layouts.cc, 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8 31.4 vs
+// 44.6 ms, 32 -> 64 on 16x16 1.60 vs 1.91 ms, 64 -> 128 on 32x32 28.7 vs 26.2 ms (slower), the others equal;
+// over DCGAN-64's geometries 88.0 vs 98.6 ms. Falls back to any where oneDNN has no such kernel (or only its
+// reference one).
 dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
   const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
@@ -266,9 +267,10 @@ void run(Entry& entry, void** inputs, void* out) {
 }
 
 // Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
-// backward-data kernel (brgconv_strided) vectorises over 16 channels: measured at 1 thread, batch 64, 4x4
-// stride 2, it took 7.3 ms into 3 channels (DCGAN-32's image gradient and G's last layer), 22x its forward
-// of the same geometry, against 1.0 ms for GEMM + col2im; at 8 channels 10.4 vs 8.3 ms, at 16 11.1 vs 15.9.
+// backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench_conv_layouts.cc, 1 thread,
+// batch 64, 4x4 stride 2, primitive with its reorders vs GEMM + col2im: into 3 channels from 32 at 32x32
+// (DCGAN-32's image gradient and G's last layer) 3.2 vs 1.3 ms, the primitive 9x its forward of the same
+// geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
 constexpr int64_t kFewChannels = 8;
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
