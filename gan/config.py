@@ -185,6 +185,7 @@ class PrecisionConfig:
 class Fusion(StrEnum):
     """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); mirrors ops.FUSION_KINDS."""
 
+    auto = "auto"  # the fastest kind this run allows (resolve_fusion): conv_act or bn_act on CPU, else none
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
@@ -195,7 +196,7 @@ class Fusion(StrEnum):
 class FusionConfig:
     """Operator fusion; an enum, so Hydra rejects other values while composing, naming the allowed ones."""
 
-    name: Fusion = Fusion.none
+    name: Fusion = Fusion.auto
 
 
 @dataclass
@@ -411,15 +412,30 @@ def to_config(cfg: DictConfig | Config) -> Config:
     return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
 
 
+def resolve_fusion(conf: Config, impl: str) -> str:
+    """The fusion kind a run builds: fusion.name, or for auto the fastest kind this run allows. On CPU that is
+    conv_act when the convolutions run through oneDNN (`impl`, model.conv_impl resolved), else bn_act; none
+    when an activation kind has no fused BatchNorm kernel (BN_ACT_KINDS), with R1 on a BatchNorm D (the fused
+    kernel has no second derivative), and on GPU/Ascend (the fused kernels are CPU kernels)."""
+    if conf.fusion.name != Fusion.auto:
+        return conf.fusion.name.value
+    kinds_fuse = all(getattr(conf.act, f"{net}_kind") in BN_ACT_KINDS for net in ("d", "g"))
+    r1_on_batch_norm = conf.train.r1_gamma > 0 and conf.model.d_norm == "batch"
+    if conf.runtime.device_target != "CPU" or not kinds_fuse or r1_on_batch_norm:
+        return Fusion.none.value
+    return (Fusion.conv_act if impl == "onednn" else Fusion.bn_act).value
+
+
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes (model.conv_impl included: native, gemm and onednn compute the same convolution
-# with the same parameters, checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, fusion, seed,
+# how and where it executes (model.conv_impl and fusion.name included: native, gemm and onednn compute the same
+# convolution, and every fusion kind the same blocks, with the same parameter names, to float32 rounding, so
+# checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers", "model.conv_impl",
+    "data.num_workers", "model.conv_impl", "fusion.name",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",

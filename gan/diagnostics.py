@@ -25,6 +25,7 @@ and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
@@ -230,8 +231,16 @@ def _activation_shapes(net: nn.Cell, example_input: Tensor | tuple, paths: list[
     return shapes
 
 
+def _activation_name(leaf: str) -> str:
+    """The probe name of block i's activation whatever the fusion built: act<i> for the layers act<i>, bn<i>
+    (BatchNorm fused with it) and conv<i> (a conv fused with it), so names and charts match across kinds."""
+    match = re.fullmatch(r"(?:act|bn|conv)(\d+)", leaf)
+    return f"act{match.group(1)}" if match else leaf
+
+
 def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[ProbedActivation]:
-    """Wrap every LeakyReLU / BatchNormAct of `net` in a ProbedActivation named f"{name}/{layer}"; return the probes.
+    """Wrap every LeakyReLU / BatchNormAct of `net` in a ProbedActivation named f"{name}/act<i>" (block i, also
+    when fused into bn<i> or conv<i>; other layers by their path); return the probes.
 
     Call it before the network is compiled (ms.jit) or wrapped for mixed precision. `example_input` is one
     input batch (or a tuple of inputs); it runs once in PyNative to learn each layer's channel count.
@@ -247,7 +256,7 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
         raise ValueError(f"{type(net).__name__} has no ops.LeakyReLU or ops.BatchNormAct layer; diagnostics "
                          f"probe only the project's activation cells")
     shapes = _activation_shapes(net, example_input, paths)
-    leaves = [p.rsplit(".", 1)[-1] for p in paths]
+    leaves = [_activation_name(p.rsplit(".", 1)[-1]) for p in paths]
     cells = dict(found)
     probes = []
     for path, leaf in zip(paths, leaves):

@@ -88,7 +88,9 @@ class RunOutputs:
         """Print the resolved config, the run directory and where the run resumed."""
         if self.world.size > 1:
             print(f"rank {self.world.rank} of {self.world.size} (data parallel)", flush=True)
-        print(self.yaml + f"run directory: {self.run_dir.resolve()}" + (
+        m, t = self.conf.model, self.trainer
+        print(self.yaml + f"kernels: model.conv_impl={m.conv_impl} -> {t.conv_impl}, fusion={self.conf.fusion.name} -> "
+              f"{t.fusion}\nrun directory: {self.run_dir.resolve()}" + (
             f"\nresumed from {resumed_from} at step {self.summary.start_step}" if resumed_from else ""), flush=True)
 
     def probe_due(self, step: int) -> bool:

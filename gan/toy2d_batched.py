@@ -34,7 +34,7 @@ _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
-             ("distributed", lambda c: c.distributed, False),
+             ("distributed", lambda c: c.distributed, False), ("fusion", lambda c: c.fusion.name, "none"),
              ("model.d_norm", lambda c: c.model.d_norm, "none"), ("model.g_norm", lambda c: c.model.g_norm, "batch"),
              ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
              ("train.d_steps", lambda c: c.train.d_steps, 1),

@@ -18,7 +18,7 @@ from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
 from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
-from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
+from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, resolve_fusion, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
 from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
@@ -142,11 +142,11 @@ def discriminator_impl(cfg: Config, impl: str) -> str:
     return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
 
 
-def discriminator_fusion(cfg: Config) -> str:
-    """D's fusion kind: `fusion.name`, except "none" with a gradient penalty (wgan_gp, R1), which differentiates D
-    twice: the fused kernels have first derivatives only, while the LeakyReLU op has its second (D then has no
-    BatchNorm to fuse: gan.config refuses a penalty with a fused BatchNorm D)."""
-    return "none" if LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0 else cfg.fusion.name
+def discriminator_fusion(cfg: Config, fusion: str) -> str:
+    """D's fusion kind: the run's `fusion` (resolved), except "none" with a gradient penalty (wgan_gp, R1), which
+    differentiates D twice: the fused kernels have first derivatives only, while the LeakyReLU op has its second
+    (D then has no BatchNorm to fuse: gan.config refuses a penalty with a fused BatchNorm D)."""
+    return "none" if LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0 else fusion
 
 
 def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
@@ -176,15 +176,17 @@ class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
-        impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
-        check_fusion_impl(cfg.fusion.name, impl)
+        # model.conv_impl=auto and fusion=auto resolved for this device: what the run builds
+        self.conv_impl = impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
+        self.fusion = fusion = resolve_fusion(cfg, impl)
+        check_fusion_impl(fusion, impl)
         self.nz = cfg.model.nz
-        level = jit_level(cfg.fusion.name, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
+        level = jit_level(fusion, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
-        self.g = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name, self.sync_bn)
+        self.g = nets.generator(cfg.model, cfg.act, channels, impl, fusion, self.sync_bn)
         self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl),
-                                    discriminator_fusion(cfg), self.sync_bn)
+                                    discriminator_fusion(cfg, fusion), self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         for net in (self.g, self.d):
@@ -194,7 +196,7 @@ class GANTrainer:
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, cfg.fusion.name)  # inference only
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, fusion)  # inference only
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())

@@ -127,8 +127,8 @@ def test_bn_act_fusion_trains_prelu_and_relu(tmp_path):
 
     train(tmp_path, "train.dry_run=true", "fusion=bn_act", "act.d_kind=prelu", "act.g_kind=relu")
     record = [json.loads(line) for line in (tmp_path / "diagnostics.jsonl").read_text().splitlines()][-1]
-    # D: act0 is a plain PReLU (no BatchNorm before it), bn1.. are fused BatchNorm + PReLU; G has no slopes
-    assert sorted(record["slopes"]) == ["D/act0", "D/bn1", "D/bn2"]
+    # D: act0 is a plain PReLU (no BatchNorm before it), bn1.. are fused BatchNorm + PReLU (probes named act<i>)
+    assert sorted(record["slopes"]) == ["D/act0", "D/act1", "D/act2"]
     act = OmegaConf.to_object(compose_config(TINY + ["fusion=bn_act", "act.d_kind=prelu"]))
     d = Discriminator(act.model, act.act, 3, "native", "bn_act")
     assert type(dict(d.layers.name_cells())["bn1"]) is BatchNormPReLU

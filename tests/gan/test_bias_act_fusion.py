@@ -127,9 +127,9 @@ def test_probes_see_the_fused_layers_like_the_unfused_activations():
 
 
 def test_gradient_penalty_keeps_d_unfused(config):
-    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=none")) == "bn_act"
-    assert discriminator_fusion(config("fusion=bn_act", "experiment=wgan_gp_mnist")) == "none"
-    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=spectral", "train.r1_gamma=1")) == "none"
+    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=none"), "bn_act") == "bn_act"
+    assert discriminator_fusion(config("fusion=bn_act", "experiment=wgan_gp_mnist"), "bn_act") == "none"
+    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=spectral", "train.r1_gamma=1"), "bn_act") == "none"
 
 
 def test_conv_act_without_batchnorm_keeps_diagnostics(config):
@@ -145,12 +145,12 @@ def test_training_with_fused_spectral_prelu_d_records_slopes_and_resumes_exactly
             "eval.enabled=false", "train.ckpt_every=2"]
     whole = tiny_run(tmp_path / "whole", *opts, "train.steps=4")
     record = [json.loads(line) for line in (tmp_path / "whole" / "diagnostics.jsonl").read_text().splitlines()][-1]
-    assert sorted(record["slopes"]) == ["D/conv0", "D/conv1", "D/conv2"]
+    assert sorted(record["slopes"]) == ["D/act0", "D/act1", "D/act2"]  # fused into conv<i>, named as unfused
     model, act = ModelConfig(ngf=8, ndf=8, nz=16, d_norm="spectral"), ActConfig(d_kind="prelu")
     names = {kind: [q.name for q in Discriminator(model, act, 1, "gemm", kind).get_parameters()]
              for kind in ("none", "bn_act")}
     assert sorted(names["bn_act"]) == sorted(names["none"])  # the PReLU weights stay act<i>.weight
-    assert {"D/conv0", "D/conv1", "D/conv2"} <= set(record["layers"])
+    assert {"D/act0", "D/act1", "D/act2"} <= set(record["layers"])
     tiny_run(tmp_path / "part", *opts, "train.steps=2")
     resumed = tiny_run(tmp_path / "part", *opts, "train.steps=4", "train.resume=auto")
     assert [(s.loss_d, s.loss_g) for s in resumed.history] == [(s.loss_d, s.loss_g) for s in whole.history][2:]

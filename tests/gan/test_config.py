@@ -21,7 +21,7 @@ def test_default_config_composes_to_validated_dataclasses():
     assert (conf.model.image_size, conf.data.name, conf.precision.name, conf.runtime.mode) == (32, "mnist", "fp32",
                                                                                               "graph")
     assert conf.train.lr == 2e-4 and (conf.train.beta1, conf.train.beta2) == (0.5, 0.999)
-    assert conf.train.ema_beta is None and conf.fusion.name == "none"
+    assert conf.train.ema_beta is None and conf.fusion.name == "auto"
 
 
 @pytest.mark.parametrize("preset, slope", [("preset_lowres", 0.2), ("preset_highres", 0.01),
@@ -72,7 +72,7 @@ def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=conv_bn_act"])
     text = _error_text(info.value)
-    assert "fusion.name" in text and "conv_bn_act" in text and "[none, bn_act, graph_kernel, conv_act]" in text
+    assert "fusion.name" in text and "conv_bn_act" in text and "[auto, none, bn_act, graph_kernel, conv_act]" in text
 
 
 def test_bad_enum_lists_the_allowed_values():
@@ -120,11 +120,11 @@ def test_activation_presets_state_only_the_keys_they_change(preset):
 
 
 @pytest.mark.parametrize("name, recipe", [
-    ("ring8", ["data=ring8", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
-    ("grid25", ["data=grid25", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d"]),
+    ("ring8", ["data=ring8", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d", "fusion=none"]),
+    ("grid25", ["data=grid25", "model=mlp", "act=toy2d", "train=toy2d", "eval=toy2d", "fusion=none"]),
     ("sngan_mnist", ["model.d_norm=spectral", "train.loss=hinge"]),
-    ("dead_channels", ["model.d_norm=none", "act.negative_slope=0", "act.g_negative_slope=0.2", "train.lr=1e-3",
-                       "diagnostics.interval=50"]),
+    ("dead_channels", ["fusion=none", "model.d_norm=none", "act.negative_slope=0", "act.g_negative_slope=0.2",
+                       "train.lr=1e-3", "diagnostics.interval=50"]),
     ("wgan_gp_mnist", ["model.d_norm=none", "train.loss=wgan_gp", "train.d_steps=5", "train.lr=1e-4",
                        "train.beta1=0.5", "train.beta2=0.9"]),
 ])
@@ -156,11 +156,12 @@ def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
 
     base = OmegaConf.to_object(compose_config())
     same = OmegaConf.to_object(compose_config(["train.steps=50", "train.log_every=3", "runtime.threads=1",
-                                               "eval.interval=7", "train.resume=auto", "model.conv_impl=gemm"]))
+                                               "eval.interval=7", "train.resume=auto", "model.conv_impl=gemm",
+                                               "fusion=bn_act"]))
     assert experiment_changes(base, same) == {}
-    other = OmegaConf.to_object(compose_config(["fusion=bn_act", "act.negative_slope=0.05", "train.lr=1e-3",
+    other = OmegaConf.to_object(compose_config(["act.negative_slope=0.05", "train.lr=1e-3",
                                                 "model.ngf=16", "precision=fp16", "seed=2"]))
     assert experiment_changes(base, other) == {
-        "act.negative_slope": [0.2, 0.05], "fusion.name": ["none", "bn_act"], "model.ngf": [32, 16],
+        "act.negative_slope": [0.2, 0.05], "model.ngf": [32, 16],
         "precision.name": ["fp32", "fp16"], "precision.loss_scale": [1.0, 65536.0], "seed": [0, 2],
         "train.lr": [2e-4, 1e-3]}

@@ -2,7 +2,7 @@
 
 fp16 and fp32 runs share seed, weights, data and latents. With loss scale 1024 no step overflows, so both
 runs take the same 3 Adam steps (lr 1e-3) and their losses differ only by float16 rounding of the convs
-and activations: atol 3e-2 (measured max 1.1e-2 over 4 steps, graph and PyNative, fusion none and bn_act).
+and activations: atol 3e-2 (measured max 1.1e-2 over 4 steps, graph and PyNative, fusion none and bn_act; conv_act with onednn convs too).
 The default scale 65536 overflows the first steps' float16 gradients on purpose (the dynamic scaler
 starts high and halves on each overflow), which makes those runs take fewer updates than fp32.
 """
@@ -15,12 +15,13 @@ from gan.config import RuntimeConfig, compose_config
 from gan.config import to_config
 from gan.runtime import setup_runtime
 from gan.training import GANTrainer, run
-from ops import LeakyReLU
+from gan.layers import ConvAct
+from ops import BatchNormAct, LeakyReLU
 
 TINY = ["model.image_size=32", "model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native",
         "train.batch_size=8", "data=shapes", "data.num_images=64", "train.num_samples=16", "train.lr=1e-3",
         "train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]
-CASES = [("graph", "none"), ("pynative", "none"), ("graph", "bn_act")]
+CASES = [("graph", "none"), ("pynative", "none"), ("graph", "bn_act"), ("graph", "conv_act")]  # conv_act: onednn convs
 
 # run() selects the device, which MindSpore refuses once any kernel ran: select it at collection, before any test.
 setup_runtime(RuntimeConfig())
@@ -35,16 +36,17 @@ def losses(summary) -> np.ndarray:
     return np.array([(s.loss_d, s.loss_g) for s in summary.history])
 
 
-def test_fp16_models_use_the_custom_op():
-    trainer = GANTrainer(to_config(compose_config(TINY + ["precision=fp16"])), channels=1)
-    for net in (trainer.g, trainer.d):
-        assert any(isinstance(cell, LeakyReLU) for _, cell in net.cells_and_names())
+@pytest.mark.parametrize("fusion", ["none", "auto"])
+def test_fp16_models_use_the_custom_op(fusion):
+    trainer = GANTrainer(to_config(compose_config(TINY + ["precision=fp16", f"fusion={fusion}"])), channels=1)
+    for net in (trainer.g, trainer.d):  # auto (bn_act with these native convs): the fused kernels carry the op
+        assert any(isinstance(cell, (LeakyReLU, BatchNormAct, ConvAct)) for _, cell in net.cells_and_names())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode, fusion", CASES)
 def test_fp16_steps_are_finite_and_close_to_fp32(tmp_path, mode, fusion):
-    common = (f"runtime.mode={mode}", f"fusion={fusion}")
+    common = (f"runtime.mode={mode}", f"fusion={fusion}", *(["model.conv_impl=onednn"] if fusion == "conv_act" else []))
     fp32 = train(tmp_path / "fp32", *common, "precision=fp32")
     fp16 = train(tmp_path / "fp16", *common, "precision=fp16", "precision.loss_scale=1024")
     assert all(s.finite for s in fp16.history) and fp16.skipped_steps == 0

@@ -15,7 +15,7 @@ from hydra.errors import ConfigCompositionException
 from mindspore import amp, nn
 
 from gan.checkpoint import CheckpointError, checkpoint_path
-from gan.config import ActConfig, Fusion, ModelConfig, RuntimeConfig, compose_config
+from gan.config import ActConfig, Fusion, ModelConfig, RuntimeConfig, compose_config, resolve_fusion, to_config
 from gan.models import Discriminator, Generator
 from gan.runtime import setup_runtime
 from gan.training import run
@@ -38,12 +38,33 @@ def losses(summary) -> np.ndarray:
     return np.array([(s.loss_d, s.loss_g) for s in summary.history])
 
 
+@pytest.mark.parametrize("overrides, impl, expected", [
+    ([], "onednn", "conv_act"),  # the default run on CPU: the fastest path
+    ([], "gemm", "bn_act"),  # oneDNN's kernels unavailable: conv_act needs them
+    (["act.d_kind=prelu", "act.g_kind=relu"], "onednn", "conv_act"),
+    (["act.d_kind=elu"], "onednn", "none"),  # no fused BatchNorm + ELU kernel
+    (["act.g_kind=rrelu"], "onednn", "none"),
+    (["train.r1_gamma=1"], "onednn", "none"),  # R1 differentiates a BatchNorm D twice
+    (["train.r1_gamma=1", "model.d_norm=spectral"], "onednn", "conv_act"),
+    (["runtime.device_target=Ascend"], "native", "none"),  # the fused kernels are CPU kernels
+    (["fusion=bn_act"], "onednn", "bn_act"),  # an explicit kind is kept
+    (["fusion=none"], "onednn", "none"),
+])
+def test_auto_fusion_picks_the_fastest_kind_the_run_allows(overrides, impl, expected):
+    assert resolve_fusion(to_config(compose_config(overrides)), impl) == expected
+
+
+def test_a_default_run_says_which_kernels_it_built(tmp_path, capsys):
+    train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm")
+    assert "kernels: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act" in capsys.readouterr().out
+
+
 def test_fusion_is_a_validated_enum_mirroring_the_ops_kinds():
-    assert [f.value for f in Fusion] == list(FUSION_KINDS)
+    assert [f.value for f in Fusion] == ["auto", *FUSION_KINDS]  # auto: resolved by gan.config.resolve_fusion
     assert compose_config(["fusion=bn_act"]).fusion.name == Fusion.bn_act
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=fused"])
-    assert "fusion.name" in str(info.value.__cause__) and "none, bn_act, graph_kernel" in str(info.value.__cause__)
+    assert "fusion.name" in str(info.value.__cause__) and "auto, none, bn_act, graph_kernel" in str(info.value.__cause__)
 
 
 @pytest.mark.parametrize("net", [Generator, Discriminator])

@@ -113,8 +113,8 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
 def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
     """D with spectral norm (u untouched), G with fusion=bn_act (the BatchNorm lives inside the probed activation)."""
     t = trainer("pynative", "model.d_norm=spectral", "fusion=bn_act")
-    assert [name for name, _ in t.recyclers[1].sites["G/bn1"].norms] == ["bn1"]  # fused: the probe is named bn<i>
-    flagged = {"D/conv0": [1], "D/conv1": [0, 3], "G/bn0": [2], "G/bn2": [0, 1]}  # D: bias + act fused into conv<i>
+    assert [name for name, _ in t.recyclers[1].sites["G/act1"].norms] == ["bn1"]  # fused: the probe wraps bn<i>
+    flagged = {"D/act0": [1], "D/act1": [0, 3], "G/act0": [2], "G/act2": [0, 1]}  # D: bias + act fused into conv<i>
     _, expected, mask = expected_changes(t, 9, flagged, dcgan_values)
     t.recycle(9, record(flagged))
     after = t.state_arrays()
