@@ -70,11 +70,26 @@ def clip_by_global_norm(grads: tuple, norm: Tensor, max_norm: float) -> tuple:
     return tuple(g * factor.astype(g.dtype) for g in grads)
 
 
+class UnitLossScaler(amp.StaticLossScaler):
+    """StaticLossScaler(1) whose scale and unscale are the identity: the step graph then holds no multiply per
+    gradient (StaticLossScaler(1) still launches them: ~20 kernels per step of a DCGAN). `scale_value` stays a
+    Parameter, so the logged scale and the checkpoints are the same."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0)
+
+    def scale(self, inputs):
+        return inputs
+
+    def unscale(self, inputs):
+        return inputs
+
+
 def _loss_scaler(precision: PrecisionConfig) -> amp.LossScaler:
-    """Dynamic loss scaling for fp16; a fixed scale (1 by default) otherwise."""
+    """Dynamic loss scaling for fp16; a fixed scale (1 by default: the identity) otherwise."""
     if precision.name == "fp16":
         return amp.DynamicLossScaler(precision.loss_scale, 2, precision.scale_window)
-    return amp.StaticLossScaler(precision.loss_scale)
+    return UnitLossScaler() if precision.loss_scale == 1.0 else amp.StaticLossScaler(precision.loss_scale)
 
 
 def first_nonfinite_layer(net: Generator | Discriminator, x: Tensor) -> str | None:

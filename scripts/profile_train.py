@@ -6,14 +6,21 @@ sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one
 they are split here by the kernel's function name where the profiler's trace names it.
 
     python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none] [--steps 3]
-        [--threads 1]
+        [--threads 1] [--onednn]
+
+--onednn then runs --steps more steps with oneDNN's verbose mode on (the library MindSpore and the onednn
+kernels share) and splits the oneDNN work per primitive: kind, implementation, direction and problem (for
+reorders their source and destination layouts), in ms per step and calls per step.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
+import ctypes
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +45,44 @@ def summarize(type_info: Path, steps: int) -> list[dict]:
     return sorted(out, key=lambda r: -r["ms_per_step"])
 
 
+def onednn_rows(lines: list[str], steps: int) -> list[dict]:
+    """Rows {kind, impl, prop, problem, ms_per_step, calls_per_step} from oneDNN's verbose exec lines
+    (`onednn_verbose,v1,primitive,exec,cpu,kind,impl,prop,mds,extra,alg,problem,ms`), slowest first; a
+    reorder's problem also names its memory descriptors (source and destination layouts)."""
+    total: dict[tuple, list] = collections.defaultdict(lambda: [0.0, 0])
+    for line in lines:
+        f = line.split(",")
+        if len(f) < 13 or f[2:4] != ["primitive", "exec"]:
+            continue
+        problem = f"{f[8]} {f[-2]}" if f[5] == "reorder" else f[-2]
+        total[(f[5], f[6], f[7], problem)][0] += float(f[-1])
+        total[(f[5], f[6], f[7], problem)][1] += 1
+    rows = [{"kind": k[0], "impl": k[1], "prop": k[2], "problem": k[3], "ms_per_step": round(t / steps, 3),
+             "calls_per_step": round(n / steps, 2)} for k, (t, n) in total.items()]
+    return sorted(rows, key=lambda r: -r["ms_per_step"])
+
+
+def onednn_verbose_lines(run) -> list[str]:
+    """What oneDNN prints (fd 1) while run() runs with its verbose mode switched on (level 1: executions)."""
+    from ops import onednn
+
+    lib, libc = ctypes.CDLL(str(onednn.mindspore_dnnl())), ctypes.CDLL(None)
+    with tempfile.TemporaryFile() as out:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(out.fileno(), 1)
+        try:
+            lib.dnnl_set_verbose(1)
+            run()
+        finally:
+            lib.dnnl_set_verbose(0)
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        return out.read().decode(errors="replace").splitlines()
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     """Profile the step, print the table, write the rows (and the measured wall time per step) to --json."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -50,6 +95,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--steps", type=int, default=3, help="profiled steps")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads of MindSpore (runtime.threads) and the project's kernels")
+    parser.add_argument("--onednn", action="store_true",
+                        help="then --steps more steps split per oneDNN primitive (oneDNN's verbose mode)")
     args = parser.parse_args(argv)
     for name in ("batch_size", "steps") + (("threads",) if args.threads is not None else ()):
         if getattr(args, name) < 1:
@@ -83,12 +130,22 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for r in rows:
         print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  "
               f"{r['calls_per_step']:4d} calls")
+    record = {"model": args.model, "impl": args.impl, "fusion": args.fusion, "batch_size": args.batch_size,
+              "threads": args.threads, "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2), "ops": rows}
+    if args.onednn:
+        first = args.warmup + args.steps
+        t0 = time.perf_counter()
+        lines = onednn_verbose_lines(lambda: [step(first + i) for i in range(args.steps)])
+        record["onednn_wall_ms_per_step"] = round((time.perf_counter() - t0) / args.steps * 1e3, 2)
+        record["onednn"] = onednn_rows(lines, args.steps)
+        kinds: dict[tuple, float] = collections.defaultdict(float)
+        for r in record["onednn"]:
+            kinds[(r["kind"], r["prop"])] += r["ms_per_step"]
+        print(f"oneDNN: {sum(kinds.values()):.1f} ms/step of {record['onednn_wall_ms_per_step']:.1f} ms/step wall")
+        for (kind, prop), ms in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            print(f"  {kind:14s} {prop:18s} {ms:9.2f} ms")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"model": args.model, "impl": args.impl, "fusion": args.fusion,
-                                     "batch_size": args.batch_size,
-                                     "threads": args.threads,
-                                     "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2),
-                                     "ops": rows}, indent=2) + "\n")
+    args.json.write_text(json.dumps(record, indent=2) + "\n")
     return rows
 
 

@@ -59,6 +59,21 @@ def test_onednn_matches_native_forward_and_grads(transpose: bool, case: tuple, h
     _check(*_pair(case, transpose, has_bias, "native"))
 
 
+# Backward-data into <= 8 channels runs as GEMM + col2im in the kernel (kFewChannels), above as oneDNN's
+# primitive: the boundary on both sides, in a Conv2d's input gradient and in a Conv2dTranspose's forward, with
+# batches that leave a thread fewer samples (5 over 2 threads) and geometries whose taps miss some rows/columns.
+FEW_CHANNEL_CASES = [(8, 6, 4, 2, 1, 9, 7), (9, 6, 3, 2, 0, 8, 11), (1, 4, 4, 2, 1, 7, 7), (16, 5, 3, 1, 1, 6, 5),
+                     (7, 3, 5, 3, 2, 10, 8)]
+FEW_CHANNEL_TRANSPOSE_CASES = [(6, 8, 4, 2, 1, 5, 4), (6, 9, 3, 2, 0, 4, 5), (4, 1, 4, 2, 1, 3, 3),
+                               (5, 16, 3, 1, 1, 6, 5), (3, 7, 5, 3, 2, 4, 3)]
+
+
+@pytest.mark.parametrize("transpose,case", [(False, c) for c in FEW_CHANNEL_CASES]
+                         + [(True, c) for c in FEW_CHANNEL_TRANSPOSE_CASES])
+def test_backward_data_into_few_channels_matches_native(transpose: bool, case: tuple) -> None:
+    _check(*_pair(case, transpose, False, "native", batch=5))
+
+
 def _dcgan_geometries(size: int, nz: int, width: int, channels: int = 3) -> list[tuple[bool, tuple]]:
     """(transpose, case) of every conv layer of gan.models' DCGAN G and D at `size` px."""
     n = num_blocks(size)

@@ -210,3 +210,18 @@ def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
 
     Tensor(np.ones(3, np.float32)).sum().asnumpy()
     setup_runtime(RuntimeConfig())  # raised "The runtime has been initialized" before
+
+
+def test_unit_loss_scale_is_the_identity_and_other_scales_multiply():
+    """fp32 with loss_scale 1 (the default) scales nothing (no multiply per gradient in the step graph) but keeps
+    a scale_value Parameter of 1 for the logs and checkpoints; another static scale still multiplies."""
+    from gan.config import PrecisionConfig
+    from gan.training import UnitLossScaler, _loss_scaler
+
+    unit = _loss_scaler(PrecisionConfig())
+    loss, grads = Tensor(np.float32(3.0)), (Tensor(np.ones(2, np.float32)), Tensor(np.ones((2, 2), np.float32)))
+    assert isinstance(unit, UnitLossScaler) and float(unit.scale_value.asnumpy()) == 1.0
+    assert unit.scale(loss) is loss and unit.unscale(grads) is grads
+    four = _loss_scaler(PrecisionConfig(loss_scale=4.0))
+    assert not isinstance(four, UnitLossScaler) and float(four.scale(loss).asnumpy()) == 12.0
+    np.testing.assert_allclose(four.unscale(grads)[1].asnumpy(), np.full((2, 2), 0.25, np.float32))

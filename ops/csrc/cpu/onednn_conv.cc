@@ -8,6 +8,9 @@
 // and out of them at the edges. One cache entry per (kernel, shapes, stride, padding, threads) holds the
 // primitive, the reorders, the blocked buffers and the scratchpad; a call locks only its own entry.
 //
+// Backward-data into at most kFewChannels channels (an image's gradient, a transposed conv to an image) is
+// float32 GEMM + col2im instead (backward_data_few_channels): oneDNN's kernel is slow there.
+//
 // A Conv2dTranspose is the adjoint of a Conv2d: its forward is this Conv2d backward-data, its input
 // gradient this forward and its weight gradient this backward-weights (ops/onednn.py wires them).
 //
@@ -22,6 +25,7 @@
 // float16 cell); the primitives compute in float32, the reorders convert.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -146,6 +150,30 @@ dnnl::primitive_attr act_attr(const Problem& p) {
   return attr;
 }
 
+// Backward-data in the forward's activation layouts when oneDNN chose blocked ones there (nChw16c on
+// AVX-512): it then runs its direct jit kernel, not the brgconv_strided kernel in nhwc that format_tag::any
+// gets. scripts/bench_conv_layouts.cc, 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8 31.4 vs
+// 44.6 ms, 32 -> 64 on 16x16 1.60 vs 1.91 ms, 64 -> 128 on 32x32 28.7 vs 26.2 ms (slower), the others equal;
+// over DCGAN-64's geometries 88.0 vs 98.6 ms. Falls back to any where oneDNN has no such kernel (or only its
+// reference one).
+dnnl::convolution_backward_data::primitive_desc backward_data_desc(
+    const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
+  const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
+  auto make = [&](const memory::desc& src, const memory::desc& dst) {
+    return dnnl::convolution_backward_data::primitive_desc(cpu_engine(), dnnl::algorithm::convolution_direct, src,
+                                                           any_desc(p.wei), dst, strides, padding, padding, fwd,
+                                                           attr);
+  };
+  if (fwd.src_desc() != memory::desc(p.src, memory::data_type::f32, tag::nchw)) {
+    try {
+      auto pd = make(fwd.src_desc(), fwd.dst_desc());
+      if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return pd;
+    } catch (const dnnl::error&) {
+    }
+  }
+  return make(any_desc(p.src), any_desc(p.dst));
+}
+
 // Build the primitive of the problem with its edges, reorders and scratchpad.
 std::unique_ptr<Entry> create(const Problem& p) {
   auto entry = std::make_unique<Entry>(p.threads);
@@ -167,9 +195,7 @@ std::unique_ptr<Entry> create(const Problem& p) {
     entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), tag::nchw, fwd.dst_desc(), false);
     scratch = fwd.scratchpad_desc();
   } else if (p.kind == kBackwardData) {
-    const auto pd = dnnl::convolution_backward_data::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src), any_desc(p.wei), any_desc(p.dst),
-        strides, padding, padding, fwd, attr);
+    const auto pd = backward_data_desc(p, fwd, attr);
     entry->prim = dnnl::convolution_backward_data(pd);
     entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], tag::nchw, pd.diff_dst_desc(), true),
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, pd.weights_desc(), true)};
@@ -240,6 +266,55 @@ void run(Entry& entry, void** inputs, void* out) {
   stream.wait();
 }
 
+// Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
+// backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench_conv_layouts.cc, 1 thread,
+// batch 64, 4x4 stride 2, primitive with its reorders vs GEMM + col2im: into 3 channels from 32 at 32x32
+// (DCGAN-32's image gradient and G's last layer) 3.2 vs 1.3 ms, the primitive 9x its forward of the same
+// geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
+constexpr int64_t kFewChannels = 8;
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// diff_src (N, C, H, W) of a float32 Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
+// cols (C K K, Ho Wo) = weights^T (C K K, O) @ diff_dst[n] (O, Ho Wo) with oneDNN's sgemm, then col2im adds
+// every column entry onto its input position (0 where no tap reaches). Samples are split over the pool.
+void backward_data_few_channels(const Problem& p, const float* dy, const float* wt, float* dx) {
+  const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0], k = p.wei[2];
+  const int64_t ho = p.dst[2], wo = p.dst[3], s = p.stride, pad = p.pad, rows = c * k * k, cols = ho * wo;
+  const int workers = static_cast<int>(n < p.threads ? n : p.threads);
+  lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(rows * cols));
+    for (int64_t i = first; i < n; i += workers) {
+      dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, o, 1.0f, wt, rows, dy + i * o * cols, cols, 0.0f,
+                                    buf.data(), cols, nullptr);  // no threadpool: sequential on this thread
+      float* out = dx + i * c * h * w;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(c * h * w));
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t ci = r / (k * k), ky = r / k % k, kx = r % k;
+        // output columns ox whose input column x = ox s - pad + kx lies in [0, w); the same for rows
+        const int64_t x_lo = std::max<int64_t>(0, floor_div(pad - kx + s - 1, s));
+        const int64_t x_hi = std::min<int64_t>(wo, floor_div(w - 1 + pad - kx, s) + 1);
+        const int64_t y_lo = std::max<int64_t>(0, floor_div(pad - ky + s - 1, s));
+        const int64_t y_hi = std::min<int64_t>(ho, floor_div(h - 1 + pad - ky, s) + 1);
+        for (int64_t oy = y_lo; oy < y_hi; ++oy) {
+          float* dst = out + (ci * h + oy * s - pad + ky) * w;
+          const float* src = buf.data() + r * cols + oy * wo;
+          for (int64_t ox = x_lo; ox < x_hi; ++ox) dst[ox * s - pad + kx] += src[ox];
+        }
+      }
+    }
+  });
+}
+
+bool few_channels_path(const Problem& p) {
+  if (p.kind != kBackwardData || p.src[1] > kFewChannels) return false;
+  for (memory::data_type t : p.types) {
+    if (t != memory::data_type::f32) return false;
+  }
+  return true;
+}
+
 memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + ndim); }
 
 bool float_type(const char* dtype, memory::data_type* t) {
@@ -281,6 +356,11 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   p.wei = kind == kBackwardWeights ? o : b;
   p.dst = kind == kBackwardData ? a : kind == kBackwardWeights ? b : o;
   if (kind == kForwardAct && (ndims[2] != 1 || shapes[2][0] != p.dst[1])) return 1;
+  if (few_channels_path(p)) {
+    backward_data_few_channels(p, static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
+                               static_cast<float*>(params[out]));
+    return 0;
+  }
   try {
     void* in[3] = {params[0], params[1], params[2]};
     run(lookup(p), in, params[out]);

@@ -1,0 +1,170 @@
+// Times oneDNN's convolution primitives on the DCGAN-32/64 layer geometries (batch 64, 4x4 kernels) for each
+// activation layout a caller can ask for, on one thread, and backward-data into few channels as sgemm + col2im
+// (what ops/csrc/cpu/onednn_conv.cc does there). The evidence behind the layouts that file picks.
+//
+// Build and run against the oneDNN MindSpore ships (the one the kernels call), with the headers of the
+// onednn-devel package (ops.onednn.headers()):
+//   ML=$(python -c "import ops.onednn as o; print(o.mindspore_dnnl().parent)")
+//   INC=$(python -c "import ops.onednn as o; print(o.headers())")
+//   g++ -O2 -std=c++17 scripts/bench_conv_layouts.cc -I$INC -L$ML -l:libdnnl.so.3 -Wl,-rpath,$ML -o /tmp/layouts
+//   /tmp/layouts            # prints one line per (geometry, layout): ms of the best of 5 runs, and the kernel
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "oneapi/dnnl/dnnl_threadpool.h"
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+dnnl::stream strm(eng);
+
+template <class F>
+double best_ms(F f, int reps = 5) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    strm.wait();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+struct Geometry {
+  int64_t n, ic, oc, ih, k, s, p;
+  int64_t oh() const { return (ih + 2 * p - k) / s + 1; }
+};
+
+memory zeroed(const memory::desc& d) {
+  memory m(d, eng);
+  std::memset(m.get_data_handle(), 0, d.get_size());
+  return m;
+}
+
+// Forward, backward-data and backward-weights with the activations in `t` (weights: any), and the cost of
+// reordering the six activation arguments from NCHW.
+void primitives(const Geometry& g, tag t, const char* name) {
+  const memory::dims src = {g.n, g.ic, g.ih, g.ih}, wei = {g.oc, g.ic, g.k, g.k}, dst = {g.n, g.oc, g.oh(), g.oh()};
+  const memory::dims st = {g.s, g.s}, pd = {g.p, g.p};
+  const auto f32 = memory::data_type::f32;
+  const memory::desc sd(src, f32, t), dd(dst, f32, t), wd(wei, f32, tag::any);
+  try {
+    const auto fwd = dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training,
+        dnnl::algorithm::convolution_direct, sd, wd, memory::desc(), dd, st, pd, pd);
+    const auto bwd_d = dnnl::convolution_backward_data::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+        sd, wd, dd, st, pd, pd, fwd);
+    const auto bwd_w = dnnl::convolution_backward_weights::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+        sd, wd, dd, st, pd, pd, fwd);
+    for (const char* impl : {fwd.impl_info_str(), bwd_d.impl_info_str(), bwd_w.impl_info_str()}) {
+      if (std::strncmp(impl, "ref", 3) == 0) {  // seconds per call: not a candidate
+        std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s only oneDNN's reference kernel (%s)\n", g.ic, g.oc, g.ih, name,
+                    impl);
+        return;
+      }
+    }
+    memory s = zeroed(fwd.src_desc()), w = zeroed(fwd.weights_desc()), d = zeroed(fwd.dst_desc());
+    memory dsrc = zeroed(bwd_d.diff_src_desc()), w2 = zeroed(bwd_d.weights_desc()), ddst = zeroed(bwd_d.diff_dst_desc());
+    memory s3 = zeroed(bwd_w.src_desc()), ddst3 = zeroed(bwd_w.diff_dst_desc()), dw = zeroed(bwd_w.diff_weights_desc());
+    dnnl::convolution_forward f(fwd);
+    dnnl::convolution_backward_data b(bwd_d);
+    dnnl::convolution_backward_weights bw(bwd_w);
+    const double tf = best_ms([&] { f.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, d}}); });
+    const double tb = best_ms([&] {
+      b.execute(strm, {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, w2}, {DNNL_ARG_DIFF_SRC, dsrc}}); });
+    const double tw = best_ms([&] {
+      bw.execute(strm, {{DNNL_ARG_SRC, s3}, {DNNL_ARG_DIFF_DST, ddst3}, {DNNL_ARG_DIFF_WEIGHTS, dw}}); });
+    auto reorder_ms = [&](const memory::desc& chosen, const memory::dims& dims) {
+      const memory::desc plain(dims, f32, tag::nchw);
+      if (plain == chosen) return 0.0;
+      memory a = zeroed(plain), c = zeroed(chosen);
+      dnnl::reorder r(a, c);
+      return best_ms([&] { r.execute(strm, a, c); });
+    };
+    const double tr = reorder_ms(fwd.src_desc(), src) + reorder_ms(fwd.dst_desc(), dst) +
+                      reorder_ms(bwd_d.diff_dst_desc(), dst) + reorder_ms(bwd_d.diff_src_desc(), src) +
+                      reorder_ms(bwd_w.src_desc(), src) + reorder_ms(bwd_w.diff_dst_desc(), dst);
+    std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s fwd %7.2f (%s)  bwd_data %7.2f (%s)  bwd_weights %7.2f (%s)  "
+                "reorders %6.2f\n", g.ic, g.oc, g.ih, name, tf, fwd.impl_info_str(), tb, bwd_d.impl_info_str(), tw,
+                bwd_w.impl_info_str(), tr);
+  } catch (const dnnl::error& e) {
+    std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s not available: %s\n", g.ic, g.oc, g.ih, name, e.what());
+  }
+}
+
+// Backward-data into g.ic channels: oneDNN's primitive (any layouts, with the reorders from and to NCHW) against
+// per-sample sgemm + col2im on NCHW tensors.
+void few_channels(const Geometry& g) {
+  const int64_t oh = g.oh(), rows = g.ic * g.k * g.k, cols = oh * oh;
+  const memory::dims src = {g.n, g.ic, g.ih, g.ih}, wei = {g.oc, g.ic, g.k, g.k}, dst = {g.n, g.oc, oh, oh};
+  const memory::dims st = {g.s, g.s}, pd = {g.p, g.p};
+  const auto f32 = memory::data_type::f32;
+  auto any = [&](const memory::dims& d) { return memory::desc(d, f32, tag::any); };
+  const auto fwd = dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training,
+      dnnl::algorithm::convolution_direct, any(src), any(wei), memory::desc(), any(dst), st, pd, pd);
+  const auto bwd_d = dnnl::convolution_backward_data::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+      any(src), any(wei), any(dst), st, pd, pd, fwd);
+  memory udy = zeroed(memory::desc(dst, f32, tag::nchw)), uw = zeroed(memory::desc(wei, f32, tag::oihw));
+  memory udx = zeroed(memory::desc(src, f32, tag::nchw));
+  memory ddst = zeroed(bwd_d.diff_dst_desc()), w = zeroed(bwd_d.weights_desc()), dsrc = zeroed(bwd_d.diff_src_desc());
+  dnnl::reorder r1(udy, ddst), r2(uw, w), r3(dsrc, udx);
+  dnnl::convolution_backward_data b(bwd_d);
+  const double tp = best_ms([&] {
+    r1.execute(strm, udy, ddst);
+    r2.execute(strm, uw, w);
+    b.execute(strm, {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dsrc}});
+    r3.execute(strm, dsrc, udx);
+  });
+  std::vector<float> buf(static_cast<size_t>(rows * cols));
+  const float* dy = static_cast<const float*>(udy.get_data_handle());
+  const float* wt = static_cast<const float*>(uw.get_data_handle());
+  float* dx = static_cast<float*>(udx.get_data_handle());
+  const double tg = best_ms([&] {
+    for (int64_t i = 0; i < g.n; ++i) {
+      dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, g.oc, 1.0f, wt, rows, dy + i * g.oc * cols, cols, 0.0f,
+                                    buf.data(), cols, nullptr);
+      float* out = dx + i * g.ic * g.ih * g.ih;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(g.ic * g.ih * g.ih));
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t c = r / (g.k * g.k), ky = r / g.k % g.k, kx = r % g.k;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          const int64_t y = oy * g.s - g.p + ky;
+          if (y < 0 || y >= g.ih) continue;
+          for (int64_t ox = 0; ox < oh; ++ox) {
+            const int64_t x = ox * g.s - g.p + kx;
+            if (x >= 0 && x < g.ih) out[(c * g.ih + y) * g.ih + x] += buf[r * cols + oy * oh + ox];
+          }
+        }
+      }
+    }
+  });
+  std::printf("backward-data into %2ld channels from %3ld, %2ldpx: primitive + reorders %7.2f ms (%s), "
+              "sgemm + col2im %7.2f ms\n", g.ic, g.oc, g.ih, tp, bwd_d.impl_info_str(), tg);
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<Geometry> layers = {
+      {64, 3, 32, 32, 4, 2, 1},  {64, 32, 64, 16, 4, 2, 1},  {64, 64, 128, 8, 4, 2, 1},    // DCGAN-32
+      {64, 3, 64, 64, 4, 2, 1},  {64, 64, 128, 32, 4, 2, 1}, {64, 128, 256, 16, 4, 2, 1},  // DCGAN-64
+      {64, 256, 512, 8, 4, 2, 1}, {64, 512, 100, 4, 4, 1, 0}};
+  for (const Geometry& g : layers) {
+    for (auto [t, name] : {std::pair{tag::any, "any"}, {tag::nhwc, "nhwc"}, {tag::nChw16c, "nChw16c"}, {tag::nchw, "nchw"}}) {
+      primitives(g, t, name);
+    }
+  }
+  for (const Geometry& g : std::vector<Geometry>{{64, 1, 32, 32, 4, 2, 1}, {64, 3, 32, 32, 4, 2, 1},
+                                                 {64, 3, 64, 64, 4, 2, 1}, {64, 8, 64, 32, 4, 2, 1},
+                                                 {64, 16, 64, 32, 4, 2, 1}}) {
+    few_channels(g);
+  }
+}
