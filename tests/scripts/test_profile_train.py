@@ -73,7 +73,7 @@ def test_onednn_rows_sum_each_primitive_per_step() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not onednn_available(), reason="oneDNN headers missing")
+@pytest.mark.skipif(not onednn_available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
 def test_tiny_run_splits_the_onednn_work(tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
     argv = ["--json", str(out), "--batch-size", "2", "--warmup", "1", "--steps", "1", "--threads", "1",
