@@ -215,7 +215,8 @@ def _config_settings(config: dict) -> dict[str, str]:
 
 def _activations(config: dict) -> str:
     """Each network's activation kind and its parameters from the flattened config, e.g.
-    "D prelu (prelu_init=0.25), G leaky_relu (slope=0.2)"; "" for configs from before act.*_kind existed."""
+    "D prelu (prelu_init=0.25), G leaky_relu (slope=0.2)", "D maxout (pieces=5)" with model.d_maxout (which
+    replaces act.d_kind); "" for configs from before act.*_kind existed."""
     from gan.config import ACT_KIND_PARAMS
 
     parts = []
@@ -223,6 +224,9 @@ def _activations(config: dict) -> str:
                         ("g", ("act.g_layers", "act.g_negative_slope", "act.negative_slope"))):
         kind = config.get(f"act.{net}_kind")
         if kind is None:
+            continue
+        if net == "d" and config.get("model.d_maxout"):
+            parts.append(f"D maxout (pieces={config['model.d_maxout']})")
             continue
         values = [f"{p}={config.get(f'act.{p}')}" for p in ACT_KIND_PARAMS.get(kind, ())]
         if kind == "leaky_relu":
