@@ -180,8 +180,19 @@ ACT_CASES = [(CASES[0], 0.2, None), (CASES[1], 0.0, None), (CASES[3], 0.2, 0.5),
 def test_conv_act_matches_conv_then_leaky_relu(case: tuple, slope: float, clamp: float | None,
                                                has_bias: bool, monkeypatch) -> None:
     monkeypatch.setenv("LRELU_NUM_THREADS", "2")
-    cin, cout, k, s, p, h, w = case
-    conv, _, x = _pair(case, False, has_bias, "onednn")
+    _check_conv_act(case, slope, clamp, has_bias)
+
+
+def test_conv_act_gradient_reaches_the_last_element_of_an_uneven_split(monkeypatch) -> None:
+    """1 x 3 x 205 x 215 = 132,225 outputs over 2 threads: half of it rounded down (66,112) is a multiple of 16,
+    where the activation gradient's chunks used to stop one element short of the end."""
+    monkeypatch.setenv("LRELU_NUM_THREADS", "2")
+    _check_conv_act((2, 3, 3, 1, 1, 205, 215), 0.2, None, True, batch=1)
+
+
+def _check_conv_act(case: tuple, slope: float, clamp: float | None, has_bias: bool, batch: int = 2) -> None:
+    """The fused conv_act layer's output and gradients against the onednn conv followed by the LeakyReLU op."""
+    conv, _, x = _pair(case, False, has_bias, "onednn", batch)
     fused = fuse_conv_act(conv, LeakyReLU(slope, clamp=clamp), "conv_act")
     ms.load_param_into_net(fused, {q.name: q.clone() for q in conv.get_parameters()}, strict_load=True)
     unfused = nn.SequentialCell([conv, LeakyReLU(slope, clamp=clamp)])

@@ -166,11 +166,12 @@ class WorkerPool {
 };
 
 // fn(start, len) over [0, n) in contiguous chunks (multiples of 16 elements but the last), one per thread
-// of threads_for(n, threads).
+// of threads_for(n, threads). The chunk rounds n / parts up twice (to whole elements, then to 16), so the
+// chunks always reach n (n / parts rounded down lost the last n % parts elements when it was a multiple of 16).
 template <typename ChunkFn>
 void for_each_chunk(int64_t n, int64_t threads, const ChunkFn& fn) {
   const int64_t parts = threads_for(n, threads);
-  const int64_t chunk = (n / parts + 15) / 16 * 16;
+  const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
   WorkerPool::instance().run(static_cast<int>(parts), [&](int i) {
     const int64_t start = chunk * i, end = start + chunk < n ? start + chunk : n;
     if (start < end) fn(start, end - start);
