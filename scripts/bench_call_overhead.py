@@ -71,8 +71,10 @@ def clock_library() -> ctypes.CDLL:
     """kernel_clock.cc built (cached) like the kernels, pointed at this checkout's kernel library."""
     path = build.library_path("kernel_clock", (CLOCK_SOURCE,), (CLOCK_SOURCE,))
     lib = ctypes.CDLL(path)
-    if lib.KernelClockOpen(build.library_path().encode()) != 0:
-        raise RuntimeError(f"{path}: KernelClockOpen could not resolve the wrapped entries in {build.library_path()}")
+    status = lib.KernelClockOpen(build.library_path().encode())
+    if status != 0:
+        why = "cannot open it" if status < 0 else f"{status} of the wrapped entries are missing from it"
+        raise RuntimeError(f"{path}: KernelClockOpen({build.library_path()}): {why}")
     lib.clock_path = path
     return lib
 
@@ -187,7 +189,10 @@ def bench(n: int, repeats: int) -> dict:
             end = time.perf_counter() * 1e3
             samples[key].append(end - start)
             if key.endswith("_clocked"):
-                (k_start, k_end), = read_stamps(clock)
+                stamps = read_stamps(clock)
+                if len(stamps) != 1:
+                    raise RuntimeError(f"{key}: one call ran the clocked kernel {len(stamps)} times, expected once")
+                (k_start, k_end), = stamps
                 p = parts[key.removesuffix("_clocked")]
                 p["launch"].append(k_start - start)
                 p["kernel"].append(k_end - k_start)

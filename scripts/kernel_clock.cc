@@ -46,10 +46,11 @@ KERNEL_CLOCK_ENTRIES(KERNEL_CLOCK_TARGET)
 
 extern "C" {
 
-// Resolve every wrapped entry in the kernel library at `path`; 0 on success.
+// Resolve every wrapped entry in the kernel library at `path`: 0 on success, -1 if it cannot be opened, else the
+// number of entries it lacks.
 int KernelClockOpen(const char* path) {
   void* lib = dlopen(path, RTLD_NOW);
-  if (lib == nullptr) return 1;
+  if (lib == nullptr) return -1;
   int missing = 0;
 #define KERNEL_CLOCK_RESOLVE(name) \
   target_##name = reinterpret_cast<Entry>(dlsym(lib, #name)); \

@@ -43,3 +43,16 @@ def test_parts_add_up_to_each_clocked_call(tmp_path: Path) -> None:
 def test_rejects_zero_repeats(tmp_path: Path) -> None:
     result = run_bench("--repeats", "0", "--json", str(tmp_path / "o.json"))
     assert result.returncode == 2 and "--repeats must be >= 1, got 0" in result.stderr
+
+
+def test_clock_open_tells_a_missing_library_from_missing_entries(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_call_overhead
+    from ops import build
+
+    lib = bench_call_overhead.clock_library()  # resolves both entries in this checkout's kernel library
+    try:
+        assert lib.KernelClockOpen(str(tmp_path / "missing.so").encode()) == -1
+        assert lib.KernelClockOpen(b"libm.so.6") == 2  # opens, but has neither wrapped entry
+    finally:
+        assert lib.KernelClockOpen(build.library_path().encode()) == 0
