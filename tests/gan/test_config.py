@@ -79,6 +79,19 @@ def test_maxout_d_refuses_what_it_would_ignore(override, message):
         OmegaConf.to_object(compose_config(["experiment=ring8", "model.d_maxout=5", override, *extra]))
 
 
+def test_maxout_d_is_part_of_the_experiment_and_older_checkpoints_read_as_off():
+    """Resuming with another model.d_maxout changes D's shapes: an experiment change, never silently allowed; a
+    checkpoint's config from before the key existed reads as 0 (off)."""
+    from gan.config import config_from_yaml, experiment_changes
+
+    plain, maxout = (OmegaConf.to_object(compose_config(["experiment=ring8", *extra]))
+                     for extra in ([], ["model.d_maxout=5"]))
+    assert experiment_changes(plain, maxout) == {"model.d_maxout": [0, 5]}
+    stored = OmegaConf.to_container(compose_config(["experiment=ring8"]))
+    del stored["model"]["d_maxout"]
+    assert experiment_changes(config_from_yaml(OmegaConf.to_yaml(stored)), plain) == {}
+
+
 def test_bad_fusion_is_rejected_at_composition_listing_the_choices():
     """fusion.name is an Enum in the schema, so Hydra itself rejects an unknown value and lists the allowed ones."""
     with pytest.raises(ConfigCompositionException) as info:

@@ -319,6 +319,7 @@ def test_run_table_shows_a_maxout_d_instead_of_its_unused_kind(tmp_path):
     run = tmp_path / "multirun" / "0"
     fake_run(run, 0.2, 0)
     config = run / ".hydra" / "config.yaml"
-    config.write_text(config.read_text().replace("act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n"
-                                                 "  g_negative_slope: 0.0\n").replace("model:\n", "model:\n  d_maxout: 5\n"))
+    text = config.read_text().replace(
+        "act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n  g_negative_slope: 0.0\n")
+    config.write_text(text.replace("model:\n", "model:\n  d_maxout: 5\n"))
     assert load_run(run)["activations"] == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
