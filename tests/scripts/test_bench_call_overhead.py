@@ -40,9 +40,11 @@ def test_parts_add_up_to_each_clocked_call(tmp_path: Path) -> None:
     assert "outside" in result.stdout
 
 
-def test_rejects_zero_repeats(tmp_path: Path) -> None:
-    result = run_bench("--repeats", "0", "--json", str(tmp_path / "o.json"))
-    assert result.returncode == 2 and "--repeats must be >= 1, got 0" in result.stderr
+@pytest.mark.parametrize("args, message", [(["--repeats", "0"], "--repeats must be >= 1, got 0"),
+                                           (["--n", "8"], "--n must be >= 16, got 8")])
+def test_rejects_too_few_repeats_or_elements(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run_bench(*args, "--json", str(tmp_path / "o.json"))
+    assert result.returncode == 2 and message in result.stderr
 
 
 def test_clock_open_tells_a_missing_library_from_missing_entries(tmp_path: Path) -> None:
