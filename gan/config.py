@@ -69,9 +69,17 @@ class ModelConfig:
     conv_impl: str = "auto"
     d_norm: str = "batch"  # D's normaliser: batch (BatchNorm from the second block), spectral, none
     g_norm: str = "batch"  # G's normaliser: batch, none
+    d_maxout: int = 0  # model=mlp: pieces of D's maxout units (PacGAN's 2D D: 5) in place of act.d_kind; 0 = off
 
     def __post_init__(self) -> None:
         _choice("model.name", self.name, ("dcgan", "mlp"))
+        if isinstance(self.d_maxout, bool) or not isinstance(self.d_maxout, int) or self.d_maxout == 1 \
+                or self.d_maxout < 0:
+            raise ConfigError(f"model.d_maxout={self.d_maxout!r} is not allowed: 0 (off) or the number of pieces "
+                              f"of each maxout unit, an integer >= 2 (PacGAN's 2D discriminator: 5)")
+        if self.d_maxout and self.name != "mlp":
+            raise ConfigError(f"model.d_maxout={self.d_maxout} is built for model=mlp (PacGAN's 2D discriminator) "
+                              f"only, not model={self.name}; set model.d_maxout=0")
         _choice("model.d_norm", self.d_norm, D_NORMS)
         _choice("model.g_norm", self.g_norm, G_NORMS)
         if self.name == "dcgan":
@@ -270,7 +278,7 @@ def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: flo
 # The settings a sweep compares (TensorBoard's HParams tab, the dashboard's columns): name -> (group, key).
 HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
                "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
-               "d_norm": ("model", "d_norm"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
+               "d_norm": ("model", "d_norm"), "d_maxout": ("model", "d_maxout"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
                "g_kind": ("act", "g_kind"), **{key: ("act", key) for keys in ACT_KIND_PARAMS.values() for key in keys},
                "recycle": ("diagnostics", "recycle")}
 
@@ -396,6 +404,18 @@ class Config:
                               "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
                               "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
                               "BatchNorm to fuse)")
+        if self.model.d_maxout and (self.act.d_kind != "leaky_relu" or self.act.d_layers is not None):
+            raise ConfigError(f"model.d_maxout={self.model.d_maxout} replaces D's activation by maxout units, so "
+                              f"act.d_kind={self.act.d_kind!r} / act.d_layers={self.act.d_layers!r} would be "
+                              f"ignored; keep act.d_kind=leaky_relu and act.d_layers=null, or set model.d_maxout=0")
+        if self.model.d_maxout and self.diagnostics.recycle and "D" in self.diagnostics.recycle_nets:
+            raise ConfigError(f"diagnostics.recycle=true on D with model.d_maxout={self.model.d_maxout}: dead-channel "
+                              f"diagnostics and recycling probe the project's activation cells, and D's maxout units "
+                              f"are not one; set diagnostics.recycle_nets=[G] or model.d_maxout=0")
+        if self.fusion.name in ("bn_act", "conv_act") and self.model.d_maxout and self.model.d_norm == "batch":
+            raise ConfigError(f"fusion={self.fusion.name} with model.d_maxout={self.model.d_maxout} and "
+                              f"model.d_norm=batch: the fused kernels fuse BatchNorm with {list(BN_ACT_KINDS)} only, "
+                              f"not with maxout units; use fusion=none or fusion=auto")
         if self.fusion.name in ("bn_act", "conv_act"):
             for net in ("d", "g"):
                 kind = getattr(self.act, f"{net}_kind")
@@ -415,11 +435,11 @@ def to_config(cfg: DictConfig | Config) -> Config:
 def resolve_fusion(conf: Config, impl: str) -> str:
     """The fusion kind a run builds: fusion.name, or for auto the fastest kind this run allows. On CPU that is
     conv_act when the convolutions run through oneDNN (`impl`, model.conv_impl resolved), else bn_act; none
-    when an activation kind has no fused BatchNorm kernel (BN_ACT_KINDS), with R1 on a BatchNorm D (the fused
-    kernel has no second derivative), and on GPU/Ascend (the fused kernels are CPU kernels)."""
+    when an activation kind has no fused BatchNorm kernel (BN_ACT_KINDS; D's maxout units neither), with R1 on a
+    BatchNorm D (the fused kernel has no second derivative), and on GPU/Ascend (the fused kernels are CPU kernels)."""
     if conf.fusion.name != Fusion.auto:
         return conf.fusion.name.value
-    kinds_fuse = all(getattr(conf.act, f"{net}_kind") in BN_ACT_KINDS for net in ("d", "g"))
+    kinds_fuse = all(getattr(conf.act, f"{net}_kind") in BN_ACT_KINDS for net in ("d", "g")) and not conf.model.d_maxout
     r1_on_batch_norm = conf.train.r1_gamma > 0 and conf.model.d_norm == "batch"
     if conf.runtime.device_target != "CPU" or not kinds_fuse or r1_on_batch_norm:
         return Fusion.none.value

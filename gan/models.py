@@ -238,9 +238,23 @@ class MLPGenerator(nn.Cell):
         return self.layers(z)
 
 
+class Maxout(nn.Cell):
+    """(N, C * pieces, 1, 1) -> (N, C, 1, 1): unit c is the max of its `pieces` consecutive channels
+    (Goodfellow et al. 2013; PacGAN's 2D D: 5 pieces). A unit cannot die as a ReLU can: its gradient always
+    reaches the piece that wins."""
+
+    def __init__(self, pieces: int) -> None:
+        super().__init__()
+        self.pieces = pieces
+
+    def construct(self, x: Tensor) -> Tensor:
+        return x.reshape(x.shape[0], -1, self.pieces, 1).max(axis=2).reshape(x.shape[0], -1, 1, 1)
+
+
 class MLPDiscriminator(nn.Cell):
     """points (N, C, 1, 1) -> logits (N,): MLP_D_DEPTH hidden layers of width ndf, `model.d_norm` and LeakyReLU
-    (PacGAN's D has no normaliser: configs/model/mlp.yaml sets d_norm=none)."""
+    (PacGAN's D has no normaliser: configs/model/mlp.yaml sets d_norm=none), or with model.d_maxout=k maxout
+    units: each hidden layer computes k * ndf channels and Maxout(k) keeps ndf (layers conv<i>, act<i>)."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
@@ -249,10 +263,11 @@ class MLPDiscriminator(nn.Cell):
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels
+        pieces = model.d_maxout or 1
         for i, slope in enumerate(slopes):
-            width = model.ndf if norm.batch_norm else None
-            _block(layers, i, dense(in_ch, model.ndf, norm), width, slope, act.clamp, fusion, sync_bn,
-                   make_activation(act, "d", i, slope, model.ndf))
+            width = model.ndf * pieces if norm.batch_norm else None
+            _block(layers, i, dense(in_ch, model.ndf * pieces, norm), width, slope, act.clamp, fusion, sync_bn,
+                   Maxout(pieces) if model.d_maxout else make_activation(act, "d", i, slope, model.ndf))
             in_ch = model.ndf
         layers[f"conv{MLP_D_DEPTH}"] = dense(in_ch, 1, NORMS["spectral" if norm.spectral else "none"])
         self.layers = nn.SequentialCell(layers)

@@ -103,6 +103,7 @@ class BatchedGAN(nn.Cell):
         self.g_slopes = _slopes(conf, "g", g_default, MLP_G_DEPTH)
         self.d_slopes = _slopes(conf, "d", conf.act.negative_slope, MLP_D_DEPTH)
         self.clamp = conf.act.clamp
+        self.d_maxout = conf.model.d_maxout  # pieces of D's maxout units (0: LeakyReLU/PReLU)
         init = _stack_trials(conf, seeds)
 
         def param(name: str, array: np.ndarray, trainable: bool = True) -> ms.Parameter:
@@ -171,7 +172,9 @@ class BatchedGAN(nn.Cell):
         h = x.transpose(0, 2, 1)
         for i in range(MLP_D_DEPTH):
             y = _BMM(self.d_w[i], h) + self.d_b[i].expand_dims(2)
-            if self.d_prelu:  # every trial's channel weights along axis 1 of one (1, T * C, N) tensor
+            if self.d_maxout:  # unit c: the max of channels c * k .. c * k + k - 1, as gan.models.Maxout
+                h = y.reshape(y.shape[0], -1, self.d_maxout, y.shape[2]).max(axis=2)
+            elif self.d_prelu:  # every trial's channel weights along axis 1 of one (1, T * C, N) tensor
                 h = prelu(y.reshape(1, -1, y.shape[2]), self.d_prelu[i].reshape(-1), clamp=self.clamp).reshape(y.shape)
             else:
                 h = leaky_relu(y, self.d_slopes[i], clamp=self.clamp)

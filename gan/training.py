@@ -218,7 +218,8 @@ class GANTrainer:
         self.d_probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
             size = nets.sample_side(cfg.model)
-            self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
+            if not cfg.model.d_maxout:  # maxout units are not the project's activation cells: G only then
+                self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
         dtype = compute_dtype(cfg.precision.name)

@@ -1,11 +1,12 @@
-"""PacGAN's 2D mode-collapse benchmark per D activation (LeakyReLU slope or PReLU): modes, % high-quality, reverse KL.
+"""PacGAN's 2D mode-collapse benchmark per D activation (LeakyReLU slope, PReLU or maxout): modes, % high-quality, reverse KL.
 
     python scripts/bench_modes.py --trials 10 --slopes 0,0.01,0.2 --json bench_modes.json
 
 Runs `train.py data=DATASET act.negative_slope=SLOPE seed=TRIAL` in this process (gan.training.run on the
 composed config, diagnostics off) for every dataset, slope and trial, and prints a markdown table of
 mean +- standard error per (dataset, slope) beside PacGAN's published GAN row (Lin et al. 2018, Table 1).
-The slope is the discriminator's (`prelu` in --slopes: act.d_kind=prelu, its weights learned from 0.25);
+The slope is the discriminator's (`prelu` in --slopes: act.d_kind=prelu, its weights learned from 0.25;
+`maxout`: model.d_maxout=5, PacGAN's own D of maxout units with 5 pieces);
 the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G). Seeds are --first-seed .. + --trials - 1;
 `--merge A.json B.json --json OUT` combines finished reports (e.g. seeds 0-4 and 5-9) into one table.
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
@@ -36,28 +37,30 @@ PACGAN_GAN = {"ring8": (6.3, 98.2, 0.45), "grid25": (17.3, 94.8, 0.70)}
 METRICS = ("modes", "hq_fraction", "reverse_kl")
 
 
-PRELU = "prelu"  # a --slopes entry: D's activation is PReLU (act.d_kind=prelu) instead of a fixed slope
+# --slopes entries that name a D activation instead of a fixed LeakyReLU slope: name -> train.py overrides.
+NAMED_D = {"prelu": ["act.d_kind=prelu"], "maxout": ["model.d_maxout=5"]}
 
 
 def parse_slopes(text: str) -> list[float | str]:
-    """'0,0.01,0.2,prelu' -> [0.0, 0.01, 0.2, 'prelu']; each slope in [0, 1), or the word prelu."""
+    """'0,0.01,0.2,prelu' -> [0.0, 0.01, 0.2, 'prelu']; each slope in [0, 1), or a name of NAMED_D."""
     try:
-        slopes = [s.strip() if s.strip() == PRELU else float(s) for s in text.split(",") if s.strip()]
+        slopes = [s.strip() if s.strip() in NAMED_D else float(s) for s in text.split(",") if s.strip()]
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"--slopes {text!r}: {err}; give comma-separated numbers or prelu") from err
-    if not slopes or any(s != PRELU and not 0 <= s < 1 for s in slopes):
-        raise argparse.ArgumentTypeError(f"--slopes {text!r}: give one or more slopes in [0, 1) or prelu, "
-                                         f"e.g. 0,0.01,0.2,prelu")
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: {err}; give comma-separated numbers or "
+                                         f"{' / '.join(NAMED_D)}") from err
+    if not slopes or any(s not in NAMED_D and not 0 <= s < 1 for s in slopes):
+        raise argparse.ArgumentTypeError(f"--slopes {text!r}: give one or more slopes in [0, 1) or "
+                                         f"{' / '.join(NAMED_D)}, e.g. 0,0.01,0.2,prelu")
     return slopes
 
 
 def d_activation(slope: float | str) -> list[str]:
     """train.py overrides that give D the activation of one --slopes entry."""
-    return ["act.d_kind=prelu"] if slope == PRELU else [f"act.negative_slope={slope}"]
+    return NAMED_D[slope] if slope in NAMED_D else [f"act.negative_slope={slope}"]
 
 
 def label(slope: float | str) -> str:
-    """A --slopes entry as the table shows it: 0.2, prelu."""
+    """A --slopes entry as the table shows it: 0.2, prelu, maxout."""
     return slope if isinstance(slope, str) else f"{slope:g}"
 
 
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seeds FIRST_SEED..FIRST_SEED+TRIALS-1 per slope (default 10)")
     parser.add_argument("--first-seed", type=int, default=0, help="the first trial's seed (default 0)")
     parser.add_argument("--slopes", type=parse_slopes, default=[0.0, 0.01, 0.2],
-                        help="D slopes, or prelu for a PReLU D (default 0,0.01,0.2)")
+                        help="D slopes, prelu for a PReLU D, maxout for PacGAN's maxout D (default 0,0.01,0.2)")
     parser.add_argument("--datasets", type=parse_datasets, default=list(POINT_DATASETS), help="default ring8,grid25")
     parser.add_argument("--steps", type=positive_int, help="training steps per run (default: configs/train/toy2d.yaml)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",

@@ -32,7 +32,7 @@ DEAD_METRICS = ("dead_frac", "dormant_frac", "persistent_frac")
 
 def hq_series(records: list[dict]) -> dict[tuple[str, float | str], list[tuple[int, float, float, int]]]:
     """{(dataset, slope): [(steps, mean %, standard error %, trials)]} of bench_modes records, sorted by steps
-    (slope: a number, or "prelu" for a PReLU D, listed after the slopes)."""
+    (slope: a number, or a named D such as "prelu" or "maxout", listed after the slopes)."""
     by_key: dict[tuple[str, float | str], dict[int, list[float]]] = {}
     for r in records:
         slope = r["slope"] if isinstance(r["slope"], str) else float(r["slope"])

@@ -61,10 +61,22 @@ def test_wrong_type_is_rejected_naming_the_key(override, key):
     ("act.negative_slope=-0.2", "act.negative_slope=-0.2"),
     ("act.d_layers=[0.2,1.5,0.1]", "act.d_layers[1]=1.5"),
     ("data.name=imagenet", "data.name='imagenet'"),
+    ("model.d_maxout=1", "model.d_maxout=1"),
+    ("model.d_maxout=5", "model.d_maxout=5 is built for model=mlp"),
 ])
 def test_bad_value_is_rejected_naming_key_and_value(override, message):
     with pytest.raises(ConfigError, match="^" + message.replace("[", r"\[").replace("]", r"\]")):
         OmegaConf.to_object(compose_config([override]))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("act.d_kind=prelu", "act.d_kind='prelu'"), ("act.d_layers=[0.1,0.2,0.3]", "act.d_layers"),
+    ("fusion=bn_act", "fusion=bn_act with model.d_maxout=5 and model.d_norm=batch"),
+    ("diagnostics.recycle=true", "diagnostics.recycle=true on D with model.d_maxout=5")])
+def test_maxout_d_refuses_what_it_would_ignore(override, message):
+    extra = ["model.d_norm=batch"] if override.startswith("fusion") else []
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        OmegaConf.to_object(compose_config(["experiment=ring8", "model.d_maxout=5", override, *extra]))
 
 
 def test_bad_fusion_is_rejected_at_composition_listing_the_choices():

@@ -4,7 +4,7 @@ import pytest
 from mindspore import Tensor, nn
 
 from gan.config import ActConfig, ConfigError, ModelConfig
-from gan.models import Discriminator, Generator, init_dcgan_weights, layer_slopes, num_blocks
+from gan.models import Discriminator, Generator, Maxout, MLPDiscriminator, init_dcgan_weights, layer_slopes, num_blocks
 from ops import LeakyReLU
 
 
@@ -67,3 +67,21 @@ def test_dcgan_init_statistics_and_seeding():
     again = Generator(model, ActConfig(), 3, "native")
     init_dcgan_weights(again, np.random.default_rng(0))
     assert np.array_equal(again.layers.name_cells()["conv1"].weight.asnumpy(), weight)
+
+
+def test_maxout_is_the_max_of_consecutive_pieces_with_its_gradient_on_the_winner():
+    x = np.random.default_rng(1).standard_normal((4, 6, 1, 1)).astype(np.float32)
+    out = Maxout(3)(Tensor(x)).asnumpy()
+    np.testing.assert_array_equal(out, x.reshape(4, 2, 3, 1).max(axis=2).reshape(4, 2, 1, 1))
+    from mindspore import ops
+    grad = ops.grad(lambda v: Maxout(3)(v).sum())(Tensor(x)).asnumpy().reshape(4, 2, 3)
+    winners = x.reshape(4, 2, 3).argmax(axis=2)
+    np.testing.assert_array_equal(grad, np.eye(3, dtype=np.float32)[winners])
+
+
+def test_mlp_discriminator_with_maxout_units():
+    d = MLPDiscriminator(ModelConfig(name="mlp", ndf=8, d_norm="none", d_maxout=5), ActConfig(), 2, "native")
+    cells = dict(d.layers.name_cells())
+    assert [type(cells[f"act{i}"]) for i in range(3)] == [Maxout] * 3
+    assert cells["conv0"].weight.shape == (40, 2) and cells["conv1"].weight.shape == (40, 8)
+    assert d(Tensor(np.zeros((3, 2, 1, 1), np.float32))).shape == (3,)

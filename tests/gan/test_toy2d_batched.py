@@ -101,6 +101,19 @@ def test_prelu_kind_matches_a_separate_run(tmp_path):
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 
 
+def test_maxout_d_matches_a_separate_run(tmp_path):
+    """model.d_maxout=3 (PacGAN's maxout D) batched, against train.py's run of the same seed."""
+    overrides = SMALL + ["model.d_maxout=3", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
+                         "train.sample_every=5"]
+    trainer = BatchedTrainer(to_config(compose_config(overrides)), [5, 6])
+    trainer.train_to(5)
+    arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=6"]), tmp_path).checkpoint)
+    mine = trainer.model.trial_arrays(1)
+    assert mine["discriminator.layers.conv1.weight"].shape == (24 * 3, 24)  # 3 pieces of 24 units from 24 units
+    for name, value in mine.items():
+        np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
+
+
 def test_ema_and_lr_decay_match_a_separate_run(tmp_path):
     """train.ema_beta (EMA generator, also what evaluate() uses) and train.lr_decay batched, against train.py."""
     overrides = SMALL + ["train.steps=6", "eval.interval=6", "train.ckpt_every=6", "train.sample_every=6",

@@ -53,9 +53,10 @@ def test_partial_report_is_marked_incomplete(tmp_path):
     assert "| grid25 | 0 |  | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
 
 
-def test_prelu_is_a_d_activation_row():
-    assert bench_modes.parse_slopes("0, 0.2,prelu") == [0.0, 0.2, "prelu"]
+def test_prelu_and_maxout_are_d_activation_rows():
+    assert bench_modes.parse_slopes("0, 0.2,prelu,maxout") == [0.0, 0.2, "prelu", "maxout"]
     assert bench_modes.d_activation("prelu") == ["act.d_kind=prelu"]
+    assert bench_modes.d_activation("maxout") == ["model.d_maxout=5"]
     assert bench_modes.d_activation(0.01) == ["act.negative_slope=0.01"]
     records = [{"dataset": "ring8", "slope": "prelu", "seed": i, "steps": 100, "seconds": 1.0, "modes": 8,
                 "hq_fraction": 0.5, "reverse_kl": 0.1} for i in range(2)]

@@ -155,7 +155,7 @@ inline V clamp_value(V y, float clamp) {
   return y > clamp ? splat<V>(clamp) : y;
 }
 
-// The tiling plan of a CPU kernel call: at most `threads` cores, one core per kMinElementsPerThread, and
+// The tiling plan of a CPU kernel call: threads_for(n, threads) cores (worker_pool.h), and
 // tiles of at most kMinElementsPerThread elements: with L2-sized tiles (2^17 float32 elements of two live
 // tensors on a 2 MiB L2) a DCGAN-32 activation had one or two tiles, so a second thread had nothing to do.
 // The tiles depend on n only, never on the thread count, so the per-tile sums of the reductions (and the
@@ -165,9 +165,8 @@ inline lrelu::TilingPlan make_plan(int64_t n, int64_t elem_size, int64_t threads
   const auto cap = static_cast<int64_t>(static_cast<double>(kMinElementsPerThread * elem_size * live_tensors) /
                                         kUsableFraction);
   const int64_t buffer_bytes = cap < l2_bytes ? cap : l2_bytes;
-  const int64_t by_size = n / kMinElementsPerThread > 1 ? n / kMinElementsPerThread : 1;
   const lrelu::TilingParams params = {n, elem_size, buffer_bytes, kUsableFraction, kAlignBytes,
-                                      threads < by_size ? threads : by_size, 1, live_tensors};
+                                      threads_for(n, threads), 1, live_tensors};
   return lrelu::plan_tiling(params);
 }
 

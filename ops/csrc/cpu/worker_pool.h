@@ -36,6 +36,14 @@ namespace cpu {
 // threading every DCGAN-32 activation then made the step 19% slower); the pool's workers wake in microseconds.
 constexpr int64_t kMinElementsPerThread = int64_t(1) << 16;
 
+// Threads for an element-wise call over n elements: at most `threads` (at least 1), one per
+// kMinElementsPerThread elements. The one rule of make_plan (kernel_common.h) and for_each_chunk.
+inline int64_t threads_for(int64_t n, int64_t threads) {
+  const int64_t by_size = n / kMinElementsPerThread > 1 ? n / kMinElementsPerThread : 1;
+  const int64_t wanted = threads > 1 ? threads : 1;
+  return wanted < by_size ? wanted : by_size;
+}
+
 class WorkerPool {
  public:
   static constexpr int64_t kSpinMicros = 100;    // a worker's busy wait for the next job before it sleeps
@@ -157,12 +165,11 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// fn(start, len) over [0, n) in contiguous chunks (multiples of 16 elements but the last), one per thread:
-// at most `threads`, one per kMinElementsPerThread elements.
+// fn(start, len) over [0, n) in contiguous chunks (multiples of 16 elements but the last), one per thread
+// of threads_for(n, threads).
 template <typename ChunkFn>
 void for_each_chunk(int64_t n, int64_t threads, const ChunkFn& fn) {
-  const int64_t by_size = n / kMinElementsPerThread > 1 ? n / kMinElementsPerThread : 1;
-  const int64_t parts = threads < by_size ? (threads > 1 ? threads : 1) : by_size;
+  const int64_t parts = threads_for(n, threads);
   const int64_t chunk = (n / parts + 15) / 16 * 16;
   WorkerPool::instance().run(static_cast<int>(parts), [&](int i) {
     const int64_t start = chunk * i, end = start + chunk < n ? start + chunk : n;
