@@ -29,7 +29,7 @@ from gan.recycle import Recycler
 from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
-from ops import jit_level
+from ops import global_norm, jit_level
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
@@ -59,9 +59,19 @@ def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
     return latents(seed, 0, _FIXED_Z, n, nz)
 
 
-def _global_norm(grads: tuple) -> Tensor:
-    """L2 norm over all gradient tensors."""
+def composed_global_norm(grads: tuple) -> Tensor:
+    """L2 norm over all gradient tensors from MindSpore ops (a Square and a ReduceSum per tensor, an AddN)."""
     return ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
+
+
+# The global gradient norm per device target: on CPU one aot kernel over all gradients (float64 sums, so a
+# float32 square cannot overflow); elsewhere the composition.
+GLOBAL_NORMS: dict[str, Callable[[tuple], Tensor]] = {"CPU": global_norm}
+
+
+def global_norm_for(device_target: str) -> Callable[[tuple], Tensor]:
+    """The global-norm function the steps use on this device target."""
+    return GLOBAL_NORMS.get(device_target, composed_global_norm)
 
 
 def clip_by_global_norm(grads: tuple, norm: Tensor, max_norm: float) -> tuple:
@@ -224,6 +234,7 @@ class GANTrainer:
         graph = cfg.runtime.mode == "graph"
         self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
+        self._norm_of = global_norm_for(cfg.runtime.device_target)
         self.loss = LOSSES[t.loss]
         self.gp_weight, self.r1_gamma, self.r1_every = t.gp_weight, t.r1_gamma, t.r1_every
         self._steps: dict[tuple[bool, bool], tuple[Callable, Callable]] = {}
@@ -272,7 +283,7 @@ class GANTrainer:
 
     @staticmethod
     def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World,
-                   micro_batches: int, clip: float | None) -> Callable:
+                   micro_batches: int, clip: float | None, norm_of: Callable[[tuple], Tensor]) -> Callable:
         """One optimisation step: per micro-batch scaled loss -> grads, their mean -> mean over ranks -> unscale
         -> skip the update if not finite -> clip the global norm -> update. Returns the pre-clip norm.
 
@@ -295,7 +306,7 @@ class GANTrainer:
                 outputs = tuple(a / micro_batches for a in outputs)
                 grads = tuple(g / micro_batches for g in grads)
             grads = scaler.unscale(reduce(grads))
-            norm = _global_norm(grads)
+            norm = norm_of(grads)
             finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
             scaler.adjust(finite)
             if clip is not None:
@@ -314,9 +325,9 @@ class GANTrainer:
             t = self.train_cfg
             self._steps[key] = (
                 self._compile(self._make_step(self._d_loss(r1), self.opt_d, self.scaler_d, self.world,
-                                              t.accumulate, t.clip_grad_norm)),
+                                              t.accumulate, t.clip_grad_norm, self._norm_of)),
                 self._compile(self._make_step(self._g_loss(), self.opt_g, self.scaler_g, self.world,
-                                              t.accumulate, t.clip_grad_norm)))
+                                              t.accumulate, t.clip_grad_norm, self._norm_of)))
         return self._steps[key]
 
     def _micro(self, x: np.ndarray) -> Tensor:

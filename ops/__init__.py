@@ -1,7 +1,7 @@
 """The custom LeakyReLU operator for MindSpore (C++ CPU kernel via ops.Custom aot), with its reference, and
 its family (PReLU, RReLU, ELU, AdaptiveLeakyReLU) from one table (ops.activations); also the fused
-BatchNorm + LeakyReLU/PReLU op, the im2col/col2im kernels of the gemm convolutions and the quantised
-(int8/uint8) LeakyReLU.
+BatchNorm + LeakyReLU/PReLU op, the im2col/col2im kernels of the gemm convolutions, the quantised
+(int8/uint8) LeakyReLU and a one-kernel global norm of a list of tensors.
 
 Import it without shadowing `mindspore.ops`, e.g. `from ops import leaky_relu, LeakyReLU` or
 `import ops as lrelu_ops`.
@@ -15,11 +15,12 @@ from .activations import (ACTIVATIONS, ELU, AdaptiveLeakyReLU, PReLU, RReLU, elu
 from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
 from .fused import (FUSION_KINDS, BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act,  # noqa: E402
                     check_graph_kernel_supported, fused_bn_act, jit_level, norm_act_layers)
+from .global_norm import global_norm  # noqa: E402
 from .im2col import col2im, im2col  # noqa: E402
 from .quantized import QUANT_DTYPES, QuantizedLeakyReLU, quantized_leaky_relu  # noqa: E402
 from .reference import FORMULATIONS  # noqa: E402
 
 __all__ = ["ACTIVATIONS", "AdaptiveLeakyReLU", "BatchNormAct", "BatchNormPReLU", "ELU", "FLOAT_DTYPES", "FORMULATIONS",
            "FUSION_KINDS", "LeakyReLU", "PReLU", "QUANT_DTYPES", "QuantizedLeakyReLU", "RReLU", "SyncBatchNorm2d",
-           "batch_moments", "bias_act", "check_graph_kernel_supported", "col2im", "elu", "fused_bn_act", "im2col",
-           "jit_level", "leaky_relu", "norm_act_layers", "prelu", "quantized_leaky_relu", "rrelu"]
+           "batch_moments", "bias_act", "check_graph_kernel_supported", "col2im", "elu", "fused_bn_act", "global_norm",
+           "im2col", "jit_level", "leaky_relu", "norm_act_layers", "prelu", "quantized_leaky_relu", "rrelu"]

@@ -67,9 +67,9 @@ def library_path() -> str:
     """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
-    return build.library_path("onednn_conv", (SOURCE,), (SOURCE, build.CSRC / "cpu" / "worker_pool.h",
-                                                         include / "oneapi" / "dnnl" / "dnnl_version.h"),
-                              flags)
+    sources = (SOURCE, *(build.CSRC / "cpu" / h for h in ("worker_pool.h", "col2im.h")),
+               include / "oneapi" / "dnnl" / "dnnl_version.h")
+    return build.library_path("onednn_conv", (SOURCE,), sources, flags)
 
 
 @functools.lru_cache(maxsize=None)

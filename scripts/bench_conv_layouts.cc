@@ -1,6 +1,6 @@
 // Times oneDNN's convolution primitives on the DCGAN-32/64 layer geometries (batch 64, 4x4 kernels) for each
 // activation layout a caller can ask for, on one thread, and backward-data into few channels as sgemm + col2im
-// (what ops/csrc/cpu/onednn_conv.cc does there). The evidence behind the layouts that file picks.
+// (what ops/csrc/cpu/onednn_conv.cc does there, with its col2im.h). The evidence behind the layouts that file picks.
 //
 // Build and run against the oneDNN MindSpore ships (the one the kernels call), with the headers of the
 // onednn-devel package (ops.onednn.headers()):
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../ops/csrc/cpu/col2im.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.h"
 
@@ -123,7 +124,8 @@ void few_channels(const Geometry& g) {
     b.execute(strm, {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dsrc}});
     r3.execute(strm, dsrc, udx);
   });
-  std::vector<float> buf(static_cast<size_t>(rows * cols));
+  const lrelu::cpu::PaddedPlane plane(g.ih, g.ih, g.k, g.s, g.p, oh, oh);
+  std::vector<float> buf(static_cast<size_t>(rows * cols)), acc(plane.padded_size());
   const float* dy = static_cast<const float*>(udy.get_data_handle());
   const float* wt = static_cast<const float*>(uw.get_data_handle());
   float* dx = static_cast<float*>(udx.get_data_handle());
@@ -131,18 +133,8 @@ void few_channels(const Geometry& g) {
     for (int64_t i = 0; i < g.n; ++i) {
       dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, g.oc, 1.0f, wt, rows, dy + i * g.oc * cols, cols, 0.0f,
                                     buf.data(), cols, nullptr);
-      float* out = dx + i * g.ic * g.ih * g.ih;
-      std::memset(out, 0, sizeof(float) * static_cast<size_t>(g.ic * g.ih * g.ih));
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t c = r / (g.k * g.k), ky = r / g.k % g.k, kx = r % g.k;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          const int64_t y = oy * g.s - g.p + ky;
-          if (y < 0 || y >= g.ih) continue;
-          for (int64_t ox = 0; ox < oh; ++ox) {
-            const int64_t x = ox * g.s - g.p + kx;
-            if (x >= 0 && x < g.ih) out[(c * g.ih + y) * g.ih + x] += buf[r * cols + oy * oh + ox];
-          }
-        }
+      for (int64_t c = 0; c < g.ic; ++c) {
+        plane.col2im(buf.data() + c * plane.taps * cols, cols, acc.data(), dx + (i * g.ic + c) * g.ih * g.ih);
       }
     }
   });

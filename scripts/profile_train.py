@@ -2,8 +2,9 @@
 
 Builds the same step as scripts/bench_train.py (`python train.py model=<model> data=shapes`, batch 64,
 GANTrainer.train_step), runs --warmup untimed steps (graph compilation), profiles --steps steps and
-sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one type for the profiler;
-they are split here by the kernel's function name where the profiler's trace names it.
+sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one type for the profiler,
+which names them Custom-op<N> without the kernel's function (and reuses those names in the D and G step
+graphs), so they stay one row; --onednn splits the oneDNN part of them.
 
     python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none] [--steps 3]
         [--threads 1] [--onednn]

@@ -113,3 +113,23 @@ def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
     assert tight[0].grad_norm_d == base[0].grad_norm_d  # step 1: same state, the pre-clip norm is logged
     moved = [k for k in base_state if k.startswith("discriminator.") and not np.allclose(tight_state[k], base_state[k])]
     assert moved  # clipping to 1e-9 shrank the updates (Adam's eps dominates)
+
+
+def test_cpu_steps_take_the_global_norm_in_one_kernel(monkeypatch):
+    """On CPU the steps' gradient norm is ops.global_norm (one kernel for all gradients); the logged norms and,
+    with clipping on, the updates match the composed norm's (the sums differ only in rounding)."""
+    from gan import training
+    from ops import global_norm
+
+    assert training.global_norm_for("CPU") is global_norm
+    assert training.global_norm_for("Ascend") is training.composed_global_norm
+    clip = ("model.d_norm=none", "train.clip_grad_norm=1e-5")  # below the norms of these steps: every update clipped
+    kernel, kernel_state = trainer_steps(*clip)
+    monkeypatch.delitem(training.GLOBAL_NORMS, "CPU")
+    composed, composed_state = trainer_steps(*clip)
+    for a, b in zip(kernel, composed):
+        assert a.grad_norm_d > 1e-5 and a.grad_norm_g > 1e-5
+        for key in ("loss_d", "loss_g", "grad_norm_d", "grad_norm_g"):
+            assert getattr(a, key) == pytest.approx(getattr(b, key), rel=1e-5), key
+    for name, value in composed_state.items():
+        np.testing.assert_allclose(kernel_state[name], value, rtol=1e-5, atol=1e-6, err_msg=name)

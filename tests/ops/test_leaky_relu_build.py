@@ -1,6 +1,7 @@
 """Kernel build cache, compiler errors, thread option and 64-bit tile indexing."""
 import ctypes
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,36 @@ def test_library_is_cached_by_content_and_rebuilt_in_a_new_cache_dir(tmp_path, m
         assert build.verify_entry(Path(first)) is None
     finally:
         build.library_path.cache_clear()
+
+
+def _project_includes(src: Path) -> set[Path]:
+    """The project headers a source includes ("..." includes that exist beside it), recursively."""
+    found = set()
+    for name in re.findall(r'^#include "([^"]+)"', src.read_text(), re.MULTILINE):
+        header = (src.parent / name).resolve()
+        if header.is_file() and header not in found:
+            found |= {header} | _project_includes(header)
+    return found
+
+
+def test_every_included_project_header_is_in_its_library_cache_key(monkeypatch):
+    # A header edit must change the cache key of every library compiled from a unit that includes it, or the
+    # stale library would be loaded (col2im.h is shared by im2col.cc and onednn_conv.cc).
+    hashed = {s.resolve() for s in build.SOURCES}
+    for unit in build.UNITS:
+        assert _project_includes(unit) <= hashed, unit
+    onednn = pytest.importorskip("ops.onednn")
+    try:
+        onednn.headers()
+    except RuntimeError as err:
+        pytest.skip(str(err))
+    seen = {}
+    monkeypatch.setattr(build, "library_path", lambda stem, units, sources, flags: seen.update(
+        units=units, sources=sources) or "")
+    onednn.library_path.__wrapped__()
+    assert seen["units"] == (onednn.SOURCE,)
+    assert _project_includes(onednn.SOURCE) <= {s.resolve() for s in seen["sources"]}
+    assert any(s.name == "col2im.h" for s in seen["sources"])
 
 
 def test_white_list_outside_cache_dir_is_reported(tmp_path, monkeypatch):

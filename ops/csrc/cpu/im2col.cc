@@ -10,12 +10,14 @@
 // geometry is an int32 tensor {K, S, P, threads}; shapes come from the input and output tensors.
 // float16 copies are exact; col2im sums each image plane in float32 and rounds once.
 // Each image plane is copied once into a zero-padded buffer; then every cols entry is one indexed load
-// (im2col) or add (col2im) through a per-call table of padded-plane indices, with no bounds tests.
+// (im2col) or add (col2im) through a per-call table of padded-plane indices, with no bounds tests (col2im.h,
+// shared with onednn_conv.cc).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "col2im.h"
 #include "kernel_common.h"
 
 namespace {
@@ -53,43 +55,19 @@ void for_each_unit_block(const Geometry& g, const Fn& fn) {
                              [&](int t) { fn(units * t / threads, units * (t + 1) / threads); });
 }
 
-// The image plane zero-padded by P on each side, and for every cols entry (ki, kj, oy, ox) of one unit the
-// index of its source in that padded plane: (S * oy + ki) * padded_w + S * ox + kj.
-struct PaddedPlane {
-  int64_t padded_h, padded_w;
-  std::vector<int32_t> index;  // (K * K, Ho * Wo)
-
-  explicit PaddedPlane(const Geometry& g) : padded_h(g.h + 2 * g.p), padded_w(g.w + 2 * g.p) {
-    index.resize(static_cast<size_t>(g.k * g.k * g.ho * g.wo));
-    int32_t* ix = index.data();
-    for (int64_t ki = 0; ki < g.k; ++ki)
-      for (int64_t kj = 0; kj < g.k; ++kj)
-        for (int64_t oy = 0; oy < g.ho; ++oy)
-          for (int64_t ox = 0; ox < g.wo; ++ox) {
-            *ix++ = static_cast<int32_t>((g.s * oy + ki) * padded_w + g.s * ox + kj);
-          }
-  }
-};
+PaddedPlane plane_of(const Geometry& g) { return PaddedPlane(g.h, g.w, g.k, g.s, g.p, g.ho, g.wo); }
 
 template <typename T>
 void gather(const T* __restrict__ padded, const int32_t* __restrict__ index, T* __restrict__ dst, int64_t len) {
   for (int64_t i = 0; i < len; ++i) dst[i] = padded[index[i]];
 }
 
-// Within one (ki, kj) the indices are distinct, so the adds do not depend on each other.
-template <typename T>
-void scatter_add(const T* __restrict__ src, const int32_t* __restrict__ index, float* __restrict__ padded,
-                 int64_t len) {
-#pragma GCC ivdep
-  for (int64_t i = 0; i < len; ++i) padded[index[i]] += static_cast<float>(src[i]);
-}
-
 template <typename T>
 void im2col(const Geometry& g, const T* image, T* cols) {
-  const PaddedPlane layout(g);
-  const int64_t seg = g.ho * g.wo, row_len = g.n * seg, kk = g.k * g.k;
+  const PaddedPlane layout = plane_of(g);
+  const int64_t seg = layout.seg, row_len = g.n * seg, kk = layout.taps;
   for_each_unit_block(g, [&](int64_t first, int64_t last) {
-    std::vector<T> padded(static_cast<size_t>(layout.padded_h * layout.padded_w), T(0));  // borders stay 0
+    std::vector<T> padded(layout.padded_size(), T(0));  // borders stay 0
     for (int64_t u = first; u < last; ++u) {
       const int64_t c = u / g.n, b = u % g.n;
       const T* src = image + (b * g.c + c) * g.h * g.w;
@@ -104,20 +82,14 @@ void im2col(const Geometry& g, const T* image, T* cols) {
 
 template <typename T>
 void col2im(const Geometry& g, const T* cols, T* image) {
-  const PaddedPlane layout(g);
-  const int64_t seg = g.ho * g.wo, row_len = g.n * seg, kk = g.k * g.k;
+  const PaddedPlane layout = plane_of(g);
+  const int64_t row_len = g.n * layout.seg;
   for_each_unit_block(g, [&](int64_t first, int64_t last) {
-    std::vector<float> acc(static_cast<size_t>(layout.padded_h * layout.padded_w));
+    std::vector<float> acc(layout.padded_size());
     for (int64_t u = first; u < last; ++u) {
       const int64_t c = u / g.n, b = u % g.n;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      const T* src = cols + c * kk * row_len + b * seg;
-      for (int64_t r = 0; r < kk; ++r) scatter_add(src + r * row_len, layout.index.data() + r * seg, acc.data(), seg);
-      T* dst = image + (b * g.c + c) * g.h * g.w;
-      for (int64_t y = 0; y < g.h; ++y) {
-        const float* row = acc.data() + (y + g.p) * layout.padded_w + g.p;
-        for (int64_t x = 0; x < g.w; ++x) dst[y * g.w + x] = static_cast<T>(row[x]);
-      }
+      layout.col2im(cols + c * layout.taps * row_len + b * layout.seg, row_len, acc.data(),
+                    image + (b * g.c + c) * g.h * g.w);
     }
   });
 }
