@@ -87,29 +87,27 @@ def test_relu_kind_matches_a_separate_run(tmp_path):
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 
 
-def test_prelu_kind_matches_a_separate_run(tmp_path):
-    """act.d_kind=prelu batched (two trials' channel weights in one prelu call), learned weights included."""
-    overrides = SMALL + ["act.d_kind=prelu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
-                         "train.sample_every=5"]
-    trainer = BatchedTrainer(to_config(compose_config(overrides)), [5, 6])
-    trainer.train_to(5)
-    arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=6"]), tmp_path).checkpoint)
-    mine = trainer.model.trial_arrays(1)
+def _learned_prelu_weights(mine: dict) -> None:
     assert {f"discriminator.layers.act{i}.weight" for i in range(3)} <= set(mine)
     assert not np.allclose(mine["discriminator.layers.act0.weight"], 0.25)  # the weights did learn
-    for name, value in mine.items():
-        np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 
 
-def test_maxout_d_matches_a_separate_run(tmp_path):
-    """model.d_maxout=3 (PacGAN's maxout D) batched, against train.py's run of the same seed."""
-    overrides = SMALL + ["model.d_maxout=3", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
-                         "train.sample_every=5"]
+def _three_maxout_pieces(mine: dict) -> None:
+    assert mine["discriminator.layers.conv1.weight"].shape == (24 * 3, 24)  # 3 pieces of 24 units from 24 units
+
+
+@pytest.mark.parametrize("override, check", [
+    ("act.d_kind=prelu", _learned_prelu_weights),  # two trials' channel weights in one prelu call
+    ("model.d_maxout=3", _three_maxout_pieces),  # PacGAN's maxout D
+])
+def test_d_variant_matches_a_separate_run(override, check, tmp_path):
+    """A PReLU or maxout D batched (trial 1 of two), against train.py's run of the same seed."""
+    overrides = SMALL + [override, "train.steps=5", "eval.interval=5", "train.ckpt_every=5", "train.sample_every=5"]
     trainer = BatchedTrainer(to_config(compose_config(overrides)), [5, 6])
     trainer.train_to(5)
     arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=6"]), tmp_path).checkpoint)
     mine = trainer.model.trial_arrays(1)
-    assert mine["discriminator.layers.conv1.weight"].shape == (24 * 3, 24)  # 3 pieces of 24 units from 24 units
+    check(mine)
     for name, value in mine.items():
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 

@@ -50,11 +50,10 @@ def test_every_included_project_header_is_in_its_library_cache_key(monkeypatch):
     hashed = {s.resolve() for s in build.SOURCES}
     for unit in build.UNITS:
         assert _project_includes(unit) <= hashed, unit
-    onednn = pytest.importorskip("ops.onednn")
-    try:
-        onednn.headers()
-    except RuntimeError as err:
-        pytest.skip(str(err))
+    from ops import onednn
+    if not onednn.available():
+        pytest.skip("oneDNN headers missing (the gemm units above were checked): "
+                    "pip install --no-deps onednn-devel==2025.3.0")
     seen = {}
     monkeypatch.setattr(build, "library_path", lambda stem, units, sources, flags: seen.update(
         units=units, sources=sources) or "")

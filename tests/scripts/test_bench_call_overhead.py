@@ -1,22 +1,18 @@
 """scripts/bench_call_overhead.py splits calls through MindSpore into launch, kernel and return, per kind."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_call_overhead.py"
+from tests.helpers import REPO, run_script
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
     """The benchmark as a user runs it, with the repository importable."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
-    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_script("scripts/bench_call_overhead.py", *args, timeout=300)
 
 
 def test_parts_add_up_to_each_clocked_call(tmp_path: Path) -> None:
@@ -48,7 +44,7 @@ def test_rejects_too_few_repeats_or_elements(tmp_path: Path, args: list[str], me
 
 
 def test_clock_open_tells_a_missing_library_from_missing_entries(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(REPO / "scripts"))
     import bench_call_overhead
     from ops import build
 

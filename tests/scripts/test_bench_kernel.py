@@ -1,20 +1,16 @@
 """scripts/bench_kernel.py times the kernels' C entry points per library, side by side, and checks their bits."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_kernel.py"
+from tests.helpers import REPO, run_script
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
     """The benchmark as a user runs it, with the repository importable."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
-    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_script("scripts/bench_kernel.py", *args, timeout=300)
 
 
 def test_two_libraries_side_by_side(tmp_path: Path) -> None:
@@ -55,11 +51,11 @@ def test_a_failing_kernel_call_names_the_entry() -> None:
     import numpy as np
     import pytest
 
-    sys.path.insert(0, str(SCRIPT.parent))
+    sys.path.insert(0, str(REPO / "scripts"))
     try:
         import bench_kernel
     finally:
-        sys.path.remove(str(SCRIPT.parent))
+        sys.path.remove(str(REPO / "scripts"))
     from ops import build
 
     x = np.zeros(64, np.float64)  # not a kernel dtype: the entry returns status 1
