@@ -116,6 +116,17 @@ def model_params(net: nn.Cell) -> list[ms.Parameter]:
     return [p for p in net.get_parameters() if not is_diagnostic_param(p.name)]
 
 
+def optimizer_state(opt: nn.Optimizer) -> list[ms.Parameter]:
+    """The optimiser's own Parameters (step count, moments, powers, learning rate), not the network's it updates."""
+    updated = {id(p) for p in opt.parameters}
+    return [p for p in opt.get_parameters() if id(p) not in updated]
+
+
+def scaler_state(scaler: amp.LossScaler) -> dict[str, ms.Parameter]:
+    """The loss scaler's Parameters by attribute name (scale_value, and counter for dynamic scaling)."""
+    return {n: v for n, v in vars(scaler).items() if isinstance(v, ms.Parameter)}
+
+
 class SetLearningRate(nn.Cell):
     """Writes an optimiser's `learning_rate` Parameter from inside a graph: a host-side set_data after the
     steps compiled is not seen by them (MindSpore 2.10 keeps the graph's own copy)."""
@@ -165,6 +176,45 @@ def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -
     if len(arrays) != d_steps:
         raise ValueError(f"train_step: {name} has {len(arrays)} batches, train.d_steps={d_steps} needs one per D step")
     return arrays
+
+
+def _part(x: Tensor, i: int, n: int) -> Tensor:
+    """Micro-batch i of x (n, B / n, ...); with one, a reshape (no StridedSlice copy)."""
+    return x.reshape(x.shape[1:]) if n == 1 else x[i]
+
+
+def _stack(xs: tuple) -> Tensor:
+    """Micro-batches back to (n, B / n, ...); with one, a reshape."""
+    return xs[0].reshape((1,) + xs[0].shape) if len(xs) == 1 else ops.stack(xs)
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _mean(xs: tuple, n: int) -> tuple:
+    """The mean of n micro-batches' summed values (no op for one)."""
+    return xs if n == 1 else tuple(x / n for x in xs)
+
+
+def _updater(opt: nn.Optimizer, scaler: amp.LossScaler, world: World, clip: float | None,
+             norm_of: Callable[[tuple], Tensor]) -> Callable[[tuple], tuple[Tensor, Tensor]]:
+    """The tail of every optimisation step, grads -> (pre-clip global norm, finite): mean over ranks -> unscale
+    -> norm -> adjust the loss scale -> clip the global norm -> update, skipped when the grads are not finite."""
+    reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
+
+    def update(grads: tuple) -> tuple[Tensor, Tensor]:
+        grads = scaler.unscale(reduce(grads))
+        norm = norm_of(grads)
+        finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
+        scaler.adjust(finite)
+        if clip is not None:
+            grads = clip_by_global_norm(grads, norm, clip)
+        if finite:
+            opt(grads)
+        return norm, finite
+
+    return update
 
 
 @dataclass
@@ -231,6 +281,13 @@ class GANTrainer:
         self.opt_d = nn.Adam(self.d.trainable_params(), t.lr, t.beta1, t.beta2)
         self.scaler_g = _loss_scaler(cfg.precision)
         self.scaler_d = _loss_scaler(cfg.precision)
+        # One graph updates both networks: the optimisers' and loss scalers' own Parameters (global_step,
+        # beta1_power, learning_rate, scale_value, ...) get unique names, which are also their checkpoint keys.
+        for prefix, opt, scaler in (("opt_g.", self.opt_g, self.scaler_g), ("opt_d.", self.opt_d, self.scaler_d)):
+            for param in optimizer_state(opt):
+                param.name = prefix + param.name
+            for attr, param in scaler_state(scaler).items():
+                param.name = f"scaler_{prefix[4]}.{attr}"
         graph = cfg.runtime.mode == "graph"
         self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
@@ -251,13 +308,13 @@ class GANTrainer:
         return {layer: channels for r in self.recyclers for layer, channels in r(step, record).items()}
 
     def _d_loss(self, r1: bool) -> Callable:
-        """D's loss (real, z, eps) -> (scaled loss, loss, D(x), D(G(z))), with the R1 penalty when r1 is True."""
+        """D's loss (real, fake, eps) -> (scaled loss, loss, D(x), D(G(z))) on a fake that carries no gradient,
+        with the R1 penalty when r1 is True."""
         loss_d, penalty, gp_weight = self.loss.d, self.loss.gradient_penalty, self.gp_weight
         r1_weight = 0.5 * self.r1_gamma * self.r1_every  # lazy: the average over steps is gamma / 2 * E||grad||^2
         input_grad = input_gradient(self.d_run)
 
-        def d_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            fake = ops.stop_gradient(self.g_run(z))
+        def d_loss(real: Tensor, fake: Tensor, eps: Tensor) -> tuple:
             logits_real, logits_fake = self.d_run(real), self.d_run(fake)
             loss = loss_d(logits_real, logits_fake)
             if penalty:
@@ -271,63 +328,70 @@ class GANTrainer:
         return d_loss
 
     def _g_loss(self) -> Callable:
-        """G's loss (real, z, eps) -> (scaled loss, loss, D(G(z))); real and eps are unused."""
+        """G's loss as a function of the fake, fake -> (scaled loss, loss, D(fake)), through D's current weights."""
         loss_g = self.loss.g
 
-        def g_loss(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            logits = self.d_run(self.g_run(z))
+        def g_loss(fake: Tensor) -> tuple:
+            logits = self.d_run(fake)
             loss = loss_g(logits)
             return self.scaler_g.scale(loss), loss, ops.sigmoid(logits.astype(ms.float32)).mean()
 
         return g_loss
 
-    @staticmethod
-    def _make_step(loss_fn: Callable, opt: nn.Optimizer, scaler: amp.LossScaler, world: World,
-                   micro_batches: int, clip: float | None, norm_of: Callable[[tuple], Tensor]) -> Callable:
-        """One optimisation step: per micro-batch scaled loss -> grads, their mean -> mean over ranks -> unscale
-        -> skip the update if not finite -> clip the global norm -> update. Returns the pre-clip norm.
+    def _make_steps(self, r1: bool) -> tuple[Callable, Callable]:
+        """The (D step, D + G step) functions of a variant, each (real, z, eps) -> outputs, with every input
+        (train.accumulate micro-batches, B / accumulate, ...).
 
-        The micro-batch loop is unrolled at compile time; the mean of equal micro-batches' gradients of a mean
+        D step: fake = G(z) without gradient, then D's update. D + G step: fake and G's pullback from one
+        `ms.vjp` of G; D's update on the fake; G's loss gradient with respect to the fake through the UPDATED D,
+        pulled back through G for G's gradients. G's forward thus runs once per iteration, as in PyTorch's DCGAN
+        example; D's and G's updates are those of a separate G step recomputing G(z) (same weights, and BatchNorm
+        normalises with the batch's statistics), while G's BatchNorm running statistics move once, not twice.
+        The micro-batch loops are unrolled at compile time; the mean of equal micro-batches' gradients of a mean
         loss is the full batch's gradient (up to rounding) whenever no layer mixes samples (BatchNorm does).
         """
-        grad_fn = ms.value_and_grad(loss_fn, None, opt.parameters, has_aux=True)
-        reduce = gradient_reducer(opt.parameters, world)  # identity on one rank
+        t, g_run = self.train_cfg, self.g_run
+        n, g_params = t.accumulate, self.opt_g.parameters
+        d_grad = ms.value_and_grad(self._d_loss(r1), None, self.opt_d.parameters, has_aux=True)
+        fake_grad = ms.value_and_grad(self._g_loss(), 0, None, has_aux=True)
+        update_d, update_g = (_updater(opt, scaler, self.world, t.clip_grad_norm, self._norm_of)
+                              for opt, scaler in ((self.opt_d, self.scaler_d), (self.opt_g, self.scaler_g)))
 
-        def micro(x: Tensor, i: int) -> Tensor:  # micro-batch i; with one, a reshape (no StridedSlice copy)
-            return x.reshape(x.shape[1:]) if micro_batches == 1 else x[i]
+        def generate(z: Tensor) -> Tensor:  # micro-batch by micro-batch: BatchNorm's batches are the micro-batches
+            fakes = ()
+            for i in range(n):
+                fakes += (g_run(_part(z, i, n)),)
+            return _stack(fakes)
 
-        def step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            outputs, grads = grad_fn(micro(real, 0), micro(z, 0), micro(eps, 0))
-            for i in range(1, micro_batches):
-                more, more_grads = grad_fn(micro(real, i), micro(z, i), micro(eps, i))
-                outputs = tuple(a + b for a, b in zip(outputs, more))
-                grads = tuple(a + b for a, b in zip(grads, more_grads))
-            if micro_batches > 1:
-                outputs = tuple(a / micro_batches for a in outputs)
-                grads = tuple(g / micro_batches for g in grads)
-            grads = scaler.unscale(reduce(grads))
-            norm = norm_of(grads)
-            finite = ops.isfinite(norm)  # inf/NaN in any gradient makes the norm non-finite: one check, not one per tensor
-            scaler.adjust(finite)
-            if clip is not None:
-                grads = clip_by_global_norm(grads, norm, clip)
-            if finite:
-                opt(grads)
-            return outputs, norm, finite
+        def d_half(real: Tensor, fakes: Tensor, eps: Tensor) -> tuple:
+            outputs, grads = d_grad(_part(real, 0, n), _part(fakes, 0, n), _part(eps, 0, n))
+            for i in range(1, n):
+                more, more_grads = d_grad(_part(real, i, n), _part(fakes, i, n), _part(eps, i, n))
+                outputs, grads = _add(outputs, more), _add(grads, more_grads)
+            return (_mean(outputs, n),) + update_d(_mean(grads, n))
 
-        return step
+        def d_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            return d_half(real, ops.stop_gradient(generate(z)), eps)
+
+        def d_and_g_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            fakes, pullback = ms.vjp(generate, z, weights=g_params)
+            d_outputs = d_half(real, ops.stop_gradient(fakes), eps)
+            outputs, d_fake = fake_grad(_part(fakes, 0, n))
+            d_fakes = (d_fake,)
+            for i in range(1, n):
+                more, d_fake = fake_grad(_part(fakes, i, n))
+                outputs, d_fakes = _add(outputs, more), d_fakes + (d_fake,)
+            _, grads = pullback(_stack(d_fakes))
+            return d_outputs + (_mean(outputs, n),) + update_g(_mean(grads, n))
+
+        return d_step, d_and_g_step
 
     def _steps_for(self, probe: bool, r1: bool) -> tuple[Callable, Callable]:
-        """The jitted (D step, G step) of a (probe, r1) variant, built on first use: each jitted function keeps
+        """The jitted (D step, D + G step) of a (probe, r1) variant, built on first use: each jitted function keeps
         the graph of its first compile, so ordinary steps never run the probes or the R1 penalty."""
         key = (probe, r1)
         if key not in self._steps:
-            t = self.train_cfg
-            self._steps[key] = (
-                self._compile(self._make_step(self._d_loss(r1), self.opt_d, self.scaler_d, self.world,
-                                              t.accumulate, t.clip_grad_norm, self._norm_of)),
-                self._compile(self._make_step(self._g_loss(), self.opt_g, self.scaler_g, self.world,
-                                              t.accumulate, t.clip_grad_norm, self._norm_of)))
+            self._steps[key] = tuple(self._compile(fn) for fn in self._make_steps(r1))
         return self._steps[key]
 
     def _micro(self, x: np.ndarray) -> Tensor:
@@ -337,12 +401,15 @@ class GANTrainer:
     def train_step(self, real: np.ndarray | Sequence[np.ndarray], z: np.ndarray | Sequence[np.ndarray],
                    probe: bool = False, *, eps: np.ndarray | Sequence[np.ndarray] | None = None,
                    r1: bool = False) -> StepStats:
-        """train.d_steps D steps, then one G step on the first D step's latents; an update is skipped when its
-        grads are not finite. `real`, `z` (and `eps`, the gradient penalty's mixing weights (B, 1, 1, 1),
-        needed by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
+        """train.d_steps D steps, then one G step on the LAST D step's latents (the last D step and the G step are
+        one jitted graph sharing G's forward; the earlier D steps are plain D steps); an update is skipped when its
+        grads are not finite. `real`, `z` (and `eps`, the gradient penalty's mixing weights (B, 1, 1, 1), needed
+        by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
 
         probe=True (diagnostics on) runs the probed twin of the steps: the same update, plus the statistics;
         r1=True adds the R1 penalty to the D steps (the caller applies the lazy schedule, gan.losses.r1_due).
+        With a penalty (wgan_gp, or R1 on its steps) D's gradient taps are off in the whole graph: MindSpore cannot
+        differentiate them twice, and the D step shares its graph with the G step.
         """
         if probe and not self.probes:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
@@ -354,17 +421,18 @@ class GANTrainer:
         epss = _per_d_step(eps, "eps", self.d_steps)
         r1 = r1 and self.r1_gamma > 0
         set_probing(self.probes, probe)
-        d_step, g_step = self._steps_for(probe, r1)
-        set_gradient_taps(self.d_probes, not (r1 or self.loss.gradient_penalty))  # read at d_step's compile
+        set_gradient_taps(self.d_probes, not (r1 or self.loss.gradient_penalty))  # read at each step's compile
+        d_step, d_and_g_step = self._steps_for(probe, r1)
         finite = True
-        for real_k, z_k, eps_k in zip(reals, zs, epss):
+        for k, (real_k, z_k, eps_k) in enumerate(zip(reals, zs, epss)):
             if self._power_iteration is not None:
                 self._power_iteration()
-            (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(self._micro(real_k), self._micro(z_k),
-                                                                   self._micro(eps_k))
+            inputs = (self._micro(real_k), self._micro(z_k), self._micro(eps_k))
+            if k < self.d_steps - 1:
+                (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(*inputs)
+            else:
+                (_, loss_d, d_real, d_fake), norm_d, finite_d, (_, loss_g, _), norm_g, finite_g = d_and_g_step(*inputs)
             finite = finite and bool(finite_d.asnumpy())
-        set_gradient_taps(self.d_probes, True)
-        (_, loss_g, _), norm_g, finite_g = g_step(self._micro(reals[0]), self._micro(zs[0]), self._micro(epss[0]))
         if self._ema_step is not None:
             self._ema_step()
         return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
@@ -401,11 +469,10 @@ class GANTrainer:
         params.update({p.name: p for p in model_params(self.d)})
         if self.g_ema is not None:
             params.update({p.name: p for p in model_params(self.g_ema)})
-        for prefix, opt in (("opt_g.", self.opt_g), ("opt_d.", self.opt_d)):
-            own = {n: p for n, p in opt.parameters_and_names() if n.split(".")[0] not in ("generator", "discriminator")}
-            params.update({prefix + n: p for n, p in own.items()})
+        for opt in (self.opt_g, self.opt_d):
+            params.update({p.name: p for p in optimizer_state(opt)})  # named opt_g.* / opt_d.* at construction
         for prefix, scaler in (("scaler_g.", self.scaler_g), ("scaler_d.", self.scaler_d)):
-            params.update({prefix + n: v for n, v in vars(scaler).items() if isinstance(v, ms.Parameter)})
+            params.update({prefix + n: v for n, v in scaler_state(scaler).items()})
         return params
 
     def state_arrays(self) -> dict[str, np.ndarray]:
