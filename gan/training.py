@@ -338,15 +338,18 @@ class GANTrainer:
 
         return g_loss
 
-    def _make_steps(self, r1: bool) -> tuple[Callable, Callable]:
-        """The (D step, D + G step) functions of a variant, each (real, z, eps) -> outputs, with every input
-        (train.accumulate micro-batches, B / accumulate, ...).
+    def _make_steps(self, r1: bool) -> tuple[Callable, Callable, Callable]:
+        """The (D step, G step, D + G step) functions of a variant, each (real, z, eps) -> outputs, with every
+        input (train.accumulate micro-batches, B / accumulate, ...).
 
-        D step: fake = G(z) without gradient, then D's update. D + G step: fake and G's pullback from one
-        `ms.vjp` of G; D's update on the fake; G's loss gradient with respect to the fake through the UPDATED D,
-        pulled back through G for G's gradients. G's forward thus runs once per iteration, as in PyTorch's DCGAN
-        example; D's and G's updates are those of a separate G step recomputing G(z) (same weights, and BatchNorm
-        normalises with the batch's statistics), while G's BatchNorm running statistics move once, not twice.
+        D step: fake = G(z) without gradient, then D's update. G step: fake and G's pullback from one `ms.vjp`
+        of G, G's loss gradient with respect to the fake through D, pulled back for G's update. D + G step: the
+        vjp first, D's update on its fake, then G's update from the same fake through the UPDATED D: G's forward
+        runs once per iteration, as in PyTorch's DCGAN example. The updates equal a D step followed by a G step
+        (same weights; BatchNorm normalises with the batch's statistics), while G's BatchNorm running statistics
+        move once instead of twice. With a penalty (a gradient of D inside D's loss) MindSpore 2.10 cannot
+        compile the D + G step ("Illegal AnfNode for evaluating" on a G Parameter once the pullback's input
+        depends on the fake), so train_step runs the D and G steps there.
         The micro-batch loops are unrolled at compile time; the mean of equal micro-batches' gradients of a mean
         loss is the full batch's gradient (up to rounding) whenever no layer mixes samples (BatchNorm does).
         """
@@ -370,25 +373,32 @@ class GANTrainer:
                 outputs, grads = _add(outputs, more), _add(grads, more_grads)
             return (_mean(outputs, n),) + update_d(_mean(grads, n))
 
-        def d_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            return d_half(real, ops.stop_gradient(generate(z)), eps)
-
-        def d_and_g_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
-            fakes, pullback = ms.vjp(generate, z, weights=g_params)
-            d_outputs = d_half(real, ops.stop_gradient(fakes), eps)
+        def g_half(fakes: Tensor, pullback: Callable) -> tuple:
             outputs, d_fake = fake_grad(_part(fakes, 0, n))
             d_fakes = (d_fake,)
             for i in range(1, n):
                 more, d_fake = fake_grad(_part(fakes, i, n))
                 outputs, d_fakes = _add(outputs, more), d_fakes + (d_fake,)
             _, grads = pullback(_stack(d_fakes))
-            return d_outputs + (_mean(outputs, n),) + update_g(_mean(grads, n))
+            return (_mean(outputs, n),) + update_g(_mean(grads, n))
 
-        return d_step, d_and_g_step
+        def d_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            return d_half(real, ops.stop_gradient(generate(z)), eps)
 
-    def _steps_for(self, probe: bool, r1: bool) -> tuple[Callable, Callable]:
-        """The jitted (D step, D + G step) of a (probe, r1) variant, built on first use: each jitted function keeps
-        the graph of its first compile, so ordinary steps never run the probes or the R1 penalty."""
+        def g_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            fakes, pullback = ms.vjp(generate, z, weights=g_params)
+            return g_half(fakes, pullback)
+
+        def d_and_g_step(real: Tensor, z: Tensor, eps: Tensor) -> tuple:
+            fakes, pullback = ms.vjp(generate, z, weights=g_params)
+            return d_half(real, ops.stop_gradient(fakes), eps) + g_half(fakes, pullback)
+
+        return d_step, g_step, d_and_g_step
+
+    def _steps_for(self, probe: bool, r1: bool) -> tuple[Callable, Callable, Callable]:
+        """The jitted (D step, G step, D + G step) of a (probe, r1) variant, built on first use (each compiles at
+        its first call): each jitted function keeps the graph of its first compile, so ordinary steps never run
+        the probes or the R1 penalty."""
         key = (probe, r1)
         if key not in self._steps:
             self._steps[key] = tuple(self._compile(fn) for fn in self._make_steps(r1))
@@ -401,15 +411,14 @@ class GANTrainer:
     def train_step(self, real: np.ndarray | Sequence[np.ndarray], z: np.ndarray | Sequence[np.ndarray],
                    probe: bool = False, *, eps: np.ndarray | Sequence[np.ndarray] | None = None,
                    r1: bool = False) -> StepStats:
-        """train.d_steps D steps, then one G step on the LAST D step's latents (the last D step and the G step are
-        one jitted graph sharing G's forward; the earlier D steps are plain D steps); an update is skipped when its
-        grads are not finite. `real`, `z` (and `eps`, the gradient penalty's mixing weights (B, 1, 1, 1), needed
-        by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
+        """train.d_steps D updates, then one G update on the LAST D update's latents; an update is skipped when its
+        grads are not finite. Without a penalty the last D update and the G update are one jitted graph running
+        G's forward once (the earlier D updates are plain D steps); with one (wgan_gp, or R1 on its steps) they are
+        separate D and G steps (`_make_steps` says why). `real`, `z` (and `eps`, the gradient penalty's mixing
+        weights (B, 1, 1, 1), needed by loss=wgan_gp) are one array per D step, or one array when d_steps=1.
 
         probe=True (diagnostics on) runs the probed twin of the steps: the same update, plus the statistics;
         r1=True adds the R1 penalty to the D steps (the caller applies the lazy schedule, gan.losses.r1_due).
-        With a penalty (wgan_gp, or R1 on its steps) D's gradient taps are off in the whole graph: MindSpore cannot
-        differentiate them twice, and the D step shares its graph with the G step.
         """
         if probe and not self.probes:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
@@ -420,19 +429,24 @@ class GANTrainer:
             eps = [np.zeros((x.shape[0], 1, 1, 1), np.float32) for x in reals]
         epss = _per_d_step(eps, "eps", self.d_steps)
         r1 = r1 and self.r1_gamma > 0
+        penalty = r1 or self.loss.gradient_penalty
         set_probing(self.probes, probe)
-        set_gradient_taps(self.d_probes, not (r1 or self.loss.gradient_penalty))  # read at each step's compile
-        d_step, d_and_g_step = self._steps_for(probe, r1)
+        d_step, g_step, d_and_g_step = self._steps_for(probe, r1)
+        # D's gradient taps, read at each step's compile: off where D is differentiated twice (a penalty)
+        set_gradient_taps(self.d_probes, not penalty)
         finite = True
         for k, (real_k, z_k, eps_k) in enumerate(zip(reals, zs, epss)):
             if self._power_iteration is not None:
                 self._power_iteration()
             inputs = (self._micro(real_k), self._micro(z_k), self._micro(eps_k))
-            if k < self.d_steps - 1:
+            if penalty or k < self.d_steps - 1:
                 (_, loss_d, d_real, d_fake), norm_d, finite_d = d_step(*inputs)
             else:
                 (_, loss_d, d_real, d_fake), norm_d, finite_d, (_, loss_g, _), norm_g, finite_g = d_and_g_step(*inputs)
             finite = finite and bool(finite_d.asnumpy())
+        if penalty:
+            set_gradient_taps(self.d_probes, True)
+            (_, loss_g, _), norm_g, finite_g = g_step(*inputs)
         if self._ema_step is not None:
             self._ema_step()
         return StepStats(float(loss_d.asnumpy()), float(loss_g.asnumpy()), float(d_real.asnumpy()),
