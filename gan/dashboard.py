@@ -202,11 +202,18 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
+# What a run ran before a compared setting existed, so its config lacks the key: without this, runs from before
+# model.d_maxout existed would form a group of their own beside the same settings with model.d_maxout=0.
+BEFORE_SETTING_EXISTED = {"model.d_maxout": 0, "model.d_norm": "batch", "diagnostics.recycle": False,
+                          "train.loss": "bce", "act.d_kind": "leaky_relu", "act.g_kind": "leaky_relu"}
+
+
 def _config_settings(config: dict) -> dict[str, str]:
     """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings; the act.*
     parameters of a kind only when a network uses that kind."""
     from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
 
+    config = {**BEFORE_SETTING_EXISTED, **config}
     kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
     unused = {f"act.{p}" for kind, names in ACT_KIND_PARAMS.items() if kind not in kinds for p in names}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]

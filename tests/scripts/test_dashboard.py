@@ -323,3 +323,15 @@ def test_run_table_shows_a_maxout_d_instead_of_its_unused_kind(tmp_path):
         "act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n  g_negative_slope: 0.0\n")
     config.write_text(text.replace("model:\n", "model:\n  d_maxout: 5\n"))
     assert load_run(run)["activations"] == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
+
+
+def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
+    old, new = tmp_path / "runs" / "old", tmp_path / "runs" / "new"
+    fake_run(old, 0.2, 0)  # written before model.d_maxout existed: its config lacks the key
+    fake_run(new, 0.2, 1)
+    config = new / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("model:\n", "model:\n  d_maxout: 0\n"))
+    runs = [load_run(old), load_run(new)]
+    assert runs[0]["settings"]["model.d_maxout"] == "0"
+    groups, common, varied = group_runs(runs, ["old", "new"])
+    assert len(groups) == 1 and "model.d_maxout" not in varied and common["model.d_maxout"] == "0"
