@@ -283,11 +283,11 @@ class GANTrainer:
         self.scaler_d = _loss_scaler(cfg.precision)
         # One graph updates both networks: the optimisers' and loss scalers' own Parameters (global_step,
         # beta1_power, learning_rate, scale_value, ...) get unique names, which are also their checkpoint keys.
-        for prefix, opt, scaler in (("opt_g.", self.opt_g, self.scaler_g), ("opt_d.", self.opt_d, self.scaler_d)):
+        for net, opt, scaler in (("g", self.opt_g, self.scaler_g), ("d", self.opt_d, self.scaler_d)):
             for param in optimizer_state(opt):
-                param.name = prefix + param.name
+                param.name = f"opt_{net}.{param.name}"
             for attr, param in scaler_state(scaler).items():
-                param.name = f"scaler_{prefix[4]}.{attr}"
+                param.name = f"scaler_{net}.{attr}"
         graph = cfg.runtime.mode == "graph"
         self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
