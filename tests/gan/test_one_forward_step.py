@@ -52,24 +52,27 @@ def arrays(net) -> dict[str, np.ndarray]:
     ["model.conv_impl=onednn", "fusion=conv_act"],
     ["model.conv_impl=gemm", "fusion=none"],
     ["model.conv_impl=onednn", "fusion=bn_act", "train.accumulate=2"],
-], ids=["onednn-conv_act", "gemm-none", "onednn-bn_act-accumulate2"])
+    ["model.conv_impl=gemm", "fusion=none", "train.d_steps=2"],
+], ids=["onednn-conv_act", "gemm-none", "onednn-bn_act-accumulate2", "gemm-none-d_steps2"])
 def test_one_forward_step_matches_two_forwards_and_moves_g_statistics_once(overrides):
+    """The reference runs d_steps D steps, then a G step on the last D step's latents recomputing G(z)."""
     cfg = to_config(compose_config(TINY + overrides))
     trainer, ref = GANTrainer(cfg, 3), GANTrainer(cfg, 3)
     d_step, g_step = reference_steps(ref, cfg.train.accumulate)
     rng = np.random.default_rng(0)
     for step in range(3):
-        real = rng.uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
-        z = latents(0, step, 1, 4, 8)
-        trainer.train_step(real, z)
-        d_step(ref._micro(real), ref._micro(z))
-        if step == 0:  # G's statistics after the reference's first forward (its D step): one update
+        reals = [rng.uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32) for _ in range(cfg.train.d_steps)]
+        zs = [latents(0, step, 1, 4, 8, k) for k in range(cfg.train.d_steps)]
+        trainer.train_step(reals, zs)
+        for real, z in zip(reals, zs):
+            d_step(ref._micro(real), ref._micro(z))
+        if step == 0:  # G's statistics after the reference's D steps: one update per D step, none for G's
             once = {n: a for n, a in arrays(ref.g).items() if "moving" in n}
             assert once, "the test's G has BatchNorm statistics"
             for name, value in once.items():
                 np.testing.assert_array_equal(arrays(trainer.g)[name], value, err_msg=name)
-        g_step(ref._micro(z))
-        if step == 0:  # the reference's second forward moved them again
+        g_step(ref._micro(zs[-1]))
+        if step == 0:  # the reference's G step moved them again
             assert any(not np.array_equal(arrays(ref.g)[n], a) for n, a in once.items())
     for net, ref_net in ((trainer.d, ref.d), (trainer.g, ref.g)):
         ours, theirs = arrays(net), arrays(ref_net)
