@@ -1,5 +1,6 @@
-"""GAN training: the jitted D and G steps (losses from gan.losses, loss scaling, clipping, accumulation, EMA,
-spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs), stop (Ctrl-C).
+"""GAN training: the jitted steps, D + G in one graph sharing G's forward (losses from gan.losses, loss scaling,
+clipping, accumulation, EMA, spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs),
+stop (Ctrl-C).
 
 Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
 batches, latents and updates of an uninterrupted one without saving RNG states.

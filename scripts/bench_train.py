@@ -2,7 +2,7 @@
 
 Measures what `python train.py` runs: the config is composed from configs/ exactly like train.py
 (model=dcgan32|dcgan64, data=shapes for 3 channels, batch 64) and the step is GANTrainer.train_step,
-the jitted D and G steps plus the host read-back of the logged numbers. With --vs-torch (and PyTorch
+the jitted D + G step plus the host read-back of the logged numbers. With --vs-torch (and PyTorch
 installed, an optional comparison only) the identical architecture, loss and optimiser run in PyTorch
 in the same process, so both see the same machine load.
 
