@@ -190,6 +190,7 @@ def _stack(xs: tuple) -> Tensor:
 
 
 def _add(a: tuple, b: tuple) -> tuple:
+    """Elementwise sum of two tuples of tensors (micro-batch outputs or gradients)."""
     return tuple(x + y for x, y in zip(a, b))
 
 
