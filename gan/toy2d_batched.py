@@ -10,8 +10,9 @@ jitted function does the D step and the G step of all trials, so per-trial launc
 the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
 are per trial (nn.Adam's kernel on the stacked tensors is element-wise). Each trial t is built to reproduce
 `python train.py experiment=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
-gan.models), batches (gan.tasks.PointData) and latents, two BatchNorm moving-statistics updates per step (G
-runs in the D step and in the G step), the same evaluation latents and metrics (gan.metrics.mode_metrics).
+gan.models), batches (gan.tasks.PointData) and latents, G's forward once per step shared by the D and G updates
+(so one BatchNorm moving-statistics update per step), the same evaluation latents and metrics
+(gan.metrics.mode_metrics).
 One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
 skips it for that run only); each trial's count of such steps is reported.
 """
@@ -142,30 +143,40 @@ class BatchedGAN(nn.Cell):
         self.skipped = ms.Parameter(Tensor(np.zeros(self.trials, np.float32)), name="skipped_steps",
                                     requires_grad=False)
         self.grad_d = ms.value_and_grad(self._d_loss, None, self.d_params, has_aux=True)
-        self.grad_g = ms.value_and_grad(self._g_loss, None, self.g_params, has_aux=True)
+        self.grad_fake = ms.value_and_grad(self._g_loss, 0, None, has_aux=True)  # G's loss w.r.t. the fake points
 
-    def generator(self, z: Tensor, training: bool, params: tuple | None = None) -> Tensor:
-        """(T, N, nz) latents -> (T, N, 2) points; training: batch statistics per trial, moving ones updated.
+    def generator(self, z: Tensor, training: bool, params: tuple | None = None) -> tuple[Tensor, tuple]:
+        """(T, N, nz) latents -> ((T, N, 2) points, per BatchNorm the batch's (mean, unbiased variance), each (T, C)).
+        training: each trial's batch statistics normalise (`update_moving` folds them into the moving ones);
+        otherwise the moving statistics do and no statistics are returned.
         `params`: weights in g_params' order (default G's own; `self.ema` for the EMA generator)."""
         params = self.g_params if params is None else params
         w, b = params[:MLP_G_DEPTH + 1], params[MLP_G_DEPTH + 1]
         gamma, beta = params[MLP_G_DEPTH + 2:2 * MLP_G_DEPTH + 2], params[2 * MLP_G_DEPTH + 2:]
-        h = z
+        h, stats = z, ()
         for i in range(MLP_G_DEPTH):
             y = _BMM(h, w[i])
             if training:
                 mean = y.mean(1, keep_dims=True)
                 var = ops.square(y - mean).mean(1, keep_dims=True)
                 n = y.shape[1]
-                ops.assign(self.moving_mean[i], _BN_KEEP * self.moving_mean[i]
-                           + (1 - _BN_KEEP) * ops.stop_gradient(mean.squeeze(1)))
-                ops.assign(self.moving_var[i], _BN_KEEP * self.moving_var[i]
-                           + (1 - _BN_KEEP) * ops.stop_gradient(var.squeeze(1)) * (n / (n - 1.0)))
+                stats += ((mean.squeeze(1), var.squeeze(1) * (n / (n - 1.0))),)
             else:
                 mean, var = self.moving_mean[i].expand_dims(1), self.moving_var[i].expand_dims(1)
             y = (y - mean) / ops.sqrt(var + _BN_EPS) * gamma[i].expand_dims(1) + beta[i].expand_dims(1)
             h = leaky_relu(y, self.g_slopes[i], clamp=self.clamp)
-        return _BMM(h, w[MLP_G_DEPTH]) + b.expand_dims(1)
+        return _BMM(h, w[MLP_G_DEPTH]) + b.expand_dims(1), stats
+
+    def _train_generator(self, z: Tensor) -> tuple[Tensor, tuple]:
+        """G in training mode as a function of the latents only: what ms.vjp differentiates."""
+        return self.generator(z, True)
+
+    def update_moving(self, stats: tuple) -> None:
+        """Fold one step's batch statistics into G's moving ones as nn.BatchNorm2d does; outside the differentiated
+        G, so that ms.vjp's pullback cannot run the update a second time."""
+        for i, (mean, var) in enumerate(stats):
+            ops.assign(self.moving_mean[i], _BN_KEEP * self.moving_mean[i] + (1 - _BN_KEEP) * ops.stop_gradient(mean))
+            ops.assign(self.moving_var[i], _BN_KEEP * self.moving_var[i] + (1 - _BN_KEEP) * ops.stop_gradient(var))
 
     def discriminator(self, x: Tensor) -> Tensor:
         """(T, N, 2) points -> (T, N) logits, computed channels-first: (T, C, N) activations."""
@@ -180,14 +191,13 @@ class BatchedGAN(nn.Cell):
                 h = leaky_relu(y, self.d_slopes[i], clamp=self.clamp)
         return (_BMM(self.d_w[MLP_D_DEPTH], h) + self.d_b[MLP_D_DEPTH].expand_dims(2)).squeeze(1)
 
-    def _d_loss(self, real: Tensor, z: Tensor) -> tuple:
-        fake = ops.stop_gradient(self.generator(z, True))
+    def _d_loss(self, real: Tensor, fake: Tensor) -> tuple:
         logits_real, logits_fake = self.discriminator(real), self.discriminator(fake)
         per_trial = _bce_rows(logits_real, 1.0) + _bce_rows(logits_fake, 0.0)
         return per_trial.sum(), per_trial, ops.sigmoid(logits_real).mean(1), ops.sigmoid(logits_fake).mean(1)
 
-    def _g_loss(self, real: Tensor, z: Tensor) -> tuple:
-        per_trial = _bce_rows(self.discriminator(self.generator(z, True)), 1.0)  # non-saturating
+    def _g_loss(self, fake: Tensor) -> tuple:
+        per_trial = _bce_rows(self.discriminator(fake), 1.0)  # non-saturating
         return per_trial.sum(), per_trial
 
     def _per_trial_finite(self, grads: tuple) -> Tensor:
@@ -197,14 +207,18 @@ class BatchedGAN(nn.Cell):
 
     def construct(self, real: Tensor, z: Tensor, lr: Tensor) -> tuple:
         """One D step then one G step of every trial on (T, N, 2) real points and (T, N, nz) latents, both
-        optimisers at learning rate `lr` (a graph input: the schedule of train.lr_decay costs no extra launch)."""
+        optimisers at learning rate `lr` (a graph input: the schedule of train.lr_decay costs no extra launch).
+        G's forward runs once: D's update on its points, then G's gradient pulled back from the updated D's."""
         ops.assign(self.opt_d.learning_rate, lr)
         ops.assign(self.opt_g.learning_rate, lr)
-        (_, loss_d, d_real, d_fake), grads_d = self.grad_d(real, z)
+        fake, pullback, stats = ms.vjp(self._train_generator, z, weights=self.g_params, has_aux=True)
+        self.update_moving(stats)
+        (_, loss_d, d_real, d_fake), grads_d = self.grad_d(real, ops.stop_gradient(fake))
         finite_d = self._per_trial_finite(grads_d)
         if finite_d.all():
             self.opt_d(grads_d)
-        (_, loss_g), grads_g = self.grad_g(real, z)
+        (_, loss_g), d_points = self.grad_fake(fake)
+        _, grads_g = pullback(d_points)
         finite_g = self._per_trial_finite(grads_g)
         if finite_g.all():
             self.opt_g(grads_g)
@@ -278,7 +292,7 @@ class BatchedTrainer:
         """(T, N, nz) latents -> (T, N, 2) points, BatchNorm in inference mode, with the EMA generator when
         train.ema_beta is set and `ema` (as gan.evaluation does)."""
         params = self.model.ema if ema and self.model.ema else None
-        return self.model.generator(Tensor(z.astype(np.float32)), False, params).asnumpy()
+        return self.model.generator(Tensor(z.astype(np.float32)), False, params)[0].asnumpy()
 
     def evaluate(self, ema: bool = True) -> list[dict[str, float]]:
         """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points), from the
