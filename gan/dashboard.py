@@ -203,7 +203,8 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 
 # What a run ran before a compared setting existed, so its config lacks the key: without this, runs from before
-# model.d_maxout existed would form a group of their own beside the same settings with model.d_maxout=0.
+# model.d_maxout existed would form a group of their own beside the same settings with model.d_maxout=0. A run
+# without any config gets none of them: nothing says what it ran.
 BEFORE_SETTING_EXISTED = {"model.d_maxout": 0, "model.d_norm": "batch", "diagnostics.recycle": False,
                           "train.loss": "bce", "act.d_kind": "leaky_relu", "act.g_kind": "leaky_relu"}
 
@@ -213,7 +214,7 @@ def _config_settings(config: dict) -> dict[str, str]:
     parameters of a kind only when a network uses that kind."""
     from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
 
-    config = {**BEFORE_SETTING_EXISTED, **config}
+    config = {**BEFORE_SETTING_EXISTED, **config} if config else config
     kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
     unused = {f"act.{p}" for kind, names in ACT_KIND_PARAMS.items() if kind not in kinds for p in names}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]

@@ -335,3 +335,10 @@ def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
     assert runs[0]["settings"]["model.d_maxout"] == "0"
     groups, common, varied = group_runs(runs, ["old", "new"])
     assert len(groups) == 1 and "model.d_maxout" not in varied and common["model.d_maxout"] == "0"
+
+
+def test_a_run_without_a_config_gets_no_settings_from_before_they_existed(tmp_path):
+    run = tmp_path / "runs" / "bare"
+    fake_run(run, 0.2, 0)
+    (run / ".hydra" / "config.yaml").unlink()  # nothing says what it ran: no invented model.d_norm, train.loss, ...
+    assert load_run(run)["settings"] == {}
