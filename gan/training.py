@@ -296,7 +296,7 @@ class GANTrainer:
         self._norm_of = global_norm_for(cfg.runtime.device_target)
         self.loss = LOSSES[t.loss]
         self.gp_weight, self.r1_gamma, self.r1_every = t.gp_weight, t.r1_gamma, t.r1_every
-        self._steps: dict[tuple[bool, bool], tuple[Callable, Callable]] = {}
+        self._steps: dict[tuple[bool, bool], tuple[Callable, Callable, Callable]] = {}
         self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
         self._set_lr = tuple(self._compile(SetLearningRate(opt)) for opt in (self.opt_g, self.opt_d))
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
