@@ -77,6 +77,25 @@ def test_checkpoint_holds_the_full_state(baseline):
     assert not np.allclose(arrays["discriminator.layers.bn1.moving_mean"], 0.0)
 
 
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(precision):
+    """The optimiser/scaler Parameters renamed for the one D + G graph keep the keys checkpoints had before
+    (read from the old code's state_arrays), so a run from before the rename resumes."""
+    from gan.config import compose_config, to_config
+    from gan.training import GANTrainer
+
+    cfg = to_config(compose_config(["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes",
+                                    f"precision={precision}"]))
+    trainer = GANTrainer(cfg, 3)
+    scaler = ("scale_value", "counter") if precision == "fp16" else ("scale_value",)
+    want = {f"scaler_{net}.{attr}" for net in "gd" for attr in scaler}
+    for net, params in (("g", trainer.g.trainable_params()), ("d", trainer.d.trainable_params())):
+        want |= {f"opt_{net}.{n}" for n in ("global_step", "beta1_power", "beta2_power", "learning_rate")}
+        want |= {f"opt_{net}.moment{m}.{p.name}" for m in (1, 2) for p in params}
+    assert {n for n in trainer.state_arrays() if n.startswith(("opt_", "scaler_"))} == want
+
+
 def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     summary = tiny_run(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2
