@@ -94,8 +94,8 @@ class Histogram:
     def from_sums(cls, counts: np.ndarray, extremes: np.ndarray, sums: np.ndarray) -> "Histogram | None":
         """From accumulated bin counts, [-min, max] and [sum, sum of squares]; None when nothing was counted."""
         nonzero = np.flatnonzero(counts)
-        if nonzero.size == 0 or not np.isfinite(np.concatenate([extremes, sums])).all():
-            return None  # nothing counted, or NaN/inf values, which TensorBoard cannot draw
+        if nonzero.size == 0 or not np.isfinite(np.concatenate([counts, extremes, sums])).all():
+            return None  # nothing counted, or NaN/inf values (JSON and TensorBoard hold neither)
         lo, hi = nonzero[0], nonzero[-1] + 1  # drop empty end bins; TensorBoard takes the left edge from min
         return cls(float(-extremes[0]), float(extremes[1]), float(counts.sum()), float(sums[0]), float(sums[1]),
                    [float(v) for v in HIST_EDGES[lo + 1:hi + 1]], [float(v) for v in counts[lo:hi]])
@@ -160,12 +160,15 @@ class ProbedActivation(nn.Cell):
     def _preact(self, x: Tensor) -> Tensor:
         """The activation's input in fp32: x itself, the normalised value inside a fused BatchNormAct, or the
         conv + bias inside a fused conv layer (recomputed: probes run at check steps only)."""
+        # precision=fp16 (amp O2) wraps BatchNorm cells, BatchNormAct included, in a cell casting the output to
+        # float16; the wrapped cell (`_backbone`) holds the statistics and weights
+        act = getattr(self.act, "_backbone", self.act)
         if self.conv_fused:
-            return self.act.preactivation(x).astype(ms.float32)
+            return act.preactivation(x).astype(ms.float32)
         xf = x.astype(ms.float32)
         if not self.fused:
             return xf
-        bn = self.act
+        bn = act
         if bn.training:  # batch statistics (biased variance; over all ranks when synced), as the kernel normalises
             mean, var, _ = batch_moments(xf, bn.sum_across)
         else:
@@ -183,6 +186,11 @@ class ProbedActivation(nn.Cell):
         self._record_histogram(xf, self.diag_preact_hist, self.diag_preact_extremes, self.diag_preact_sums)
         msops.assign_add(self.diag_passes, self.forward_pass)
         return self.tap(y) if self.tap_gradients else y
+
+    def keep_statistics_fp32(self) -> None:
+        """After amp O2: no automatic casts in this cell's own ops, so its statistics stay float32 (amp would
+        cast them to float16, whose sums of squares overflow); the wrapped activation keeps amp's setting."""
+        self.add_flags(fp16=False, bf16=False, fp32=False)
 
     def learned_slopes(self) -> list[float] | None:
         """The wrapped layer's learned slopes (PReLU weight, adaptive alpha; one per channel, or one shared),

@@ -278,6 +278,8 @@ class GANTrainer:
         if dtype is not None:
             self.g_run = amp.auto_mixed_precision(self.g, "O2", dtype)
             self.d_run = amp.auto_mixed_precision(self.d, "O2", dtype)
+            for probe in self.probes:
+                probe.keep_statistics_fp32()
         t = cfg.train
         self.opt_g = nn.Adam(self.g.trainable_params(), t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d.trainable_params(), t.lr, t.beta1, t.beta2)

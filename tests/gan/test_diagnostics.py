@@ -9,8 +9,9 @@ from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, LayerStats, ProbedActivation,
-                             TrainingDiagnostics, attach, final_metrics, is_diagnostic_param, log_hparams, set_probing)
+from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, Histogram, LayerStats,
+                             ProbedActivation, TrainingDiagnostics, attach, final_metrics, is_diagnostic_param,
+                             log_hparams, set_probing)
 from gan.models import Discriminator, Generator
 from gan.config import to_config
 from gan.run_files import read_jsonl
@@ -361,3 +362,28 @@ def test_trainer_probes_the_2d_mlps():
     record = DeadChannelTracker().check(1, trainer.probes)
     assert list(record["layers"]) == [*(f"G/act{i}" for i in range(4)), *(f"D/act{i}" for i in range(3))]
     assert {name: values["channels"] for name, values in record["layers"].items()} == dict.fromkeys(record["layers"], 8)
+
+
+@pytest.mark.parametrize("fusion", ["none", "bn_act"])
+def test_fp16_check_steps_record_statistics_in_float32(fusion):
+    """precision=fp16 (amp O2) with the probes on: the check step compiles and its statistics agree with fp32's
+    (amp wraps BatchNorm cells, the fused BatchNormAct too, and would cast the probes' sums to float16)."""
+    fp32, _ = trainer_record(f"fusion={fusion}")
+    fp16, trainer = trainer_record(f"fusion={fusion}", "precision=fp16", "precision.loss_scale=1024")
+    assert list(fp16["layers"]) == list(fp32["layers"])
+    for layer, values in fp16["layers"].items():
+        assert (values["passes"], values["grad_passes"]) == ((1, 1) if layer[0] == "G" else (3, 3))
+        # float16 activations: the shares of negative inputs agree to a few samples per channel
+        np.testing.assert_allclose(values["neg_frac"], fp32["layers"][layer]["neg_frac"], atol=0.05, err_msg=layer)
+    assert all(p.diag_preact_sums.dtype == ms.float32 for p in trainer.probes)
+
+
+def test_histogram_of_non_finite_sums_or_counts_is_none():
+    """A check step whose statistics overflowed (e.g. float16) records no histogram: JSON holds no inf."""
+    counts, extremes, sums = np.zeros(8), np.array([-0.5, 1.0]), np.array([2.0, 3.0])
+    counts[2] = 4.0
+    assert Histogram.from_sums(counts, extremes, sums).num == 4.0
+    for bad in ("counts", "extremes", "sums"):
+        arrays = {"counts": counts.copy(), "extremes": extremes.copy(), "sums": sums.copy()}
+        arrays[bad][0] = np.inf
+        assert Histogram.from_sums(**arrays) is None, bad
