@@ -168,7 +168,7 @@ class ProbedActivation(nn.Cell):
         xf = x.astype(ms.float32)
         if not self.fused:
             return xf
-        bn = act
+        bn = act  # a BatchNormAct
         if bn.training:  # batch statistics (biased variance; over all ranks when synced), as the kernel normalises
             mean, var, _ = batch_moments(xf, bn.sum_across)
         else:

@@ -175,8 +175,8 @@ class BatchedGAN(nn.Cell):
         """Fold one step's batch statistics into G's moving ones as nn.BatchNorm2d does; outside the differentiated
         G, so that ms.vjp's pullback cannot run the update a second time."""
         for i, (mean, var) in enumerate(stats):
-            ops.assign(self.moving_mean[i], _BN_KEEP * self.moving_mean[i] + (1 - _BN_KEEP) * ops.stop_gradient(mean))
-            ops.assign(self.moving_var[i], _BN_KEEP * self.moving_var[i] + (1 - _BN_KEEP) * ops.stop_gradient(var))
+            ops.assign(self.moving_mean[i], _BN_KEEP * self.moving_mean[i] + (1 - _BN_KEEP) * mean)
+            ops.assign(self.moving_var[i], _BN_KEEP * self.moving_var[i] + (1 - _BN_KEEP) * var)
 
     def discriminator(self, x: Tensor) -> Tensor:
         """(T, N, 2) points -> (T, N) logits, computed channels-first: (T, C, N) activations."""

@@ -487,10 +487,9 @@ class GANTrainer:
         params.update({p.name: p for p in model_params(self.d)})
         if self.g_ema is not None:
             params.update({p.name: p for p in model_params(self.g_ema)})
-        for opt in (self.opt_g, self.opt_d):
-            params.update({p.name: p for p in optimizer_state(opt)})  # named opt_g.* / opt_d.* at construction
-        for prefix, scaler in (("scaler_g.", self.scaler_g), ("scaler_d.", self.scaler_d)):
-            params.update({prefix + n: v for n, v in scaler_state(scaler).items()})
+        for opt, scaler in ((self.opt_g, self.scaler_g), (self.opt_d, self.scaler_d)):
+            # named opt_g.* / opt_d.* and scaler_g.* / scaler_d.* at construction
+            params.update({p.name: p for p in optimizer_state(opt) + list(scaler_state(scaler).values())})
         return params
 
     def state_arrays(self) -> dict[str, np.ndarray]:
