@@ -17,7 +17,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from .activations import check_clamp
-from .swap import KINDS, kind_of, walk
+from .swap import KINDS, Kind, kind_of, walk
 
 __all__ = ["FLOAT16_OVERFLOW", "InputRange", "RangeRecorder", "activation_ranges"]
 
@@ -96,15 +96,16 @@ class RangeRecorder:
         for r in rec.ranges(): print(r.path, r.minimum, r.maximum, r.negative_share)
 
     The hooks go when the block ends (also on an error); calls inside ms.jit are not seen (calls stays 0).
+    `table` says which cells are activations (ops.swap.KINDS, or a copy extended with an application's layers).
     """
 
-    def __init__(self, net: nn.Cell, *, clamp: float | None = None) -> None:
+    def __init__(self, net: nn.Cell, *, clamp: float | None = None, table: dict[type, Kind] = KINDS) -> None:
         if not isinstance(net, nn.Cell):
             raise TypeError(f"expected a mindspore.nn.Cell, got {type(net).__name__}")
         self.clamp = check_clamp(clamp)
         self._layers: list[tuple[nn.Cell, InputRange]] = []
         for entry in walk(net).values():
-            row, exact = kind_of(entry.cell, KINDS)
+            row, exact = kind_of(entry.cell, table)
             if row is None:
                 continue
             own = getattr(entry.cell, "clamp", None)
@@ -146,14 +147,15 @@ def _numpy(t: Any) -> np.ndarray:
     return t.asnumpy()
 
 
-def activation_ranges(net: nn.Cell, *inputs: Tensor, clamp: float | None = None) -> list[InputRange]:
+def activation_ranges(net: nn.Cell, *inputs: Tensor, clamp: float | None = None,
+                      table: dict[type, Kind] = KINDS) -> list[InputRange]:
     """Run net(*inputs) once in PyNative and eval mode (BatchNorm on its moving statistics, nothing updated) and
     return each activation layer's InputRange; the mode, the training flag and the network are restored."""
     mode, training = ms.get_context("mode"), net.training
     ms.set_context(mode=ms.PYNATIVE_MODE)
     net.set_train(False)
     try:
-        with RangeRecorder(net, clamp=clamp) as recorder:
+        with RangeRecorder(net, clamp=clamp, table=table) as recorder:
             net(*inputs)
     finally:
         net.set_train(training)

@@ -14,7 +14,9 @@ Functional calls inside a user's `construct` (`mindspore.ops.leaky_relu(x, 0.2)`
 not cells and cannot be swapped: replace them with `from ops import leaky_relu` and `leaky_relu(x, 0.2)`.
 
 Boundary values of MindSpore's layers are those of MindSpore 2.10 on CPU, float32, measured in PyNative and graph
-mode (tests/ops/test_swap.py measures them again); the project's follow PyTorch (docs/operator.md).
+mode (tests/ops/test_swap.py measures them again); the project's follow PyTorch. Subnormal inputs and results:
+MindSpore's CPU kernels flush them to zero in graph mode (and on some PyNative calls), the project's keep them.
+docs/operator.md, "Swapping a network's activations", has the measured differences.
 """
 from __future__ import annotations
 
@@ -221,7 +223,7 @@ _F32_THIRD = float(np.float32(1 / 3))  # nn.RReLU keeps its bounds as float32 te
 def _pytorch(slope: Callable[[dict], float | str]) -> Boundary:
     """The boundaries of the project's (PyTorch's) x > 0 ? x : slope * x, the slope a function of the params."""
     return Boundary(-0.0, slope, NAN, slope,
-                    lambda p: slope(p) * -INF if isinstance(slope(p), float) else "-inf")
+                    lambda p: slope(p) * -INF if isinstance(slope(p), float) else f"{slope(p)} * -inf")
 
 
 def _native(name: str, neg_zero: Value, grad_zero: Value, nan: Value, grad_nan: Value, neg_inf: Value,
@@ -237,25 +239,28 @@ KINDS: dict[type, Kind] = {
         "nn.LeakyReLU", lambda c: {"alpha": float(c.alpha)},
         Boundary(-0.0, lambda p: (1 + p["alpha"]) / 2, NAN, lambda p: 1 + p["alpha"], -INF), _leaky_range("alpha"),
         defaults={"alpha": 0.2}, torch_defaults={"alpha": 0.01}, replace=_to_leaky_relu,
-        changes="gradient at x = +-0 and +-inf becomes alpha (MindSpore: (1 + alpha) / 2; +inf: 1), at NaN alpha "
-                "(MindSpore: 1 + alpha); alpha = 0: y(-inf) becomes NaN (MindSpore: -inf); float16 computes in "
-                "float32 with the float32 slope (MindSpore: float16 slope and math)"),
+        changes="the gradient at +-0 becomes alpha (MindSpore: (1 + alpha) / 2), at +inf 1 and at -inf alpha "
+                "(MindSpore: (1 + alpha) / 2), at NaN alpha (MindSpore: 1 + alpha); alpha = 0: y(-inf) becomes NaN "
+                "(MindSpore: -inf); float16: within 1 ulp (the float32 slope, one rounding; MindSpore multiplies by "
+                "the float16 slope in float16)"),
     nn.ReLU: Kind(
         "nn.ReLU", lambda c: {}, Boundary(0.0, 0.0, 0.0, 0.0, 0.0), _fixed("[0, inf)"), replace=_to_leaky_relu,
-        changes="negative inputs give -0.0 (MindSpore: +0.0; equal as numbers); y(NaN) and y(-inf) become NaN "
-                "(MindSpore: 0)"),
+        changes="negative inputs and -0 give -0.0 (MindSpore: +0.0; equal as numbers), so does the gradient "
+                "there; y(NaN) and y(-inf) become NaN (MindSpore: 0)"),
     nn.PReLU: Kind(
         "nn.PReLU", lambda c: {"weight": _weights(c.w)},
         Boundary(-0.0, lambda p: _per_channel(p["weight"]), NAN, 1.0, -INF), _fixed("(-inf, inf)"),
         replace=_to_prelu,
-        changes="gradient at NaN becomes weight[c] (MindSpore: 1); the weight gradient is summed in double (a few "
-                "float32 ulp from MindSpore's); float16 inputs use the float32 weight (MindSpore: cast to float16)"),
+        changes="the gradient at NaN becomes weight[c] (MindSpore: 1); a negative weight gives +-0 the other "
+                "sign of zero; the weight gradient is summed in double (a few float32 ulp from MindSpore's float32 "
+                "sums); float16 inputs: within 1 ulp (the float32 weight; MindSpore casts it to float16)"),
     nn.ELU: Kind(
         "nn.ELU", lambda c: {"alpha": float(c.elu.alpha)},
         Boundary(0.0, 1.0, NAN, 1.0, lambda p: -p["alpha"]), lambda p: _clamped(f"[{-p['alpha']:g}, inf)", p),
         defaults={"alpha": 1.0}, replace=_to_elu, flag=_elu_flag,
-        changes="y(-0) becomes -0.0 (MindSpore: +0.0), the gradient at NaN NaN (MindSpore: 1); expm1/exp within "
-                "1 ulp of the exact values (docs/operator.md has the measured differences)"),
+        changes="not bit-exact: MindSpore computes exp(x) - 1 (off by up to 2.3e-6 near x = -0.35, no correct "
+                "digit as x -> 0) and the gradient from y + 1 (0 below x = -17); ops.ELU is within 1 ulp of "
+                "expm1 and exp; y(-0) becomes -0.0 (MindSpore: +0.0), the gradient at NaN NaN (MindSpore: 1)"),
     nn.RReLU: Kind(
         "nn.RReLU", lambda c: {"lower": float(c.lower.asnumpy()), "upper": float(c.upper.asnumpy())},
         Boundary(-0.0, 0.0, NAN, 0.0, -INF), _fixed("(-inf, inf)"),
@@ -318,15 +323,24 @@ def _children(cell: nn.Cell) -> Iterable[tuple[str, nn.Cell]]:
     return ((name, child) for name, child in cell._cells.items() if child is not None)
 
 
-def _plain_cells(value: Any, path: str) -> Iterable[tuple[str, nn.Cell]]:
-    """Cells inside plain lists, tuples and dicts (nested), with paths like attr[0] and attr[key]."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
-    for key, item in items:
+def _items(value: Any) -> Iterable[tuple[Any, Any]]:
+    """(key, item) of a plain list, tuple or dict; nothing for anything else."""
+    if isinstance(value, dict):
+        return list(value.items())
+    return list(enumerate(value)) if isinstance(value, (list, tuple)) else []
+
+
+def _plain_cells(value: Any, path: str, seen: set[int]) -> Iterable[tuple[str, nn.Cell]]:
+    """Cells inside plain lists, tuples and dicts (nested; each container once), with paths like attr[0], attr[key]."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    for key, item in _items(value):
         sub = f"{path}[{key}]"
         if isinstance(item, nn.Cell):
             yield sub, item
         else:
-            yield from _plain_cells(item, sub)
+            yield from _plain_cells(item, sub, seen)
 
 
 def _plain_attrs(cell: nn.Cell) -> Iterable[tuple[str, Any]]:
@@ -356,9 +370,10 @@ def walk(net: nn.Cell) -> dict[int, Found]:
             add(child, _join(path, name), registered)
 
     add(net, "", True)
+    seen: set[int] = set()
     for entry in order:  # grows while it runs: plain containers of every cell found, registered or not
         for attr, value in _plain_attrs(entry.cell):
-            for sub, cell in _plain_cells(value, _join(entry.paths[0], attr)):
+            for sub, cell in _plain_cells(value, _join(entry.paths[0], attr), seen):
                 add(cell, sub, False)
     return found
 
@@ -387,7 +402,7 @@ def _record(entry: Found, row: Kind, exact: bool, apply: bool, clamp: float | No
                 output_range=row.output_range(params), boundary=row.boundary.show(params), flags=tuple(flags),
                 aliases=tuple(entry.paths[1:]), registered=entry.registered, changes=row.changes)
     if row.replace is None:
-        return ActivationRecord(status=PROJECT if row.name.startswith("ops.") else NATIVE, **base), None
+        return ActivationRecord(status=NATIVE if row.name.startswith("nn.") else PROJECT, **base), None
     if skip:
         return ActivationRecord(status=SKIPPED, **base), None
     if not exact:
@@ -406,6 +421,7 @@ def _record(entry: Found, row: Kind, exact: bool, apply: bool, clamp: float | No
 
 
 def _describe(cell: nn.Cell) -> str:
+    """The replacement as written, e.g. ops.LeakyReLU(negative_slope=0.2)."""
     row = KINDS[type(cell)]
     return _call(row.name, row.params(cell))
 
@@ -425,8 +441,8 @@ def _skipped(entry: Found, skip: set[str]) -> bool:
     return any(p == s or p.startswith(s + ".") or p.startswith(s + "[") for p in entry.paths for s in skip)
 
 
-def _survey(net: nn.Cell, *, kinds: Iterable[str] | None, skip: Iterable[str], clamp: float | None,
-            apply: bool) -> tuple[dict[int, Found], list[ActivationRecord], dict[int, nn.Cell]]:
+def _survey(net: nn.Cell, *, kinds: Iterable[str] | None, skip: Iterable[str], clamp: float | None, apply: bool,
+            table: dict[type, Kind] = KINDS) -> tuple[dict[int, Found], list[ActivationRecord], dict[int, nn.Cell]]:
     """The walk, one record per activation, and the replacements by id of the old cell."""
     if not isinstance(net, nn.Cell):
         raise TypeError(f"expected a mindspore.nn.Cell, got {type(net).__name__}")
@@ -439,7 +455,7 @@ def _survey(net: nn.Cell, *, kinds: Iterable[str] | None, skip: Iterable[str], c
     skip = _check_skip(skip, found)
     records, new = [], {}
     for key, entry in found.items():
-        row, exact = kind_of(entry.cell, KINDS)
+        row, exact = kind_of(entry.cell, table)
         if row is None:
             continue
         skipped = _skipped(entry, skip) or (row.replace is not None and row.name not in chosen)
@@ -450,10 +466,11 @@ def _survey(net: nn.Cell, *, kinds: Iterable[str] | None, skip: Iterable[str], c
     return found, records, new
 
 
-def activation_report(net: nn.Cell) -> list[ActivationRecord]:
+def activation_report(net: nn.Cell, *, table: dict[type, Kind] = KINDS) -> list[ActivationRecord]:
     """Every activation layer of net (MindSpore's and the project's), in network order, with what
-    swap_activations would do with it; changes nothing. The porting check: print it with format_report."""
-    return _survey(net, kinds=None, skip=(), clamp=None, apply=False)[1]
+    swap_activations would do with it; changes nothing. The porting check: print it with format_report.
+    `table` maps layer classes to their rows: KINDS, or a copy extended with an application's own layers."""
+    return _survey(net, kinds=None, skip=(), clamp=None, apply=False, table=table)[1]
 
 
 def swap_activations(net: nn.Cell, *, kinds: Iterable[str] | None = None, skip: Iterable[str] = (),
@@ -469,7 +486,8 @@ def swap_activations(net: nn.Cell, *, kinds: Iterable[str] | None = None, skip: 
     they are; `clamp` gives every new layer that output clamp (which changes results where |y| > clamp).
     Every activation is checked first: if one cannot be mapped exactly (a slope outside [0, 1], an alpha or
     weight the op refuses, a subclass), ValueError lists them all and the network is left untouched.
-    `dry_run=True` checks and returns the records (status 'swappable') without changing anything.
+    `dry_run=True` checks (raising as the swap would) and returns the records (status 'swappable') without
+    changing anything.
 
     Call it before the network is compiled: a network already compiled in graph mode has its compiled graphs
     released (the next call compiles the swapped network), but an ms.jit function compiled earlier keeps the old
@@ -488,8 +506,9 @@ def swap_activations(net: nn.Cell, *, kinds: Iterable[str] | None = None, skip: 
     if dry_run:
         return done
     _name_new_parameters(net, found, new, rrelu_seed)
+    seen: set[int] = set()
     for entry in found.values():
-        _replace_children(entry.cell, new)
+        _replace_children(entry.cell, new, seen)
     _release_compiled(found)
     for r in done:
         logger.info("swap_activations: %s: %s -> %s", r.path, r.old, r.new)
@@ -514,29 +533,32 @@ def _name_prefix(net: nn.Cell) -> str:
     return ""
 
 
-def _replace_children(cell: nn.Cell, new: dict[int, nn.Cell]) -> None:
+def _replace_children(cell: nn.Cell, new: dict[int, nn.Cell], seen: set[int]) -> None:
     """Point the cell's registered children and its plain containers at the replacements."""
     for name, child in list(_children(cell)):
         if id(child) in new:
             cell.insert_child_to_cell(name, new[id(child)])  # not setattr: that would re-prefix parameter names
     for attr, value in list(_plain_attrs(cell)):  # SequentialCell.cell_list is one of them
-        replaced = _replace_plain(value, new)
+        replaced = _replace_plain(value, new, seen)
         if replaced is not value:
             object.__setattr__(cell, attr, replaced)
 
 
-def _replace_plain(value: Any, new: dict[int, nn.Cell]) -> Any:
-    """The container with its cells replaced: lists and dicts in place, tuples rebuilt (returned as new)."""
-    if isinstance(value, (list, dict)):
-        for key in (value.keys() if isinstance(value, dict) else range(len(value))):
-            item = value[key]
-            replaced = new.get(id(item), item) if isinstance(item, nn.Cell) else _replace_plain(item, new)
-            if replaced is not item:
-                value[key] = replaced
+def _replace_plain(value: Any, new: dict[int, nn.Cell], seen: set[int]) -> Any:
+    """The container with its cells replaced (each container once): lists and dicts in place, a tuple rebuilt."""
+    if not isinstance(value, (list, tuple, dict)) or id(value) in seen:
+        return value
+    seen.add(id(value))
+    items = {key: new.get(id(item), item) if isinstance(item, nn.Cell) else _replace_plain(item, new, seen)
+             for key, item in _items(value)}
+    changed = {key: item for key, item in items.items() if item is not value[key]}
+    if not changed:
         return value
     if isinstance(value, tuple):
-        items = [new.get(id(i), i) if isinstance(i, nn.Cell) else _replace_plain(i, new) for i in value]
-        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
+        rebuilt = [items[i] for i in range(len(value))]
+        return type(value)(*rebuilt) if hasattr(value, "_fields") else type(value)(rebuilt)  # namedtuples too
+    for key, item in changed.items():
+        value[key] = item
     return value
 
 

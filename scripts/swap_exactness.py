@@ -8,6 +8,7 @@ compared as distributions (training and eval) instead.
 
     python scripts/swap_exactness.py --json docs/data/swap_exactness.json
     python scripts/swap_exactness.py --render docs/data/swap_exactness.json   # the table of docs/operator.md
+    python scripts/swap_exactness.py --boundaries   # the porting check's boundary values of each layer kind
 """
 from __future__ import annotations
 
@@ -181,10 +182,19 @@ def rrelu_slopes(quick: bool) -> list[dict]:
     return out
 
 
+def cpu_name() -> str:
+    """The CPU model as /proc/cpuinfo names it (the machine type elsewhere)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine()
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.machine())
+
+
 def measure(quick: bool) -> dict:
     records = [r for name in LAYERS for dtype in (np.float32, np.float16) for graph in (False, True)
                for r in measure_layer(name, dtype, graph, quick)]
-    return {"mindspore": ms.__version__, "machine": platform.processor() or platform.machine(),
+    return {"mindspore": ms.__version__, "cpu": cpu_name(),
             "load_average": list(os.getloadavg()), "quick": quick, "records": records, "rrelu": rrelu_slopes(quick)}
 
 
@@ -200,6 +210,20 @@ def summary(r: dict) -> str:
         return (f"{share} differ, max {r['max_ulp']} ulp apart, abs {r['max_abs']:.2g}; vs exact: ours "
                 f"{r['ulp_error_ours']:.2g} ulp, MindSpore {r['ulp_error_mindspore']:.2g}")
     return f"{share} differ, e.g. x={float(x):.3g}: {float(a):.3g} vs {float(b):.3g}"
+
+
+def boundary_table() -> str:
+    """The porting check's boundary columns for each layer kind at its defaults (ops.swap.KINDS; tests/ops/test_swap.py
+    measures them on MindSpore), as a markdown table."""
+    layers = [nn.LeakyReLU(), nn.ReLU(), nn.PReLU(), nn.ELU(), nn.RReLU(), nn.Tanh(), nn.Sigmoid(), nn.ReLU6(),
+              nn.SeLU(), nn.SiLU(), nn.GELU(), nn.HSwish(), nn.Mish(), nn.CELU(), nn.Hardtanh(), ops.LeakyReLU(0.2),
+              ops.PReLU(), ops.ELU(), ops.RReLU()]
+    records = ops.activation_report(nn.SequentialCell(layers))
+    labels = list(records[0].boundary)
+    lines = ["| layer | output range | " + " | ".join(labels) + " | swapped for |", "|" + "---|" * (3 + len(labels))]
+    lines += [f"| {r.old} | {r.output_range} | " + " | ".join(r.boundary.values()) + f" | {r.new or '(none)'} |"
+              for r in records]
+    return "\n".join(lines)
 
 
 def render(data: dict) -> str:
@@ -226,7 +250,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the measurements here")
     parser.add_argument("--render", type=Path, help="print the markdown table of a written JSON and exit")
     parser.add_argument("--quick", action="store_true", help="fewer float32 inputs (the test of this script)")
+    parser.add_argument("--boundaries", action="store_true", help="print the boundary-value table and exit")
     args = parser.parse_args()
+    if args.boundaries:
+        print(boundary_table())
+        return
     if args.render:
         print(render(json.loads(args.render.read_text())))
         return

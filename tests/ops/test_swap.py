@@ -20,7 +20,7 @@ from mindspore import Parameter, Tensor, nn
 import ops
 from ops import ELU, LeakyReLU, PReLU, RReLU, activation_ranges, activation_report, format_report, swap_activations
 from ops.ranges import FLOAT16_OVERFLOW, RangeRecorder
-from ops.swap import KINDS, _show
+from ops.swap import INF, KINDS, NAN, Boundary, Kind, _show
 from scripts.examples.model_zoo import DcganD, DcganG
 
 from leaky_relu_cases import assert_bitwise
@@ -138,6 +138,25 @@ def test_the_swapped_network_runs_the_projects_op(graph):
     bias_grad = -1  # the dense bias gradient: dy * act'(0) summed over the batch
     assert np.abs(before[bias_grad]).min() > 0
     np.testing.assert_allclose(after[bias_grad], before[bias_grad] / 0.6 * 0.2, rtol=1e-6)
+
+
+def test_nested_and_self_referencing_plain_containers():
+    class Odd(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.deep = {"x": [(nn.ReLU(),)]}
+            self.loop = [nn.LeakyReLU(0.3)]
+            self.loop.append(self.loop)
+
+        def construct(self, x):
+            return self.loop[0](self.deep["x"][0][0](x))
+
+    net = Odd()
+    records = swap_activations(net)
+    assert [r.path for r in records] == ["deep[x][0][0]", "loop[0]"]
+    assert isinstance(net.deep["x"][0][0], LeakyReLU) and isinstance(net.loop[0], LeakyReLU)
+    assert net.loop[1] is net.loop
+    np.testing.assert_array_equal(net(Tensor(np.float32([-1.0, 2.0]))).asnumpy(), np.float32([-0.0, 2.0]))
 
 
 def test_plain_container_cells_with_parameters_are_flagged():
@@ -367,6 +386,17 @@ def test_rrelu_is_swapped_with_its_bounds_a_seed_per_path_and_a_named_counter():
     assert any("eval mode too" in f for f in records[0].flags)
 
 
+def test_a_native_rrelu_checkpoint_loads_with_only_the_counter_missing(tmp_path):
+    native = nn.SequentialCell([nn.Dense(2, 2), nn.RReLU()])
+    path = tmp_path / "native.ckpt"
+    ms.save_checkpoint(native, str(path))
+    swapped = nn.SequentialCell([nn.Dense(2, 2), nn.RReLU()])
+    swap_activations(swapped)
+    not_loaded, unused = ms.load_param_into_net(swapped, ms.load_checkpoint(str(path)))
+    assert not_loaded == ["1.counter"] and unused == []
+    np.testing.assert_array_equal(swapped[0].weight.asnumpy(), native[0].weight.asnumpy())
+
+
 def test_rrelu_counter_gets_the_prefix_of_a_network_nested_under_another():
     class Outer(nn.Cell):
         def __init__(self):
@@ -470,6 +500,25 @@ def test_a_network_compiled_before_the_swap_compiles_again():
         ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
+@MODES
+def test_functional_calls_are_invisible_and_the_one_line_edit_runs_the_projects_op(graph):
+    from mindspore import ops as msops
+
+    class Functional(nn.Cell):
+        def construct(self, x):
+            return msops.leaky_relu(x, 0.2)
+
+    class Edited(nn.Cell):
+        def construct(self, x):
+            return ops.leaky_relu(x, 0.2)  # the edit: `from ops import leaky_relu`, then leaky_relu(x, 0.2)
+
+    assert activation_report(Functional()) == [] and swap_activations(Functional()) == []
+    x = Tensor(np.float32([0.0, -1.0, 2.0]))
+    grads = [(ms.jit(ms.grad(n.construct)) if graph else ms.grad(n))(x).asnumpy() for n in (Functional(), Edited())]
+    np.testing.assert_array_equal(grads[0], np.float32([0.6, 0.2, 1.0]))  # MindSpore's tie at 0
+    np.testing.assert_array_equal(grads[1], np.float32([0.2, 0.2, 1.0]))
+
+
 # ---- the porting check ----
 
 def test_default_slope_is_flagged_and_an_explicit_pytorch_slope_is_not():
@@ -505,6 +554,24 @@ def test_report_lists_the_projects_fused_layers():
     assert [(r.kind, r.status) for r in report] == [("ops.BatchNormAct", "project"), ("ops.BatchNormPReLU", "project")]
     assert report[0].params == {"negative_slope": 0.2, "gain": 1.0, "clamp": 8.0}
     assert report[0].output_range == "(-inf, inf) clamped to [-8, 8]"
+
+
+def test_an_application_extends_the_table_with_its_own_layers():
+    class Fused(nn.Cell):  # e.g. a conv fused with its activation, with the hook tools look for
+        def construct(self, x):
+            return x * 2
+
+        def preactivation(self, x):
+            return x - 1
+
+    row = Kind("app.Fused", lambda c: {}, Boundary(-0.0, 2.0, NAN, 2.0, -INF), lambda p: "(-inf, inf)")
+    table = {**KINDS, Fused: row}
+    net = nn.SequentialCell([Fused(), nn.ReLU()])
+    assert [(r.kind, r.status) for r in activation_report(net, table=table)] == [("app.Fused", "project"),
+                                                                                 ("nn.ReLU", "swappable")]
+    assert [r.kind for r in activation_report(net)] == ["nn.ReLU"]
+    fused, _ = activation_ranges(net, Tensor(np.float32([3.0, -1.0])), table=table)
+    assert (fused.kind, fused.minimum, fused.maximum) == ("app.Fused", -2.0, 2.0)
 
 
 # ---- activation input ranges ----
