@@ -416,6 +416,9 @@ def _record(entry: Found, row: Kind, exact: bool, apply: bool, clamp: float | No
     except ValueError as err:
         return ActivationRecord(status=REFUSED, reason=str(err), **base), None
     new.set_train(cell.training)
+    precision = {k: v for k, v in cell.get_flags().items() if k in ("fp16", "fp32", "bf16")}  # amp's marks
+    if precision:
+        new.add_flags_recursive(**precision)
     status = SWAPPED if apply else SWAPPABLE
     return ActivationRecord(status=status, new=_describe(new), **base), new
 
@@ -489,6 +492,7 @@ def swap_activations(net: nn.Cell, *, kinds: Iterable[str] | None = None, skip: 
     `dry_run=True` checks (raising as the swap would) and returns the records (status 'swappable') without
     changing anything.
 
+    A layer marked by amp.auto_mixed_precision keeps its mark (fp16/fp32/bf16 flags) on the replacement.
     Call it before the network is compiled: a network already compiled in graph mode has its compiled graphs
     released (the next call compiles the swapped network), but an ms.jit function compiled earlier keeps the old
     layers. Functional calls in a construct (mindspore.ops.leaky_relu(x, 0.2)) are not layers and stay as they

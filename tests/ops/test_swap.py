@@ -245,6 +245,40 @@ def test_model_zoo_dcgan_generator_is_bit_exact_forward_and_backward(graph):
         assert_bitwise(a, b)
 
 
+def test_a_train_one_step_cell_built_before_the_swap_trains_the_swapped_network_identically():
+    def build():
+        ms.set_seed(8)
+        d = DcganD(16, 3, 4)
+        step = nn.TrainOneStepCell(nn.WithLossCell(d, nn.BCEWithLogitsLoss()), nn.Adam(d.trainable_params(), 1e-2))
+        return d, step
+
+    x, labels = tensor(4, 3, 16, 16), Tensor(np.float32([1, 0, 1, 0]))
+    native_d, native_step = build()
+    swapped_d, swapped_step = build()
+    records = swap_activations(swapped_step)  # through the wrappers: the optimizer keeps the same Parameters
+    assert [r.path for r in records] == ["network._backbone.main.1", "network._backbone.main.4"]
+    for _ in range(2):
+        assert_bitwise(swapped_step(x, labels).asnumpy(), native_step(x, labels).asnumpy())
+    for a, b in zip(swapped_d.trainable_params(), native_d.trainable_params()):
+        assert_bitwise(a.asnumpy(), b.asnumpy())
+
+
+@MODES
+def test_a_network_under_amp_keeps_its_float16_marks(graph):
+    from mindspore import amp
+
+    ms.set_seed(9)
+    d = DcganD(16, 3, 4)
+    native = amp.auto_mixed_precision(d, "O3", ms.float16)  # wraps d in a cast back to float32
+    x = tensor(2, 3, 16, 16)
+    before = run(native, x, graph=graph)
+    swap_activations(native)
+    assert d.main[1].get_flags().get("fp16") and isinstance(d.main[1], LeakyReLU)
+    after = run(native, x, graph=graph)
+    for a, b in zip(after, before):  # float16: within a few float16 ulp after the layers that follow
+        np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), rtol=2e-2, atol=2e-3)
+
+
 @MODES
 def test_prelu_network_is_bit_exact_except_the_weight_gradient_summation(graph):
     ms.set_seed(5)
