@@ -172,6 +172,14 @@ def batch_moments(x: ms.Tensor, sum_across: Callable[[ms.Tensor], ms.Tensor] | N
     return mean, squares / count, count
 
 
+def normalise(x: ms.Tensor, mean: ms.Tensor, var: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
+              eps: float) -> ms.Tensor:
+    """BatchNorm's (x - mean) / sqrt(var + eps) * gamma + beta in float32, per channel (axis 1)."""
+    view = (1, -1) + (1,) * (x.ndim - 2)
+    return ((x.astype(ms.float32) - mean.reshape(view)) / msops.sqrt(var.reshape(view) + eps) * gamma.reshape(view)
+            + beta.reshape(view))
+
+
 def moving_update(moving_mean: ms.Tensor, moving_variance: ms.Tensor, mean: ms.Tensor, var: ms.Tensor,
                   count: ms.Tensor, keep: float) -> tuple[ms.Tensor, ms.Tensor]:
     """New moving statistics, as nn.BatchNorm2d updates them: keep * moving + (1 - keep) * batch, with the
@@ -261,9 +269,7 @@ class SyncBatchNorm2d(nn.BatchNorm2d):
         new_mean, new_var = moving_update(self.moving_mean, self.moving_variance, mean, var, count, self.keep)
         msops.assign(self.moving_mean, new_mean)
         msops.assign(self.moving_variance, new_var)
-        view = (1, -1) + (1,) * (x.ndim - 2)
-        xhat = (x.astype(ms.float32) - mean.reshape(view)) / msops.sqrt(var.reshape(view) + self.eps)
-        return (xhat * self.gamma.reshape(view) + self.beta.reshape(view)).astype(x.dtype)
+        return normalise(x, mean, var, self.gamma, self.beta, self.eps).astype(x.dtype)
 
 
 class BatchNormAct(nn.BatchNorm2d):
@@ -296,6 +302,16 @@ class BatchNormAct(nn.BatchNorm2d):
             msops.assign(self.moving_mean, new_mean)
             msops.assign(self.moving_variance, new_var)
         return y
+
+    def preactivation(self, x: ms.Tensor) -> ms.Tensor:
+        """What the fused activation receives, in float32: x normalised (batch statistics in training, without
+        updating the moving ones; the moving statistics in eval), times gamma plus beta. For inspection tools
+        (ops.ranges), which see only the cell's input; training does not call it."""
+        if self.training:
+            mean, var, _ = batch_moments(x, self.sum_across)
+        else:
+            mean, var = self.moving_mean, self.moving_variance
+        return normalise(x, mean, var, self.gamma, self.beta, self.eps)
 
     def extend_repr(self) -> str:
         return (f"{super().extend_repr()}, negative_slope={self.negative_slope}, clamp={self.clamp}, "
