@@ -9,7 +9,8 @@ from tests.helpers import run_script
 
 
 def writer(path: Path, value: int, rc: int = 0) -> list[str]:
-    return [sys.executable, "-c", f"import json, sys; json.dump({{'v': {value}}}, open({str(path)!r}, 'w')); sys.exit({rc})"]
+    code = f"import json, sys; json.dump({{'v': {value}}}, open({str(path)!r}, 'w')); sys.exit({rc})"
+    return [sys.executable, "-c", code]
 
 
 def test_runs_are_recorded_and_appended(tmp_path: Path) -> None:
