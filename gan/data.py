@@ -370,7 +370,7 @@ def build_image_data(cfg: Any, *, image_size: int, batch_size: int, seed: int, s
         workers = num_workers
     elif name == "shapes":
         count = SHAPES_DEFAULT_COUNT if num_images is None else num_images
-        # Rendering is Python-bound (~0.3 ms an image): pipeline threads only contend for the GIL here.
+        # Rendering is Python-bound: pipeline threads only contend for the GIL here.
         source, workers = ShapesSource(count, image_size, channels, _check_int("seed", seed, 0)), 0
     else:
         raise ValueError(f"data.name={name!r} is not one of {DATASETS}")

@@ -3,7 +3,7 @@
 `native` is MindSpore's nn.Conv2d / nn.Conv2dTranspose. `gemm` subclasses them (so parameters, names,
 shapes and initialisation are identical by construction and checkpoints move between the two) and
 only replaces `construct`: MindSpore's CPU convolutions run oneDNN's reference kernel on NCHW and are
-about 100x slower than PyTorch on the same cores, while its matmul is fast. The gemm path is im2col
+far slower than PyTorch's on the same cores, while its matmul is fast. The gemm path is im2col
 (`ops.im2col`, a C++ kernel) + one MatMul with the weights for Conv2d, and one MatMul + col2im for
 Conv2dTranspose; im2col and col2im are each other's gradient, so the backward is MatMuls and the
 other kernel. One Transpose swaps the batch and channel axes of the (small) output or input; see

@@ -191,7 +191,7 @@ MLP_G_DEPTH, MLP_D_DEPTH = 4, 3  # hidden layers of PacGAN's 2D generator and di
 
 
 class PointwiseDense(nn.Dense):
-    """A dense layer on (N, C, 1, 1) maps: what a 1x1 convolution computes there, ~8x faster on CPU."""
+    """A dense layer on (N, C, 1, 1) maps: what a 1x1 convolution computes there, faster on CPU (one MatMul)."""
 
     def construct(self, x: Tensor) -> Tensor:
         return super().construct(x.reshape(x.shape[0], -1)).reshape(x.shape[0], -1, 1, 1)

@@ -83,7 +83,7 @@ def clip_by_global_norm(grads: tuple, norm: Tensor, max_norm: float) -> tuple:
 
 class UnitLossScaler(amp.StaticLossScaler):
     """StaticLossScaler(1) whose scale and unscale are the identity: the step graph then holds no multiply per
-    gradient (StaticLossScaler(1) still launches them: ~20 kernels per step of a DCGAN). `scale_value` stays a
+    gradient (StaticLossScaler(1) still launches one per gradient and one for the loss). `scale_value` stays a
     Parameter, so the logged scale and the checkpoints are the same."""
 
     def __init__(self) -> None:

@@ -14,8 +14,8 @@ spends on any call that returns a new tensor of that size; no op's forward can t
 is the op's own cost inside a graph, without the per-call cost of the graph's input and output that every
 one-op graph pays alike (`in-graph x` in the table: the built-in's difference over ours).
 Medians are the headline; `*_min_ms` are the fastest of the repeats, and `min x` the ratios of those: MindSpore's
-own CPU kernels (nn.ELU, `x * 1`) took about 2x longer in some calls than in others of the same run (two
-clusters of times, e.g. nn.ELU at 16M: 8.6 and 16.6 ms), so the ratio of medians moves with the mix; the ratio
+own CPU kernels (nn.ELU, `x * 1`) took about twice as long in some calls as in others of the same run (two
+clusters of times), so the ratio of medians moves with the mix; the ratio
 of minima compares both at their best. `fwd_x_paired` / `fwdbwd_x_paired` (`pair x` in the table) are the
 median over the repeats of the ratio built-in / ours within one repeat: the two calls of a repeat run back to
 back under the same load, and a call that lands in a slow cluster moves only its own repeat's ratio.

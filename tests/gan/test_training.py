@@ -53,7 +53,7 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tin
     """Resumed in PyNative, as a user runs it: `python train.py` in a fresh process.
 
     A fresh process, because in one process a PyNative trainer built after another PyNative trainer gave
-    different G losses (a state MindSpore 2.10 keeps between PyNative runs; open, see the README).
+    different G losses (a state MindSpore 2.10 keeps between PyNative runs; open, see docs/training.md).
     """
     path = baseline.run_dir / "checkpoints" / "step_00000002.ckpt"
     code = ("import sys; from gan.config import compose_config; from gan.training import run; "

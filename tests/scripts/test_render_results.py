@@ -1,0 +1,107 @@
+"""scripts/render_results.py: the committed tables equal what their JSON renders, and the check notices a change."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, run_script
+
+sys.path.insert(0, str(REPO / "scripts"))
+import render_results as rr  # noqa: E402
+
+
+def copy_tree(dst: Path) -> Path:
+    """README.md and docs/ (pages and data) of this repository under dst."""
+    shutil.copy2(REPO / "README.md", dst / "README.md")
+    shutil.copytree(REPO / "docs", dst / "docs", ignore=shutil.ignore_patterns("img"))
+    return dst
+
+
+def test_the_committed_tables_are_what_the_data_render() -> None:
+    done = run_script("scripts/render_results.py", "--check", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_table_is_in_a_document_and_names_only_files_that_exist() -> None:
+    stale, problems = rr.process(REPO, write=False)
+    assert not problems, problems
+    for name, entry in rr.TABLES.items():
+        for source in entry.sources:
+            assert (REPO / "docs" / "data" / source).is_file(), f"{name}: docs/data/{source} is missing"
+
+
+def test_the_check_names_a_table_whose_figure_was_edited_by_hand(tmp_path: Path) -> None:
+    root = copy_tree(tmp_path)
+    page = root / "docs" / "slope_study.md"
+    text = page.read_text(encoding="utf-8")
+    row = "| D slope 0.2 | 10 | 24.4 ± 0.3 |"  # grid25 at 20,000 steps
+    assert text.count(row) == 1
+    page.write_text(text.replace(row, "| D slope 0.2 | 10 | 24.9 ± 0.3 |"), encoding="utf-8")
+    done = run_script("scripts/render_results.py", "--check", "--root", str(root), timeout=120)
+    assert done.returncode == 1
+    assert "grid25_slopes (docs/slope_study.md)" in done.stderr
+    assert "ring8_slopes" not in done.stderr  # only the edited table is named
+    done = run_script("scripts/render_results.py", "--root", str(root), timeout=120)  # re-render repairs it
+    assert done.returncode == 0, done.stderr
+    assert page.read_text(encoding="utf-8") == text
+
+
+def test_the_check_names_a_table_whose_data_changed(tmp_path: Path) -> None:
+    root = copy_tree(tmp_path)
+    data = root / "docs" / "data" / "bench_train_g_once_idle.json"
+    report = json.loads(data.read_text(encoding="utf-8"))
+    report["runs"][0][0]["ratio_to_torch"] += 0.5
+    data.write_text(json.dumps(report), encoding="utf-8")
+    stale, problems = rr.process(root, write=False)
+    assert not problems
+    assert "train_idle (docs/performance.md)" in stale and "headline (README.md)" not in stale
+    assert any(item.startswith("train_idle (docs/results.md)") for item in stale)
+
+
+def test_unknown_and_unclosed_markers_are_errors(tmp_path: Path) -> None:
+    root = copy_tree(tmp_path)
+    page = root / "docs" / "results.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n<!-- results:no_such_table -->\n<!-- results:int8 -->\n",
+                    encoding="utf-8")
+    done = run_script("scripts/render_results.py", "--check", "--root", str(root), timeout=120)
+    assert done.returncode == 1
+    assert "unknown table 'no_such_table'" in done.stderr
+    assert "is never closed" in done.stderr or "opens inside" in done.stderr
+
+
+def test_two_trials_print_both_values_never_a_zero_standard_error() -> None:
+    assert rr.pm([20.0, 20.0], 1) == "20.0 and 20.0"
+    assert rr.pm([0.472, 0.658], 1, 100) == "47.2 and 65.8"
+    assert rr.pm([8.0], 1) == "8.0"
+    assert rr.pm([1.0, 2.0, 3.0], 2) == "2.00 ± 0.58"  # SE = sd / sqrt(3) = 1 / 1.732
+    two_trial_rows = 0
+    for name in ("grid25_slopes", "protocol_length", "lr_decay", "grid25_20k_lr_decay", "ring8_slopes"):
+        lines = [line for line in rr.render(name, REPO, REPO / "docs" / "x.md").splitlines() if line.startswith("| ")]
+        column = next(i for i, c in enumerate(lines[0].split(" | ")) if c.startswith("trials"))
+        for line in lines[1:]:
+            if line.split(" | ")[column].startswith("2"):  # "2" or "2 (0, 1)"
+                two_trial_rows += 1
+                assert "±" not in line, f"{name}: {line}"
+    assert two_trial_rows >= 10
+    text = rr.render("grid25_slopes", REPO, REPO / "docs" / "x.md")
+    assert "| 2 | 20.0 and 20.0 | 47.2 and 65.8 |" in text
+
+
+def test_a_difference_is_given_in_standard_errors_of_the_difference() -> None:
+    a, b = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0]
+    d, t = rr.diff_se(b, a)
+    assert d == pytest.approx(3.0) and t == pytest.approx(3.0 / (2 ** 0.5 / 3 ** 0.5))
+    assert rr.compare("B", b, "A", a, 1, "points") == "B - A: +3.0 points (3.7 SE)"
+    # the slope study's PReLU against slope 0.2 on grid25: 3.51 points, 1.07 SE (rounded, not truncated)
+    assert "PReLU - slope 0.2: +3.5 HQ points (1.1 SE)" in rr.render("grid25_slopes", REPO, REPO / "docs" / "x.md")
+    stats = lambda m, s, n: {"mean": m, "std": s, "n": n}  # noqa: E731
+    assert rr.compare_stats("A", stats(2.0, 0.0, 3), "B", stats(1.0, 0.0, 3), 1, "x") == "A - B: +1.0 x (no spread)"
+
+
+def test_links_in_a_table_point_from_the_page_that_holds_it() -> None:
+    assert "[bench_op_family.json](docs/data/bench_op_family.json)" in rr.render("headline", REPO, REPO / "README.md")
+    assert "[bench_op_family.json](data/bench_op_family.json)" in rr.render("op_family", REPO, REPO / "docs" / "x.md")
