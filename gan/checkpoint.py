@@ -192,15 +192,14 @@ def load_training_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], d
 
 def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
     """(generator, Config) of a training checkpoint: its EMA copy when present and `use_ema`, in inference mode."""
-    from gan.config import config_from_yaml, resolve_fusion  # here: loading arrays needs neither configs nor networks
-    from gan.layers import resolve_conv_impl
+    from gan.config import config_from_yaml  # here: loading arrays needs neither configs nor networks
     from gan.models import NETWORKS
+    from gan.plan import build_plan
 
     arrays, meta = load_training_checkpoint(path)
     conf = config_from_yaml(meta["config"])
-    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl,
-                                              resolve_fusion(conf, impl))
+    g = build_plan(conf).g  # G as the run's config builds it on this machine
+    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), g.conv_impl, g.fusion)
     prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
     net.update_parameters_name(prefix)
     for p in net.get_parameters():

@@ -212,11 +212,12 @@ BEFORE_SETTING_EXISTED = {"model.d_maxout": 0, "model.d_norm": "batch", "diagnos
 def _config_settings(config: dict) -> dict[str, str]:
     """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings; the act.*
     parameters of a kind only when a network uses that kind."""
-    from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
+    from gan.activation_kinds import ACTIVATION_KINDS
+    from gan.config import HPARAM_KEYS
 
     config = {**BEFORE_SETTING_EXISTED, **config} if config else config
     kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
-    unused = {f"act.{p}" for kind, names in ACT_KIND_PARAMS.items() if kind not in kinds for p in names}
+    unused = {f"act.{p}" for kind, row in ACTIVATION_KINDS.items() if kind not in kinds for p in row.keys}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]
     return {k: str(config[k]) for k in keys if k in config and k not in unused}
 
@@ -225,7 +226,7 @@ def _activations(config: dict) -> str:
     """Each network's activation kind and its parameters from the flattened config, e.g.
     "D prelu (prelu_init=0.25), G leaky_relu (slope=0.2)", "D maxout (pieces=5)" with model.d_maxout (which
     replaces act.d_kind); "" for configs from before act.*_kind existed."""
-    from gan.config import ACT_KIND_PARAMS
+    from gan.activation_kinds import ACTIVATION_KINDS
 
     parts = []
     for net, slopes in (("d", ("act.d_layers", "act.negative_slope")),
@@ -236,8 +237,9 @@ def _activations(config: dict) -> str:
         if net == "d" and config.get("model.d_maxout"):
             parts.append(f"D maxout (pieces={config['model.d_maxout']})")
             continue
-        values = [f"{p}={config.get(f'act.{p}')}" for p in ACT_KIND_PARAMS.get(kind, ())]
-        if kind == "leaky_relu":
+        row = ACTIVATION_KINDS.get(kind)
+        values = [f"{p}={config.get(f'act.{p}')}" for p in (row.keys if row else ())]
+        if row and row.layer_slopes:
             values = [f"slope={next((config[k] for k in slopes if config.get(k) is not None), None)}"]
         parts.append(f"{net.upper()} {kind}" + (f" ({', '.join(values)})" if values else ""))
     return ", ".join(parts)

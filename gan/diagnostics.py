@@ -1,9 +1,10 @@
 """Dead-channel diagnostics for any MindSpore network built with the project's activations (graph and PyNative).
 
-Collection: `attach(net, example_input, "G")` wraps every activation cell of ops (PROBED_CELLS: LeakyReLU,
-fused BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU) of `net` in a `ProbedActivation` that, inside `construct`, adds per-channel statistics of the
-pre-activation x and of the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with
-`ops.InsertGradientOf`. Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
+Collection: `attach(net, example_input, "G")` wraps every activation cell of ops (PROBED_CELLS: the Cell of each
+activation kind, the fused BatchNormAct and conv + activation layers) of `net` in a `ProbedActivation` that,
+inside `construct`, adds per-channel statistics of the pre-activation x and of the output y to non-trainable
+Parameters (`ops.assign_add`), and taps dL/dy with `ops.InsertGradientOf`.
+Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
 ignores. The sums accumulate over every pass since the previous check (e.g. D's passes on real and fake
 batches) and `DeadChannelTracker.check` reads and resets them, so no activation tensor ever reaches the
 host. The probes work only when `enabled` (see `set_probing`): a training loop compiles its steps twice,
@@ -35,17 +36,21 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
+import ops as lrelu_ops
+from gan.activation_kinds import ACTIVATION_KINDS
 from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
 from gan.dashboard import heatmap_image, network_summary
 from gan.layers import BiasAct, ConvAct
 from gan.run_files import DIAGNOSTICS_FILE, append_event, append_jsonl, read_jsonl
-from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
+from ops import BatchNormAct, BatchNormPReLU, batch_moments
 
-# The project's activation cells (BatchNormAct: fused BN + LeakyReLU; ConvAct: a conv fused with its activation,
-# gan.layers), and the learnable slope tensor of those that learn one: recorded per channel at every check
-# ("slopes" in diagnostics.jsonl, TensorBoard histograms).
-PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU, ConvAct)
-LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight", BiasAct: "prelu_weight"}
+# The project's activation cells: every kind's Cell (gan.activation_kinds), BatchNormAct (fused BN + activation)
+# and ConvAct (a conv fused with its activation, gan.layers); and the learnable slope tensor of those that learn
+# one, recorded per channel at every check ("slopes" in diagnostics.jsonl, TensorBoard histograms).
+_KIND_CELLS = {getattr(lrelu_ops, row.cell): row.learnable for row in ACTIVATION_KINDS.values()}
+PROBED_CELLS = (*_KIND_CELLS, BatchNormAct, ConvAct)
+LEARNED_SLOPES = {cell: attr for cell, attr in _KIND_CELLS.items() if attr} | {BatchNormPReLU: "prelu_weight",
+                                                                            BiasAct: "prelu_weight"}
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
 # Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
 # beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.

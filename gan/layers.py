@@ -19,9 +19,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.ops import constexpr
 
+from gan.plan import fusion_kind
 from ops import LeakyReLU, PReLU, bias_act, col2im, im2col, onednn
 
-CONV_IMPLS = ("auto", "native", "gemm", "onednn")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
 # materialises transposed copies of both operands (the largest cost of a training step on CPU here).
 _MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(transpose_b=True)
@@ -31,23 +31,6 @@ _MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(tra
 def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
     """(Ho, Wo) of a convolution of an (N, C, H, W) input."""
     return (shape[2] + 2 * p - k) // s + 1, (shape[3] + 2 * p - k) // s + 1
-
-
-def resolve_conv_impl(impl: str, device_target: str) -> str:
-    """Map `auto` to the fastest implementation for the device: on CPU onednn when its kernels build and load
-    here (else gemm), native elsewhere. `onednn` itself is CPU only (ValueError naming the device otherwise)."""
-    if impl not in CONV_IMPLS:
-        raise ValueError(f"model.conv_impl={impl!r} is not one of {CONV_IMPLS}")
-    if impl == "auto":
-        if device_target != "CPU":
-            return "native"
-        return "onednn" if onednn.available() else "gemm"
-    if impl == "onednn" and device_target != "CPU":
-        raise ValueError(f"model.conv_impl=onednn runs on CPU only, not on runtime.device_target={device_target!r}; "
-                         f"use model.conv_impl=auto")
-    if impl == "onednn":
-        onednn.dnnl_info()  # RuntimeError now, naming the missing headers or library, not at the first step
-    return impl
 
 
 class _SquareConv:
@@ -216,25 +199,19 @@ def fuse_conv_act(conv: nn.Cell, act: nn.Cell, fusion: str) -> nn.Cell | None:
     spectral_norm = isinstance(conv, SpectralNorm)
     base = next((_FUSIBLE[c] for c in type(conv).__mro__ if c in _FUSIBLE), None)
     leaky = type(act) is LeakyReLU
+    kind = fusion_kind(fusion)
     if base is None:
         return None
-    if fusion == "conv_act" and leaky and base is OnednnConv2d:
+    if kind.onednn_conv and leaky and base is OnednnConv2d:
         fused = OnednnConv2dAct
         kwargs = {"negative_slope": act.negative_slope, "clamp": act.clamp}
-    elif fusion in ("bn_act", "conv_act") and conv.has_bias and (leaky or type(act) is PReLU):
+    elif kind.fused_kernels and conv.has_bias and (leaky or type(act) is PReLU):
         fused = bias_act_class(base)
         kwargs = {"negative_slope": act.negative_slope if leaky else 0.0, "clamp": act.clamp,
                   "prelu": None if leaky else act}
     else:
         return None
     return _rebuild(conv, spectral(fused) if spectral_norm else fused, **kwargs)
-
-
-def check_fusion_impl(fusion: str, impl: str) -> None:
-    """ValueError naming both keys when fusion=conv_act runs with a conv impl other than onednn."""
-    if fusion == "conv_act" and impl != "onednn":
-        raise ValueError(f"fusion=conv_act fuses convolutions through oneDNN and needs model.conv_impl=onednn "
-                         f"(auto on CPU), not {impl!r}; use fusion=bn_act with other implementations")
 
 
 def _l2_normalise(v: Tensor) -> Tensor:
@@ -329,7 +306,8 @@ def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int
         classes = {"native": (spectral(NativeConv2d),), "gemm": (spectral(GemmConv2d),),
                    "onednn": (spectral(OnednnConv2d),)}
     if impl not in classes:
-        raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} (resolve 'auto' with resolve_conv_impl)")
+        raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} "
+                         f"(resolve 'auto' with gan.plan.resolve_conv_impl)")
     for name, value, low in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),
                              ("kernel_size", kernel_size, 1), ("stride", stride, 1), ("padding", padding, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:

@@ -85,12 +85,12 @@ class RunOutputs:
             save_png(task.picture(task.data.sample(t.num_samples)), real_png)
 
     def announce(self, resumed_from: Path | None) -> None:
-        """Print the resolved config, the run directory and where the run resumed."""
+        """Print the resolved config, what each network builds (gan.plan), the run directory and where the run
+        resumed."""
         if self.world.size > 1:
             print(f"rank {self.world.rank} of {self.world.size} (data parallel)", flush=True)
-        m, t = self.conf.model, self.trainer
-        print(self.yaml + f"kernels: model.conv_impl={m.conv_impl} -> {t.conv_impl}, fusion={self.conf.fusion.name} -> "
-              f"{t.fusion}\nrun directory: {self.run_dir.resolve()}" + (
+        plan = self.trainer.plan.describe().replace("\n", "\n  ")
+        print(self.yaml + f"build plan:\n  {plan}\nrun directory: {self.run_dir.resolve()}" + (
             f"\nresumed from {resumed_from} at step {self.summary.start_step}" if resumed_from else ""), flush=True)
 
     def probe_due(self, step: int) -> bool:

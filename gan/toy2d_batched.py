@@ -24,9 +24,11 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from gan.config import POINT_DATASETS, Config, ConfigError
+from gan.activation_kinds import ACTIVATION_KINDS
+from gan.config import Config, ConfigError
 from gan.metrics import mode_metrics
 from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
+from gan.plan import MAXOUT, build_plan
 from gan.tasks import PointData
 from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents, scheduled_lr
 from ops import leaky_relu, prelu
@@ -35,25 +37,28 @@ _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
-             ("distributed", lambda c: c.distributed, False), ("fusion", lambda c: c.fusion.name, "none"),
+             ("distributed", lambda c: c.distributed, False),
              ("model.d_norm", lambda c: c.model.d_norm, "none"), ("model.g_norm", lambda c: c.model.g_norm, "batch"),
              ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
              ("train.d_steps", lambda c: c.train.d_steps, 1),
              ("train.clip_grad_norm", lambda c: c.train.clip_grad_norm, None))
-# act.{d,g}_kind the batched nets build (relu: the LeakyReLU op with slope 0; prelu: D only)
-_KINDS = {"d": ("leaky_relu", "relu", "prelu"), "g": ("leaky_relu", "relu")}
+# The activation Cells the batched nets implement, so the kinds they build (gan.activation_kinds): the
+# LeakyReLU op (leaky_relu, relu), and in D the prelu op or maxout units.
+_CELLS = {"d": ("LeakyReLU", "PReLU"), "g": ("LeakyReLU",)}
 
 
 def check_batchable(conf: Config) -> None:
-    """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces."""
-    if conf.data.name not in POINT_DATASETS:
-        raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, "
-                          f"one of {list(POINT_DATASETS)}")
-    for net in ("d", "g"):
-        kind = getattr(conf.act, f"{net}_kind")
-        if kind not in _KINDS[net]:
-            raise ConfigError(f"act.{net}_kind={kind!r} is not supported by the batched 2D trainer (one of "
-                              f"{list(_KINDS[net])}); use train.py for this setting")
+    """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces: its build plan
+    (gan.plan) must have unfused layers and activations the batched nets implement, and `_REQUIRED` hold."""
+    plan = build_plan(conf)
+    for net, network in (("d", plan.d), ("g", plan.g)):
+        kinds = [kind for kind, row in ACTIVATION_KINDS.items() if row.cell in _CELLS[net]]
+        if network.act not in kinds + ([MAXOUT] if net == "d" else []):
+            raise ConfigError(f"act.{net}_kind={network.act!r} is not supported by the batched 2D trainer (one of "
+                              f"{kinds}); use train.py for this setting")
+        if network.fusion != "none":
+            raise ConfigError(f"fusion={conf.fusion.name} builds {network.fusion} layers, which the batched 2D trainer "
+                              f"does not implement (needs fusion=none); use train.py for this setting")
     for key, get, needed in _REQUIRED:
         if get(conf) != needed:
             raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
@@ -80,9 +85,11 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
 
 
 def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
-    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU)."""
-    if getattr(conf.act, f"{net}_kind") == "relu":
-        return (0.0,) * depth
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU):
+    the layer's slope, or the one its kind fixes (relu: 0)."""
+    row = ACTIVATION_KINDS[getattr(conf.act, f"{net}_kind")]
+    if not row.layer_slopes:
+        return (dict(row.constants).get("negative_slope", 0.0),) * depth
     return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
 
 
@@ -127,7 +134,7 @@ class BatchedGAN(nn.Cell):
         self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"])
                                       for i in range(MLP_D_DEPTH + 1)])
         self.d_prelu = ms.ParameterTuple([param(f"{d}act{i}.weight", init[f"{d}act{i}.weight"])
-                                          for i in range(MLP_D_DEPTH)] if conf.act.d_kind == "prelu" else [])
+                                          for i in range(MLP_D_DEPTH)] if f"{d}act0.weight" in init else [])  # PReLU
         self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
         self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b, *self.d_prelu])
         # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).

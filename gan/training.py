@@ -19,18 +19,19 @@ from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
 from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
-from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, resolve_fusion, to_config
+from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
-from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
+from gan.layers import PowerIteration
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.outputs import RunOutputs, RunSummary
+from gan.plan import build_plan
 from gan.recycle import Recycler
 from gan.run_files import record_resume
 from gan.runtime import compute_dtype, prepare_run
 from gan.tasks import build_task
-from ops import global_norm, jit_level
+from ops import global_norm
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
 _Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
@@ -157,20 +158,6 @@ class EMA(nn.Cell):
         return ops.zeros((), ms.float32)
 
 
-def discriminator_impl(cfg: Config, impl: str) -> str:
-    """D's conv implementation: `impl`, except that a gradient penalty (wgan_gp, R1) differentiates D twice and
-    the oneDNN kernels have first derivatives only, so model.conv_impl=auto takes gemm for D there."""
-    penalty = LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0
-    return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
-
-
-def discriminator_fusion(cfg: Config, fusion: str) -> str:
-    """D's fusion kind: the run's `fusion` (resolved), except "none" with a gradient penalty (wgan_gp, R1), which
-    differentiates D twice: the fused kernels have first derivatives only, while the LeakyReLU op has its second
-    (D then has no BatchNorm to fuse: gan.config refuses a penalty with a fused BatchNorm D)."""
-    return "none" if LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0 else fusion
-
-
 def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
     """One array per D step: a single array stands for d_steps=1."""
     arrays = [x] if isinstance(x, np.ndarray) else list(x)
@@ -238,17 +225,13 @@ class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
-        # model.conv_impl=auto and fusion=auto resolved for this device: what the run builds
-        self.conv_impl = impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
-        self.fusion = fusion = resolve_fusion(cfg, impl)
-        check_fusion_impl(fusion, impl)
+        # What each network builds on this machine (conv impl, fusion, activation), decided once (gan.plan)
+        self.plan = plan = build_plan(cfg)
         self.nz = cfg.model.nz
-        level = jit_level(fusion, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
-        self.g = nets.generator(cfg.model, cfg.act, channels, impl, fusion, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl),
-                                    discriminator_fusion(cfg, fusion), self.sync_bn)
+        self.g = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion, self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, plan.d.conv_impl, plan.d.fusion, self.sync_bn)
         nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
         nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
         for net in (self.g, self.d):
@@ -258,7 +241,7 @@ class GANTrainer:
         self.d.update_parameters_name("discriminator.")
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, fusion)  # inference only
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion)  # inference only
             self.g_ema.update_parameters_name("ema.")
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
@@ -270,7 +253,7 @@ class GANTrainer:
         self.d_probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
             size = nets.sample_side(cfg.model)
-            if not cfg.model.d_maxout:  # maxout units are not the project's activation cells: G only then
+            if plan.d.probed:  # maxout units are not the project's activation cells: G only then
                 self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
@@ -293,7 +276,7 @@ class GANTrainer:
             for attr, param in scaler_state(scaler).items():
                 param.name = f"scaler_{net}.{attr}"
         graph = cfg.runtime.mode == "graph"
-        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
+        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=plan.jit_level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
         self._norm_of = global_norm_for(cfg.runtime.device_target)
         self.loss = LOSSES[t.loss]
@@ -314,7 +297,7 @@ class GANTrainer:
     def _d_loss(self, r1: bool) -> Callable:
         """D's loss (real, fake, eps) -> (scaled loss, loss, D(x), D(G(z))) on a fake that carries no gradient,
         with the R1 penalty when r1 is True."""
-        loss_d, penalty, gp_weight = self.loss.d, self.loss.gradient_penalty, self.gp_weight
+        loss_d, penalty, gp_weight = self.loss.d, self.plan.gradient_penalty, self.gp_weight
         r1_weight = 0.5 * self.r1_gamma * self.r1_every  # lazy: the average over steps is gamma / 2 * E||grad||^2
         input_grad = input_gradient(self.d_run)
 
@@ -428,12 +411,12 @@ class GANTrainer:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
         reals, zs = _per_d_step(real, "real", self.d_steps), _per_d_step(z, "z", self.d_steps)
         if eps is None:
-            if self.loss.gradient_penalty:
+            if self.plan.gradient_penalty:
                 raise ValueError("train_step: the gradient penalty of train.loss=wgan_gp needs eps")
             eps = [np.zeros((x.shape[0], 1, 1, 1), np.float32) for x in reals]
         epss = _per_d_step(eps, "eps", self.d_steps)
-        r1 = r1 and self.r1_gamma > 0
-        penalty = r1 or self.loss.gradient_penalty
+        r1 = r1 and self.plan.r1
+        penalty = r1 or self.plan.gradient_penalty  # this step differentiates D twice
         set_probing(self.probes, probe)
         d_step, g_step, d_and_g_step = self._steps_for(probe, r1)
         # D's gradient taps, read at each step's compile: off where D is differentiated twice (a penalty)

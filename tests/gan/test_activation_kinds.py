@@ -1,22 +1,49 @@
-"""act.d_kind / act.g_kind: every kind trains (dry run), resumes exactly, is probed by the diagnostics, and
-records its learned slopes; bad kinds and parameters fail at composition naming the key."""
+"""act.d_kind / act.g_kind: the kinds' rows agree with ops.ACTIVATIONS; every kind trains (dry run), resumes
+exactly, is probed by the diagnostics, and records its learned slopes; bad kinds and parameters fail at
+composition naming the key."""
+import inspect
 import json
 
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from gan.config import ACT_KINDS, ConfigError, compose_config
+import ops
+from gan.activation_kinds import ACTIVATION_KINDS
+from gan.config import ActConfig, ConfigError, compose_config
 from gan.models import Discriminator, Generator, make_activation
 from gan.training import run
-from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU
+from ops import ELU, LeakyReLU, PReLU
+from ops.activations import check_unit
 
 from tests.helpers import tensorboard_events
 
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
-CELLS = {"leaky_relu": LeakyReLU, "relu": LeakyReLU, "prelu": PReLU, "rrelu": RReLU, "elu": ELU,
-         "adaptive": AdaptiveLeakyReLU}
+ACT_KINDS = tuple(ACTIVATION_KINDS)
+
+
+@pytest.mark.parametrize("kind", ACT_KINDS)
+def test_each_kind_row_agrees_with_its_ops_row_and_cell(kind):
+    """The MindSpore-free row repeats the op's facts (ops.ACTIVATIONS): capabilities, learnable tensor,
+    randomness; its Cell exists in ops and takes the arguments the row sets, whose defaults (PyTorch's) are
+    the ActConfig defaults, with the op's range check."""
+    row, op = ACTIVATION_KINDS[kind], ops.ACTIVATIONS[ACTIVATION_KINDS[kind].op]
+    assert (row.bn_fusable, row.second_derivative, row.learnable, row.random) == \
+        (op.bn_fusable, op.second_derivative, op.learnable, op.random)
+    signature = inspect.signature(getattr(ops, row.cell)).parameters
+    given = [p.arg for p in row.params] + [arg for arg, _ in row.constants] + [
+        arg for arg, used in (("negative_slope", row.layer_slopes), ("num_parameters", row.per_channel),
+                              ("seed", row.random)) if used]
+    assert set(given) <= set(signature)  # what make_activation passes
+    op_params = {p.name: p for p in op.params}
+    for p in row.params:
+        assert getattr(ActConfig(), p.key) == signature[p.arg].default
+        if p.arg in op_params:
+            assert op_params[p.arg].default == signature[p.arg].default
+            assert p.unit == (op_params[p.arg].check is check_unit)
+    if row.learnable:  # what the diagnostics record
+        assert getattr(make_activation(ActConfig(d_kind=kind), "d", 0, 0.2, 4), row.learnable).shape == (4,)
 
 
 def train(run_dir, *overrides):
@@ -29,7 +56,7 @@ def test_factory_builds_each_kind_with_its_parameters():
     for kind in ACT_KINDS:
         act.d_kind = kind
         cell = make_activation(act, "d", 1, 0.2, 16)
-        assert type(cell) is CELLS[kind]
+        assert type(cell) is getattr(ops, ACTIVATION_KINDS[kind].cell)
     act.d_kind = "prelu"
     assert make_activation(act, "d", 0, 0.2, 16).weight.asnumpy().tolist() == [np.float32(0.1)] * 16
     act.d_kind = "relu"
@@ -46,7 +73,7 @@ def test_dry_run_with_every_kind_in_both_networks(kind, tmp_path, capsys):
     layers = records[-1]["layers"]
     assert {"G/act0", "D/act0", "D/act1"} <= set(layers) and all(0 <= v["dead_frac"] <= 1 for v in layers.values())
     slopes = records[-1].get("slopes")
-    if kind in ("prelu", "adaptive"):
+    if ACTIVATION_KINDS[kind].learnable:
         assert set(slopes) == set(layers)
         assert all(len(slopes[layer]) == layers[layer]["channels"] for layer in layers)
     else:
@@ -177,10 +204,9 @@ def test_prelu_checkpoints_resume_across_fusion(source, target, tmp_path):
 def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
     from tensorboardX import SummaryWriter
 
-    from gan.config import ACT_KIND_PARAMS, HPARAM_KEYS
+    from gan.config import HPARAM_KEYS
     from gan.diagnostics import log_hparams, run_hparams
 
-    assert tuple(ACT_KIND_PARAMS) == ACT_KINDS
     cfg = OmegaConf.to_object(compose_config(["act.d_kind=prelu", "act.g_kind=elu", "act.prelu_init=0.1",
                                               "act.elu_alpha=0.5"]))
     hparams = run_hparams(cfg)
