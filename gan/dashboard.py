@@ -35,7 +35,7 @@ import yaml
 from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, read_events, read_jsonl, read_overrides)
+                           METRICS_HISTORY_FILE, natural_order, read_events, read_jsonl, read_overrides)
 from gan.run_files import append_jsonl, losses_record, write_text_atomic  # noqa: F401 (re-exported: older imports)
 
 SEED_KEY = "seed"
@@ -188,7 +188,7 @@ def find_runs(root: str | Path) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory; pass a run directory or a sweep directory of runs")
     found = {p.parent for name in (DIAGNOSTICS_FILE, LOSSES_FILE) for p in root.rglob(name)}
-    return sorted(found, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+    return natural_order(found, root)
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -439,7 +439,7 @@ def _run_table(runs: list[dict], metric_keys: list[str]) -> str:
                   _fmt(run["seed"]), _fmt(max(steps) if steps else None), _fmt(len(run["diagnostics"]))]
                  + fractions + [_fmt(loss.get(k)) for k in LOSS_TITLES] + [_fmt(run["metrics"].get(k))
                                                                           for k in metric_keys]
-                 + [", ".join(f"{n} {k}" for k, n in events.items()) or "&ndash;"])
+                 + [html.escape(", ".join(f"{n} {k}" for k, n in events.items())) or "&ndash;"])
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
     return (f'<table class="runs"><colgroup><col class="c-run"><col class="c-set"></colgroup>{header}'

@@ -36,6 +36,12 @@ OVERRIDES_FILE = ".hydra/overrides.yaml"  # the command-line overrides of a Hydr
 log = logging.getLogger(__name__)
 
 
+def natural_order(paths: set[Path] | list[Path], root: Path) -> list[Path]:
+    """Folders below `root` in job order: numeric path parts as numbers (2 before 10), before named ones."""
+    return sorted(paths, key=lambda p: [(0, int(part), "") if part.isdigit() else (1, 0, part)
+                                        for part in p.relative_to(root).parts])
+
+
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
     return write_atomic(path, text.encode("utf-8"))

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary
-from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
-                           write_text_atomic)
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, natural_order, read_jsonl,
+                           read_overrides, write_text_atomic)
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 
@@ -26,7 +26,7 @@ def find_jobs(sweep_dir: str | Path) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory; pass a Hydra multirun directory")
     jobs = [p.parent.parent for p in root.rglob(OVERRIDES_FILE)]
-    return sorted(jobs, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+    return natural_order(jobs, root)
 
 
 def job_row(job_dir: Path, root: Path) -> dict:
