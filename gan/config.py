@@ -353,6 +353,30 @@ class RuntimeConfig:
         _positive("runtime.threads", self.threads, allow_none=True)
 
 
+MIN_CLAMP = 0.01  # act.clamp below this saturates nearly every unit (check_clamp says why)
+FP16_MAX = 65504.0  # float16's largest finite value
+
+
+def check_clamp(act: ActConfig, precision: PrecisionConfig) -> None:
+    """ConfigError for an act.clamp that defeats itself, naming why: so small that nearly every activation
+    saturates (then it passes no gradient and training collapses), or with precision=fp16 above float16's range
+    (an fp16 activation overflows to inf before the clamp could cut it)."""
+    clamp = act.clamp
+    if clamp is None:
+        return
+    if clamp < MIN_CLAMP:
+        raise ConfigError(
+            f"act.clamp={clamp!r} is below {MIN_CLAMP}: the activations' outputs are cut to [-clamp, clamp] and pass "
+            f"no gradient where cut, while BatchNorm keeps the pre-activations at unit scale, so nearly every unit "
+            f"saturates (at clamp 0.01 with slope 0.2, 97.6% of unit-normal inputs; at 1e-30 D's output is constant "
+            f"and it stops learning); use act.clamp=null (no clamp) or a value >= {MIN_CLAMP} (StyleGAN2 uses 256)")
+    if precision.name == "fp16" and clamp > FP16_MAX:
+        raise ConfigError(
+            f"act.clamp={clamp!r} with precision=fp16: float16's largest finite value is {FP16_MAX:g}, so an fp16 "
+            f"activation overflows to inf before it could reach the clamp, which then prevents no overflow; use "
+            f"act.clamp<={FP16_MAX:g} (StyleGAN2 clamps at 256 in fp16) or act.clamp=null")
+
+
 @dataclass
 class Config:
     """The whole run: one field per config group plus the seed."""
@@ -425,6 +449,7 @@ class Config:
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+        check_clamp(self.act, self.precision)
 
 
 def to_config(cfg: DictConfig | Config) -> Config:

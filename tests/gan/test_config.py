@@ -190,3 +190,21 @@ def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
         "act.negative_slope": [0.2, 0.05], "model.ngf": [32, 16],
         "precision.name": ["fp32", "fp16"], "precision.loss_scale": [1.0, 65536.0], "seed": [0, 2],
         "train.lr": [2e-4, 1e-3]}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["act.clamp=1e-30"], r"act.clamp=1e-30 is below 0.01: .* nearly every unit saturates .* act.clamp=null"),
+    (["act.clamp=0.005", "precision=fp16"], r"act.clamp=0.005 is below 0.01"),
+    (["act.clamp=100000", "precision=fp16"], r"act.clamp=100000.0 with precision=fp16: float16's largest finite "
+                                             r"value is 65504, .* prevents no overflow; use act.clamp<=65504"),
+])
+def test_a_clamp_that_defeats_itself_is_refused_with_the_reason(overrides, message):
+    """A representable but tiny clamp trained a constant D silently; fp16 cannot reach a clamp above 65504."""
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config(overrides))
+
+
+@pytest.mark.parametrize("overrides", [["act.clamp=0.01"], ["act.clamp=256", "precision=fp16"],
+                                       ["act.clamp=100000"], ["act.clamp=65504", "precision=fp16"]])
+def test_useful_clamps_are_accepted(overrides):
+    OmegaConf.to_object(compose_config(overrides))
