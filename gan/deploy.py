@@ -9,6 +9,7 @@ wherever MindSpore (or an ONNX runtime) does.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
+from gan.files import umask_mode
 from gan.layers import GemmConv2d, GemmConv2dTranspose, OnednnConv2d, OnednnConv2dTranspose
 from ops import BatchNormAct, LeakyReLU
 
@@ -100,7 +102,10 @@ def export_path(out: str | Path, fmt: str) -> Path:
 def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batch: int | None) -> Path:
     """Write `portable` as MINDIR or ONNX for latents (batch, nz, 1, 1); batch None = dynamic. Returns the path.
 
-    ExportError naming the exporter's complaint (for ONNX: the operator it could not convert).
+    MindSpore writes into a private temporary folder beside `out`, and the file is then moved into place: its
+    ONNX writer changes the mode of the folder it writes into to 0700 (with `--out generator.onnx`, the user's
+    working directory), so it gets a folder of its own. ExportError naming the exporter's complaint (for ONNX:
+    the operator it could not convert).
     """
     if fmt not in EXPORT_FORMATS:
         raise ExportError(f"format {fmt!r} is not one of {list(EXPORT_FORMATS)}")
@@ -108,15 +113,16 @@ def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batc
     path.parent.mkdir(parents=True, exist_ok=True)
     spec = ms.Tensor(shape=[batch, nz, 1, 1], dtype=ms.float32) if batch is None \
         else ms.Tensor(np.zeros((batch, nz, 1, 1), np.float32))
-    try:
-        ms.export(portable, spec, file_name=str(path.with_suffix("")) if path.suffix else str(path),
-                  file_format=fmt)
-    except (RuntimeError, TypeError, ValueError) as err:
-        path.unlink(missing_ok=True)
-        raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
-    if not path.exists():
-        raise ExportError(f"MindSpore's {fmt} exporter reported success but {path} does not exist")
-    os.chmod(path, 0o644)  # MindSpore leaves its files read-only (and the ONNX repair rewrites the file)
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as private:
+        staged = Path(private) / path.name
+        try:
+            ms.export(portable, spec, file_name=str(staged.with_suffix("")), file_format=fmt)
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
+        if not staged.exists():
+            raise ExportError(f"MindSpore's {fmt} exporter reported success but wrote no {path.name}")
+        os.chmod(staged, umask_mode())  # MindSpore leaves its files read-only (and the ONNX repair rewrites the file)
+        os.replace(staged, path)
     return path
 
 
