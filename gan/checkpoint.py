@@ -197,7 +197,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
     from gan.models import NETWORKS
 
     arrays, meta = load_training_checkpoint(path)
-    conf = config_from_yaml(meta["config"])
+    conf = config_from_yaml(meta["config"], path)
     impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
     net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl,
                                               resolve_fusion(conf, impl))

@@ -15,6 +15,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from gan.untrusted import UntrustedFileError, load_yaml
+
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
@@ -513,15 +515,38 @@ def experiment_changes(old: Config, new: Config) -> dict[str, list]:
             if key not in may_change and before.get(key) != after.get(key)}
 
 
-def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults)."""
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+def _interpolations(node: Any, key: str = "") -> list[str]:
+    """Dotted keys of the strings in a parsed YAML tree that OmegaConf would resolve (`${...}`)."""
+    if isinstance(node, dict):
+        return [bad for k, v in node.items() for bad in _interpolations(v, f"{key}{k}.")]
+    if isinstance(node, list):
+        return [bad for i, v in enumerate(node) for bad in _interpolations(v, f"{key[:-1]}[{i}].")]
+    return [key[:-1]] if isinstance(node, str) and "${" in node else []
 
 
-def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config) -> dict[str, list]:
-    """The experiment keys a resume from `checkpoint` changes; ConfigError listing them unless
-    train.resume_override=true (then the caller logs them)."""
-    changes = experiment_changes(config_from_yaml(stored_yaml), new)
+def config_from_yaml(text: str, source: str | Path = "the stored config") -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults).
+
+    The checkpoint may come from someone else: the YAML is parsed with bounds (gan.untrusted.load_yaml) before
+    OmegaConf sees it, and OmegaConf interpolations are refused (resolvers such as oc.env would run on this
+    machine; a run's stored config is resolved, so it never holds one)."""
+    tree = load_yaml(text, source) or {}
+    if not isinstance(tree, dict):
+        raise UntrustedFileError(f"{source}: the stored config is a YAML {type(tree).__name__}, not a mapping")
+    bad = _interpolations(tree)
+    if bad:
+        raise UntrustedFileError(f"{source}: the stored config holds OmegaConf interpolations (${{...}}) at "
+                                 f"{', '.join(bad[:5])}; a stored config is resolved, so this file was not written "
+                                 f"by train.py, and its resolvers are not run")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(tree)))
+
+
+def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config,
+                 other_changes: dict[str, list] | None = None) -> dict[str, list]:
+    """The experiment keys a resume from `checkpoint` changes, with `other_changes` found by the caller (such as
+    {"data.fingerprint": [old, new]}); ConfigError listing them unless train.resume_override=true (then the caller
+    logs them)."""
+    changes = {**experiment_changes(config_from_yaml(stored_yaml, checkpoint), new), **(other_changes or {})}
     if changes and not new.train.resume_override:
         listed = "\n".join(f"  {key}: {old!r} -> {value!r}" for key, (old, value) in changes.items())
         raise ConfigError(f"train.resume: {checkpoint} was trained with other settings, and these change the "

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import yaml
 from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
                            METRICS_HISTORY_FILE, natural_order, read_events, read_jsonl, read_overrides)
 from gan.run_files import append_jsonl, losses_record, write_text_atomic  # noqa: F401 (re-exported: older imports)
+from gan.untrusted import UntrustedFileError, read_json, read_yaml
 
 SEED_KEY = "seed"
 SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
@@ -253,21 +253,69 @@ def _checked_events(run_dir: Path) -> list[dict]:
     return events
 
 
-def load_run(run_dir: str | Path) -> dict:
-    """Everything the dashboard shows about one run, read from its files (missing files give empty parts)."""
-    run_dir = Path(run_dir)
-    config = {}
+def _is_number(value) -> bool:
+    """A JSON number or null (what every value the charts and tables compute with must be)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _numbers(values: dict, where: str) -> dict:
+    """`values` when each of them is a number or null; UntrustedFileError naming `where` and the key otherwise."""
+    if not isinstance(values, dict):
+        raise UntrustedFileError(f"{where}: expected a JSON object of numbers, got {type(values).__name__}")
+    for key, value in values.items():
+        if not (_is_number(value) or (isinstance(value, list) and all(map(_is_number, value)))):
+            raise UntrustedFileError(f"{where}: {key!r} is {value!r:.60}, not a number")
+    return values
+
+
+def _numeric_records(records: list[dict], path: Path, part: str) -> list[dict]:
+    """Records of a step log whose values the dashboard computes with are numbers (`part`: which log)."""
+    for record in records:
+        where = f"{path} (step {record['step']})"
+        if part == DIAGNOSTICS_FILE:
+            layers = record.get("layers")
+            if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
+                raise UntrustedFileError(f"{where}: 'layers' must map layer names to objects, got {layers!r:.60}")
+            for layer, values in layers.items():  # the histograms (objects) feed TensorBoard only
+                _numbers({k: v for k, v in values.items() if not isinstance(v, dict)}, f"{where} layer {layer!r}")
+            _numbers(record.get("slopes") or {}, f"{where} slopes")
+        else:
+            _numbers({k: v for k, v in record.items() if k != "step"}, where)
+    return records
+
+
+def read_metrics(run_dir: Path) -> dict:
+    """The run's latest metrics (metrics.json): {name: number}; {} without the file; UntrustedFileError naming it
+    when it is empty, cut short or holds other values than numbers."""
+    path = Path(run_dir) / METRICS_FILE
+    return _numbers(read_json(path), str(path)) if path.is_file() else {}
+
+
+def _read_config(run_dir: Path) -> dict:
+    """The run's config (CONFIG_FILES, bounded YAML) flattened to dotted keys; {} without one."""
     for name in CONFIG_FILES:
         if (run_dir / name).is_file():
-            config = _flatten(yaml.safe_load((run_dir / name).read_text(encoding="utf-8")) or {})
-            break
+            tree = read_yaml(run_dir / name) or {}
+            if not isinstance(tree, dict):
+                raise UntrustedFileError(f"{run_dir / name}: a YAML {type(tree).__name__}, not a mapping of settings")
+            return _flatten(tree)
+    return {}
+
+
+def load_run(run_dir: str | Path) -> dict:
+    """Everything the dashboard shows about one run, read from its files (missing files give empty parts).
+
+    Run folders come from other people: files are read with bounds (gan.untrusted), and every value the page
+    computes with must be a number (an error names the file and key)."""
+    run_dir = Path(run_dir)
+    config = _read_config(run_dir)
     settings = read_overrides(run_dir) or _config_settings(config)
     samples = sorted((run_dir / "samples").glob("step_*.png"))
 
     def jsonl(name: str) -> list[dict]:
-        return read_jsonl(run_dir / name) if (run_dir / name).is_file() else []
+        path = run_dir / name
+        return _numeric_records(read_jsonl(path), path, name) if path.is_file() else []
 
-    metrics_path = run_dir / METRICS_FILE
     return {
         "dir": run_dir,
         "settings": settings,
@@ -276,7 +324,7 @@ def load_run(run_dir: str | Path) -> dict:
         "diagnostics": jsonl(DIAGNOSTICS_FILE),
         "losses": jsonl(LOSSES_FILE),
         "metrics_history": jsonl(METRICS_HISTORY_FILE),
-        "metrics": json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {},
+        "metrics": read_metrics(run_dir),
         "events": _checked_events(run_dir),
         "sample": samples[-1] if samples else None,
     }

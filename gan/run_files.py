@@ -19,9 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gan.files import write_atomic
+from gan.untrusted import read_text, read_yaml
 
 DIAGNOSTICS_FILE = "diagnostics.jsonl"  # one record per dead-channel check (gan.diagnostics)
 LOSSES_FILE = "losses.jsonl"  # one line per log step: {"step", "loss_d", "loss_g", "d_x", "d_g_z"}
@@ -77,7 +76,7 @@ def _parse(path: Path, number: int, line: str) -> dict:
 def read_records(path: str | Path) -> list[dict]:
     """Every record of a jsonl file in file order; a partial last line (a crash mid-append) is ignored."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -109,7 +108,7 @@ def truncate_jsonl(path: str | Path, step: int) -> int:
     path = Path(path)
     if not path.is_file():
         return 0
-    lines = path.read_text(encoding="utf-8").split("\n")  # last item: "" or a line without its newline
+    lines = read_text(path).split("\n")  # last item: "" or a line without its newline
     kept, bad = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -184,7 +183,7 @@ def read_overrides(run_dir: str | Path) -> dict[str, str]:
     path = Path(run_dir) / OVERRIDES_FILE
     if not path.is_file():
         return {}
-    items = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    items = read_yaml(path) or []
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a YAML list of key=value overrides, got {type(items).__name__}")
     overrides = {}

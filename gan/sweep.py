@@ -11,11 +11,10 @@ import json
 import math
 from pathlib import Path
 
-import yaml
-
-from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary
-from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, natural_order, read_jsonl,
-                           read_overrides, write_text_atomic)
+from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary, read_metrics
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, OVERRIDES_FILE, natural_order, read_jsonl, read_overrides,
+                           write_text_atomic)
+from gan.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 
@@ -32,9 +31,7 @@ def find_jobs(sweep_dir: str | Path) -> list[Path]:
 def job_row(job_dir: Path, root: Path) -> dict:
     """One summary row: job name, its overrides, final metrics, last losses and dead-channel fractions."""
     row: dict = {"job": str(job_dir.relative_to(root)), **read_overrides(job_dir)}
-    metrics_path = job_dir / METRICS_FILE
-    if metrics_path.is_file():
-        row.update(json.loads(metrics_path.read_text(encoding="utf-8")))
+    row.update(read_metrics(job_dir))
     losses = read_jsonl(job_dir / LOSSES_FILE) if (job_dir / LOSSES_FILE).is_file() else []
     if losses:
         row.update({"step": losses[-1]["step"], "loss_d": losses[-1]["loss_d"], "loss_g": losses[-1]["loss_g"]})
@@ -90,7 +87,7 @@ def optuna_best(sweep_dir: str | Path) -> str | None:
     path = Path(sweep_dir) / OPTUNA_RESULTS
     if not path.is_file():
         return None
-    results = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    results = read_yaml(path) or {}
     if "best_params" not in results or "best_value" not in results:
         raise ValueError(f"{path} has no best_params/best_value; is it hydra-optuna-sweeper's file?")
     params = ", ".join(f"{key}={_cell(value)}" for key, value in results["best_params"].items())
@@ -141,9 +138,7 @@ def group_summary(sweep_dir: str | Path) -> dict:
     runs = []
     for job in jobs:
         diag = job / DIAGNOSTICS_FILE
-        metrics = job / METRICS_FILE
-        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job),
-                     "metrics": json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {},
+        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job), "metrics": read_metrics(job),
                      "series": _layer_values(read_jsonl(diag)) if diag.is_file() else {}})
     groups, common, varied = group_runs(runs, [r["job"] for r in runs])
     out = []

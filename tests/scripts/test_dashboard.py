@@ -438,3 +438,28 @@ def test_real_browser_runs_no_markup_from_run_folders(tmp_path):
         assert driver.execute_script("return document.scripts.length") == 0
     finally:
         driver.quit()
+
+
+# ------------------------------------------------------------------ damaged run folders: errors name the file
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(7))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "metrics.json").write_text(""), r"metrics.json: empty"),
+    (lambda run: (run / "metrics.json").write_text('{"a":'), r"metrics.json: not complete JSON"),
+    (lambda run: (run / "metrics.json").write_text('{"class_kl": "<b>x</b>"}'),
+     r"metrics.json: 'class_kl' is '<b>x</b>', not a number"),
+    (lambda run: (run / "losses.jsonl").write_bytes((run / "losses.jsonl").read_bytes() + b'{"step": 5, "x": "\xff"}\n'),
+     r"losses.jsonl: not UTF-8 text"),
+    (lambda run: append_jsonl(run / "losses.jsonl", {"step": 2000, "loss_d": "high"}),
+     r"losses.jsonl \(step 2000\): 'loss_d' is 'high', not a number"),
+    (lambda run: (run / ".hydra" / "config.yaml").write_text(LAUGHS),
+     r"config.yaml: not YAML this project reads: it uses the YAML alias \*a"),
+])
+def test_a_damaged_run_file_is_named_in_the_error(sweep, damage, message):
+    damage(sweep / "1")
+    with pytest.raises(ValueError, match=message):
+        build_dashboard(sweep)
+    done = run_script("scripts/dashboard.py", str(sweep), "--out", str(sweep / "page.html"))
+    assert done.returncode == 2 and re.search(message, done.stderr) and "Traceback" not in done.stderr
