@@ -22,12 +22,12 @@ import mindspore as ms
 import numpy as np
 
 from gan.files import umask_mode
+from gan.run_files import CHECKPOINT_DIR
 
 FORMAT = "lrelu-gan-checkpoint"
 FORMAT_VERSION = 1
 TRAINING_FORMAT = "lrelu-gan/dcgan/1"  # meta["format"] of a training run's checkpoints (gan.outputs writes them)
 MARKER_KEY = "__lrelu_gan_checkpoint__"
-CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"step_(\d+)\.ckpt")
 _TEMP_PREFIX = ".partial-"  # temporary files of unfinished writes; never taken for checkpoints
 _CRC_TRAILER = b"crc_num"  # MindSpore ends a file saved with crc_check=True with this tag + 10 bytes of CRC
@@ -58,6 +58,27 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The checkpoint with the highest step in run_dir, or None if there is none."""
     found = _checkpoints(run_dir)
     return found[-1][1] if found else None
+
+
+SUPERSEDED_DIR = "superseded"  # checkpoints/superseded/: checkpoints past the step a run resumed at
+
+
+def set_aside_later(run_dir: str | Path, step: int) -> list[str]:
+    """Before a run resumes at `step`: move its checkpoints of later steps (an abandoned continuation, whose
+    records the resume drops) into checkpoints/superseded/, where resume=auto, generate.py and pruning do not
+    look, instead of deleting them; returns their names."""
+    later = [path for s, path in _checkpoints(run_dir) if s > step]
+    if not later:
+        return []
+    folder = Path(run_dir) / CHECKPOINT_DIR / SUPERSEDED_DIR
+    folder.mkdir(exist_ok=True)
+    for path in later:
+        target = folder / path.name
+        n = 1
+        while target.exists():  # set aside once before: keep both
+            target, n = folder / f"{path.stem}.{n}{path.suffix}", n + 1
+        os.replace(path, target)
+    return [path.name for path in later]
 
 
 def prune_checkpoints(run_dir: str | Path, keep: int) -> list[Path]:

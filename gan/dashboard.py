@@ -8,7 +8,7 @@ past run. Files read per run directory (a folder holding `diagnostics.jsonl` or 
 - `losses.jsonl`        one line per log interval: {"step", "loss_d", "loss_g", "d_x", "d_g_z"};
 - `metrics.jsonl`       one record per evaluation; `metrics.json` the latest values;
 - `events.jsonl`        optional {"step", "kind", "detail"} per event (resume, resume_override, nonfinite_skip,
-                        recycle), drawn as markers on every time chart;
+                        recycle, data_skip), drawn as markers on every time chart;
 - `.hydra/overrides.yaml` the settings a sweep varies: runs that differ only in `seed` form one group,
                         drawn as the mean over seeds with a min-max band (without the file: the run's
                         hparams, `gan.config.HPARAM_KEYS`, from `.hydra/config.yaml`);
@@ -50,7 +50,8 @@ METRIC_BETTER = {"frechet_distance": "lower", "class_kl": "lower", "reverse_kl":
 EVENT_MARKERS = {"resume": ("R", "resumed from a checkpoint"),
                  "resume_override": ("O", "resumed with changed settings"),
                  "nonfinite_skip": ("N", "non-finite step skipped"),
-                 "recycle": ("C", "dead channels recycled")}
+                 "recycle": ("C", "dead channels recycled"),
+                 "data_skip": ("S", "unreadable image skipped")}
 # Viridis anchors: 0 (dark purple) ... 1 (yellow); in every heatmap yellow is the "dead/silent" end.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 _LEVELS = 63  # palette heatmaps: 63 viridis levels, index 63 = grey for a channel missing at a check

@@ -60,6 +60,14 @@ class PointData:
         """n real points (for samples/real.png), the same for every run of a seed."""
         return self._draw(n, 0, _REAL_POINTS_PURPOSE)
 
+    def fingerprint(self) -> dict:
+        """The mixture's identity (drawn from code: nothing on disk can change under a run)."""
+        return {"dataset": self.mixture.name}
+
+    def new_unreadable(self) -> list[tuple[str, str]]:
+        """Drawn points never become unreadable."""
+        return []
+
 
 def as_points(samples: np.ndarray) -> np.ndarray:
     """Generator output (N, 2, 1, 1) -> points (N, 2)."""
