@@ -34,8 +34,9 @@ import numpy as np
 from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, natural_order, read_events, read_jsonl, read_overrides)
+                           METRICS_HISTORY_FILE, OVERRIDES_FILE, natural_order, read_events, read_jsonl, read_overrides)
 from gan.run_files import append_jsonl, losses_record, write_text_atomic  # noqa: F401 (re-exported: older imports)
+from gan.run_dir import FAILED_STATES, STATUS_FILE, job_state
 from gan.untrusted import UntrustedFileError, read_json, read_yaml
 
 SEED_KEY = "seed"
@@ -190,6 +191,16 @@ def find_runs(root: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{root} is not a directory; pass a run directory or a sweep directory of runs")
     found = {p.parent for name in (DIAGNOSTICS_FILE, LOSSES_FILE) for p in root.rglob(name)}
     return natural_order(found, root)
+
+
+def find_failed(root: str | Path) -> list[tuple[Path, str]]:
+    """Run folders at or below `root` (with status.json, or Hydra jobs) that gave no result: failed, aborted,
+    died or wrote nothing (gan.run_dir.FAILED_STATES), with why, in job order."""
+    root = Path(root)
+    folders = {p.parent for p in root.rglob(STATUS_FILE)} | {p.parent.parent for p in root.rglob(OVERRIDES_FILE)}
+    states = {folder: job_state(folder) for folder in folders}
+    return [(folder, states[folder][1]) for folder in natural_order(folders, root)
+            if states[folder][0] in FAILED_STATES]
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -581,9 +592,11 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     """The HTML page comparing every run at or below `root` (no network, no JavaScript, images inline)."""
     root = Path(root)
     run_dirs = find_runs(root)
+    failed = [(str(d.relative_to(root)) if d != root else d.name, why) for d, why in find_failed(root)]
     if not run_dirs:
+        stopped = "".join(f"; {name}: {why}" for name, why in failed)
         raise FileNotFoundError(f"no run found under {root}: a run directory holds {DIAGNOSTICS_FILE} or "
-                                f"{LOSSES_FILE}")
+                                f"{LOSSES_FILE}{stopped}")
     runs = [load_run(d) for d in run_dirs]
     for run, d in zip(runs, run_dirs):
         run["name"] = str(d.relative_to(root)) if d != root else d.name
@@ -601,7 +614,10 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
              + (f' by {html.escape(", ".join(varied))}' if varied else "")
              + (f'; common settings: {html.escape(", ".join(f"{k}={v}" for k, v in common.items()))}' if common else "")
              + f'. A group with several seeds is drawn as their mean with a min-max band.{event_legend}</p>'
-             f'<div class="legend-list">{legend}</div>']
+             + (f'<p class="note failed">{len(failed)} job{"s" if len(failed) > 1 else ""} without a result: '
+                + "; ".join(f"<b>{html.escape(name)}</b> {html.escape(why)}" for name, why in failed) + "</p>"
+                if failed else "")
+             + f'<div class="legend-list">{legend}</div>']
 
     metric_keys = sorted({k for r in runs for k in r["metrics"]} | {k for r in runs for rec in r["metrics_history"]
                                                                      for k in rec if k != "step"})
