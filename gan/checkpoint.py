@@ -81,6 +81,21 @@ def set_aside_later(run_dir: str | Path, step: int) -> list[str]:
     return [path.name for path in later]
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """`path` if it is not a folder (a missing file is reported by the loader, naming it); for a run directory or
+    its checkpoints/ folder, the newest step_*.ckpt in it (generate.py, export.py, quantize.py take either).
+    ValueError saying what to pass when a folder holds none."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    newest = latest_checkpoint(path.parent if path.name == CHECKPOINT_DIR else path)
+    if newest is not None:
+        return newest
+    others = sorted(p.name for p in path.rglob("*.ckpt"))[:5]
+    hint = f"; it holds {others}: pass one of those files" if others else ""
+    raise ValueError(f"{path} is a directory without training checkpoints ({CHECKPOINT_DIR}/step_*.ckpt){hint}")
+
+
 def prune_checkpoints(run_dir: str | Path, keep: int) -> list[Path]:
     """Delete all but the `keep` newest checkpoints and leftovers of interrupted writes; return what went."""
     if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1:

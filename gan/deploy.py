@@ -55,7 +55,8 @@ def _plain_bn(cell: nn.BatchNorm2d) -> nn.BatchNorm2d:
 def _act(name: str, cell: nn.Cell, act: ActFactory) -> nn.Cell:
     """act(cell's slope); ExportError for a clamped activation, which has no built-in counterpart here."""
     if cell.clamp is not None:
-        raise ExportError(f"layer {name!r} has clamp={cell.clamp}; export supports act.clamp=null only")
+        raise ExportError(f"layer {name!r} has clamp={cell.clamp}: MindSpore's built-in LeakyReLU has no clamp, so "
+                          f"only generators trained with act.clamp=null can be rebuilt from built-in layers")
     return act(cell.negative_slope)
 
 
@@ -77,7 +78,8 @@ def portable_generator(net: nn.Cell, act: ActFactory = builtin_act) -> nn.Sequen
     for name, cell in net.layers.name_cells().items():
         replace = next((fn for types, fn in _REPLACEMENTS if isinstance(cell, types)), None)
         if replace is None:
-            raise ExportError(f"layer {name!r} ({type(cell).__name__}) has no built-in counterpart for export")
+            raise ExportError(f"layer {name!r} ({type(cell).__name__}) has no counterpart among MindSpore's built-in "
+                              f"layers")
         layers += replace(name, cell, act)
     portable = nn.SequentialCell(layers)
     portable.set_train(False)

@@ -463,3 +463,8 @@ def test_a_damaged_run_file_is_named_in_the_error(sweep, damage, message):
         build_dashboard(sweep)
     done = run_script("scripts/dashboard.py", str(sweep), "--out", str(sweep / "page.html"))
     assert done.returncode == 2 and re.search(message, done.stderr) and "Traceback" not in done.stderr
+
+
+def test_out_pointing_at_a_directory_is_a_usage_error(sweep, tmp_path):
+    done = run_script("scripts/dashboard.py", str(sweep), "--out", str(tmp_path))
+    assert done.returncode == 2 and "is a directory; give a file name in it" in done.stderr
