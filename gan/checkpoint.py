@@ -12,6 +12,7 @@ missing) and the caller's meta.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -152,7 +153,8 @@ def save_checkpoint(path: str | Path, arrays: dict[str, np.ndarray], meta: dict)
         os.replace(temp, path)
     except BaseException:
         for leftover in (temp, temp.with_suffix(".tmp")):  # .tmp: MindSpore's own temporary name
-            leftover.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only folder fails this too: the write's error is the news
+                leftover.unlink(missing_ok=True)
         raise
     _fsync(path.parent)
 
