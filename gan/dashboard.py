@@ -221,6 +221,15 @@ BEFORE_SETTING_EXISTED = {"model.d_maxout": 0, "model.d_norm": "batch", "diagnos
                           "train.loss": "bce", "act.d_kind": "leaky_relu", "act.g_kind": "leaky_relu"}
 
 
+def _setting_text(value) -> str:
+    """A config value as the page shows it: -0.0 as 0.0 (equal values, one spelling), lists item by item."""
+    if isinstance(value, float):
+        return str(value + 0.0)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_setting_text, value)) + "]"
+    return str(value)
+
+
 def _config_settings(config: dict) -> dict[str, str]:
     """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings; the act.*
     parameters of a kind only when a network uses that kind."""
@@ -230,7 +239,7 @@ def _config_settings(config: dict) -> dict[str, str]:
     kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
     unused = {f"act.{p}" for kind, names in ACT_KIND_PARAMS.items() if kind not in kinds for p in names}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]
-    return {k: str(config[k]) for k in keys if k in config and k not in unused}
+    return {k: _setting_text(config[k]) for k in keys if k in config and k not in unused}
 
 
 def _activations(config: dict) -> str:
@@ -248,9 +257,9 @@ def _activations(config: dict) -> str:
         if net == "d" and config.get("model.d_maxout"):
             parts.append(f"D maxout (pieces={config['model.d_maxout']})")
             continue
-        values = [f"{p}={config.get(f'act.{p}')}" for p in ACT_KIND_PARAMS.get(kind, ())]
+        values = [f"{p}={_setting_text(config.get(f'act.{p}'))}" for p in ACT_KIND_PARAMS.get(kind, ())]
         if kind == "leaky_relu":
-            values = [f"slope={next((config[k] for k in slopes if config.get(k) is not None), None)}"]
+            values = [f"slope={_setting_text(next((config[k] for k in slopes if config.get(k) is not None), None))}"]
         parts.append(f"{net.upper()} {kind}" + (f" ({', '.join(values)})" if values else ""))
     return ", ".join(parts)
 

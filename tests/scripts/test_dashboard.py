@@ -468,3 +468,13 @@ def test_a_damaged_run_file_is_named_in_the_error(sweep, damage, message):
 def test_out_pointing_at_a_directory_is_a_usage_error(sweep, tmp_path):
     done = run_script("scripts/dashboard.py", str(sweep), "--out", str(tmp_path))
     assert done.returncode == 2 and "is a directory; give a file name in it" in done.stderr
+
+
+def test_a_negative_zero_slope_is_shown_as_zero(tmp_path):
+    run = tmp_path / "runs" / "0"
+    fake_run(run, -0.0, 0)
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n"))
+    loaded = load_run(run)
+    assert "slope=-0.0" not in loaded["activations"] and "D leaky_relu (slope=0.0)" in loaded["activations"]
+    assert loaded["settings"]["act.negative_slope"] == "0.0"
