@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gan.run_files import append_jsonl
-from gan.runtime import job_threads
+from gan.runtime import available_cpus, job_threads
 from gan.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,6 +20,16 @@ REPO = Path(__file__).resolve().parents[2]
                                                       ({"n_jobs": -1}, 16, 1), ({"n_jobs": 4}, 2, 1)])
 def test_job_threads_split_the_cores(launcher, cpus, expected):
     assert job_threads(launcher, cpus) == expected
+
+
+def test_job_threads_count_the_cpus_this_process_may_use():
+    """A container or `taskset` may allow fewer CPUs than the machine has: a job on 1 allowed CPU gets 1 thread,
+    whatever os.cpu_count() says."""
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from gan.runtime import job_threads; print(job_threads({'n_jobs': 1}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("n_jobs", [0, -2, "2"])
@@ -195,7 +205,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
-    """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get cpu_count // 2 threads, also the third
+    """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get half the CPUs, also the third
     job, which runs in a worker process that already trained one (MindSpore sets the thread count once per process)."""
     from gan.checkpoint import latest_checkpoint, load_checkpoint  # loads MindSpore: only this test needs it
 
@@ -211,7 +221,7 @@ def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
     for job in ("0", "1", "2"):
         _, meta = load_checkpoint(latest_checkpoint(sweep / job))
         threads.append(yaml.safe_load(meta["config"])["runtime"]["threads"])
-    assert threads == [max(1, (os.cpu_count() or 1) // 2)] * 3
+    assert threads == [max(1, available_cpus() // 2)] * 3  # the CPUs this process may use, whatever their number
 
 
 def hydra_config(*overrides: str) -> str:
