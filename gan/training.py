@@ -32,7 +32,8 @@ from gan.checkpoint import set_aside_later
 from gan.run_dir import claim_run_dir, previous_run_files
 from gan.run_files import record_restart, record_resume
 from gan.runtime import compute_dtype, prepare_run
-from gan.tasks import build_task
+from gan.data import ImageData
+from gan.tasks import PointData, build_task
 from ops import global_norm, jit_level
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
@@ -588,7 +589,8 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
-def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path, data) -> tuple[Path | None, int, dict]:
+def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path,
+                 data: ImageData | PointData) -> tuple[Path | None, int, dict]:
     """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
     experiment keys, or other data than the checkpoint's (`data.fingerprint()`), stop the run unless
     train.resume_override (gan.config.check_resume); rank 0 then records the resume in the run's files before
