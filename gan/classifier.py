@@ -230,12 +230,17 @@ def read_classifier(path: str | Path, config: ClassifierConfig) -> Classifier:
 
 def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = ClassifierConfig(),
                     directory: str | Path | None = None) -> Classifier:
-    """The cached classifier for `config`, training and caching it on first use (one process at a time)."""
+    """The cached classifier for `config`, training and caching it on first use (one process at a time). A cache
+    entry that cannot be read (truncated, corrupt, of another config) is trained again with one warning, as the
+    kernel cache rebuilds a bad library, instead of failing every run until someone deletes it."""
     path = cache_path(config, directory)
     if path.exists():
-        return read_classifier(path, config)
+        try:
+            return read_classifier(path, config)
+        except RuntimeError:  # CheckpointError included; retrained below, under the lock
+            pass
     if not train_if_missing:
-        raise FileNotFoundError(f"no trained classifier at {path}; run `python scripts/train_classifier.py`")
+        raise FileNotFoundError(f"no usable trained classifier at {path}; run `python scripts/train_classifier.py`")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = open(path.with_suffix(".lock"), "w")
@@ -246,8 +251,12 @@ def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = Cl
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sweep jobs: the first trains, the others wait and read
         if path.exists():
-            return read_classifier(path, config)
-        logger.info("training the MNIST classifier for image metrics (first use; cached at %s)", path)
+            try:
+                return read_classifier(path, config)
+            except RuntimeError as err:
+                logger.warning("the cached MNIST classifier %s is unusable (%s); training it again", path, err)
+        else:
+            logger.info("training the MNIST classifier for image metrics (first use; cached at %s)", path)
         classifier = train_classifier(config)
         save_classifier(classifier, path)
         return classifier

@@ -17,6 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from gan.activation_kinds import ACT_PARAMS, ACTIVATION_KINDS
+from gan.untrusted import UntrustedFileError, load_yaml
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -349,6 +350,30 @@ class RuntimeConfig:
         _positive("runtime.threads", self.threads, allow_none=True)
 
 
+MIN_CLAMP = 0.01  # act.clamp below this saturates nearly every unit (check_clamp says why)
+FP16_MAX = 65504.0  # float16's largest finite value
+
+
+def check_clamp(act: ActConfig, precision: PrecisionConfig) -> None:
+    """ConfigError for an act.clamp that defeats itself, naming why: so small that nearly every activation
+    saturates (then it passes no gradient and training collapses), or with precision=fp16 above float16's range
+    (an fp16 activation overflows to inf before the clamp could cut it)."""
+    clamp = act.clamp
+    if clamp is None:
+        return
+    if clamp < MIN_CLAMP:
+        raise ConfigError(
+            f"act.clamp={clamp!r} is below {MIN_CLAMP}: the activations' outputs are cut to [-clamp, clamp] and pass "
+            f"no gradient where cut, while BatchNorm keeps the pre-activations at unit scale, so nearly every unit "
+            f"saturates (at clamp 0.01 with slope 0.2, 97.6% of unit-normal inputs; at 1e-30 D's output is constant "
+            f"and it stops learning); use act.clamp=null (no clamp) or a value >= {MIN_CLAMP} (StyleGAN2 uses 256)")
+    if precision.name == "fp16" and clamp > FP16_MAX:
+        raise ConfigError(
+            f"act.clamp={clamp!r} with precision=fp16: float16's largest finite value is {FP16_MAX:g}, so an fp16 "
+            f"activation overflows to inf before it could reach the clamp, which then prevents no overflow; use "
+            f"act.clamp<={FP16_MAX:g} (StyleGAN2 clamps at 256 in fp16) or act.clamp=null")
+
+
 @dataclass
 class Config:
     """The whole run: one field per config group plus the seed."""
@@ -383,6 +408,7 @@ class Config:
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+        check_clamp(self.act, self.precision)
 
 
 def to_config(cfg: DictConfig | Config) -> Config:
@@ -432,15 +458,38 @@ def experiment_changes(old: Config, new: Config) -> dict[str, list]:
             if key not in may_change and before.get(key) != after.get(key)}
 
 
-def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults)."""
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+def _interpolations(node: Any, key: str = "") -> list[str]:
+    """Dotted keys of the strings in a parsed YAML tree that OmegaConf would resolve (`${...}`)."""
+    if isinstance(node, dict):
+        return [bad for k, v in node.items() for bad in _interpolations(v, f"{key}{k}.")]
+    if isinstance(node, list):
+        return [bad for i, v in enumerate(node) for bad in _interpolations(v, f"{key[:-1]}[{i}].")]
+    return [key[:-1]] if isinstance(node, str) and "${" in node else []
 
 
-def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config) -> dict[str, list]:
-    """The experiment keys a resume from `checkpoint` changes; ConfigError listing them unless
-    train.resume_override=true (then the caller logs them)."""
-    changes = experiment_changes(config_from_yaml(stored_yaml), new)
+def config_from_yaml(text: str, source: str | Path = "the stored config") -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults).
+
+    The checkpoint may come from someone else: the YAML is parsed with bounds (gan.untrusted.load_yaml) before
+    OmegaConf sees it, and OmegaConf interpolations are refused (resolvers such as oc.env would run on this
+    machine; a run's stored config is resolved, so it never holds one)."""
+    tree = load_yaml(text, source) or {}
+    if not isinstance(tree, dict):
+        raise UntrustedFileError(f"{source}: the stored config is a YAML {type(tree).__name__}, not a mapping")
+    bad = _interpolations(tree)
+    if bad:
+        raise UntrustedFileError(f"{source}: the stored config holds OmegaConf interpolations (${{...}}) at "
+                                 f"{', '.join(bad[:5])}; a stored config is resolved, so this file was not written "
+                                 f"by train.py, and its resolvers are not run")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(tree)))
+
+
+def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config,
+                 other_changes: dict[str, list] | None = None) -> dict[str, list]:
+    """The experiment keys a resume from `checkpoint` changes, with `other_changes` found by the caller (such as
+    {"data.fingerprint": [old, new]}); ConfigError listing them unless train.resume_override=true (then the caller
+    logs them)."""
+    changes = {**experiment_changes(config_from_yaml(stored_yaml, checkpoint), new), **(other_changes or {})}
     if changes and not new.train.resume_override:
         listed = "\n".join(f"  {key}: {old!r} -> {value!r}" for key, (old, value) in changes.items())
         raise ConfigError(f"train.resume: {checkpoint} was trained with other settings, and these change the "

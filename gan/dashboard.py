@@ -8,7 +8,7 @@ past run. Files read per run directory (a folder holding `diagnostics.jsonl` or 
 - `losses.jsonl`        one line per log interval: {"step", "loss_d", "loss_g", "d_x", "d_g_z"};
 - `metrics.jsonl`       one record per evaluation; `metrics.json` the latest values;
 - `events.jsonl`        optional {"step", "kind", "detail"} per event (resume, resume_override, nonfinite_skip,
-                        recycle), drawn as markers on every time chart;
+                        recycle, data_skip), drawn as markers on every time chart;
 - `.hydra/overrides.yaml` the settings a sweep varies: runs that differ only in `seed` form one group,
                         drawn as the mean over seeds with a min-max band (without the file: the run's
                         hparams, `gan.config.HPARAM_KEYS`, from `.hydra/config.yaml`);
@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import yaml
 from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, read_events, read_jsonl, read_overrides)
+                           METRICS_HISTORY_FILE, OVERRIDES_FILE, natural_order, read_events, read_jsonl, read_overrides)
 from gan.run_files import append_jsonl, losses_record, write_text_atomic  # noqa: F401 (re-exported: older imports)
+from gan.run_dir import FAILED_STATES, STATUS_FILE, job_state
+from gan.untrusted import UntrustedFileError, read_json, read_yaml
 
 SEED_KEY = "seed"
 SUMMARY_METRICS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
@@ -50,7 +51,8 @@ METRIC_BETTER = {"frechet_distance": "lower", "class_kl": "lower", "reverse_kl":
 EVENT_MARKERS = {"resume": ("R", "resumed from a checkpoint"),
                  "resume_override": ("O", "resumed with changed settings"),
                  "nonfinite_skip": ("N", "non-finite step skipped"),
-                 "recycle": ("C", "dead channels recycled")}
+                 "recycle": ("C", "dead channels recycled"),
+                 "data_skip": ("S", "unreadable image skipped")}
 # Viridis anchors: 0 (dark purple) ... 1 (yellow); in every heatmap yellow is the "dead/silent" end.
 _VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 _LEVELS = 63  # palette heatmaps: 63 viridis levels, index 63 = grey for a channel missing at a check
@@ -188,7 +190,17 @@ def find_runs(root: str | Path) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory; pass a run directory or a sweep directory of runs")
     found = {p.parent for name in (DIAGNOSTICS_FILE, LOSSES_FILE) for p in root.rglob(name)}
-    return sorted(found, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+    return natural_order(found, root)
+
+
+def find_failed(root: str | Path) -> list[tuple[Path, str]]:
+    """Run folders at or below `root` (with status.json, or Hydra jobs) that gave no result: failed, aborted,
+    died or wrote nothing (gan.run_dir.FAILED_STATES), with why, in job order."""
+    root = Path(root)
+    folders = {p.parent for p in root.rglob(STATUS_FILE)} | {p.parent.parent for p in root.rglob(OVERRIDES_FILE)}
+    states = {folder: job_state(folder) for folder in folders}
+    return [(folder, states[folder][1]) for folder in natural_order(folders, root)
+            if states[folder][0] in FAILED_STATES]
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -209,6 +221,15 @@ BEFORE_SETTING_EXISTED = {"model.d_maxout": 0, "model.d_norm": "batch", "diagnos
                           "train.loss": "bce", "act.d_kind": "leaky_relu", "act.g_kind": "leaky_relu"}
 
 
+def _setting_text(value) -> str:
+    """A config value as the page shows it: -0.0 as 0.0 (equal values, one spelling), lists item by item."""
+    if isinstance(value, float):
+        return str(value + 0.0)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_setting_text, value)) + "]"
+    return str(value)
+
+
 def _config_settings(config: dict) -> dict[str, str]:
     """The run's hparams (gan.config.HPARAM_KEYS) and seed from its flattened config, as strings; the act.*
     parameters of a kind only when a network uses that kind."""
@@ -219,7 +240,7 @@ def _config_settings(config: dict) -> dict[str, str]:
     kinds = {config.get("act.d_kind"), config.get("act.g_kind")}
     unused = {f"act.{p}" for kind, row in ACTIVATION_KINDS.items() if kind not in kinds for p in row.keys}
     keys = [".".join(path) for path in HPARAM_KEYS.values()] + [SEED_KEY]
-    return {k: str(config[k]) for k in keys if k in config and k not in unused}
+    return {k: _setting_text(config[k]) for k in keys if k in config and k not in unused}
 
 
 def _activations(config: dict) -> str:
@@ -238,9 +259,9 @@ def _activations(config: dict) -> str:
             parts.append(f"D maxout (pieces={config['model.d_maxout']})")
             continue
         row = ACTIVATION_KINDS.get(kind)
-        values = [f"{p}={config.get(f'act.{p}')}" for p in (row.keys if row else ())]
+        values = [f"{p}={_setting_text(config.get(f'act.{p}'))}" for p in (row.keys if row else ())]
         if row and row.layer_slopes:
-            values = [f"slope={next((config[k] for k in slopes if config.get(k) is not None), None)}"]
+            values = [f"slope={_setting_text(next((config[k] for k in slopes if config.get(k) is not None), None))}"]
         parts.append(f"{net.upper()} {kind}" + (f" ({', '.join(values)})" if values else ""))
     return ", ".join(parts)
 
@@ -255,21 +276,69 @@ def _checked_events(run_dir: Path) -> list[dict]:
     return events
 
 
-def load_run(run_dir: str | Path) -> dict:
-    """Everything the dashboard shows about one run, read from its files (missing files give empty parts)."""
-    run_dir = Path(run_dir)
-    config = {}
+def _is_number(value) -> bool:
+    """A JSON number or null (what every value the charts and tables compute with must be)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _numbers(values: dict, where: str) -> dict:
+    """`values` when each of them is a number or null; UntrustedFileError naming `where` and the key otherwise."""
+    if not isinstance(values, dict):
+        raise UntrustedFileError(f"{where}: expected a JSON object of numbers, got {type(values).__name__}")
+    for key, value in values.items():
+        if not (_is_number(value) or (isinstance(value, list) and all(map(_is_number, value)))):
+            raise UntrustedFileError(f"{where}: {key!r} is {value!r:.60}, not a number")
+    return values
+
+
+def _numeric_records(records: list[dict], path: Path, part: str) -> list[dict]:
+    """Records of a step log whose values the dashboard computes with are numbers (`part`: which log)."""
+    for record in records:
+        where = f"{path} (step {record['step']})"
+        if part == DIAGNOSTICS_FILE:
+            layers = record.get("layers")
+            if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
+                raise UntrustedFileError(f"{where}: 'layers' must map layer names to objects, got {layers!r:.60}")
+            for layer, values in layers.items():  # the histograms (objects) feed TensorBoard only
+                _numbers({k: v for k, v in values.items() if not isinstance(v, dict)}, f"{where} layer {layer!r}")
+            _numbers(record.get("slopes") or {}, f"{where} slopes")
+        else:
+            _numbers({k: v for k, v in record.items() if k != "step"}, where)
+    return records
+
+
+def read_metrics(run_dir: Path) -> dict:
+    """The run's latest metrics (metrics.json): {name: number}; {} without the file; UntrustedFileError naming it
+    when it is empty, cut short or holds other values than numbers."""
+    path = Path(run_dir) / METRICS_FILE
+    return _numbers(read_json(path), str(path)) if path.is_file() else {}
+
+
+def _read_config(run_dir: Path) -> dict:
+    """The run's config (CONFIG_FILES, bounded YAML) flattened to dotted keys; {} without one."""
     for name in CONFIG_FILES:
         if (run_dir / name).is_file():
-            config = _flatten(yaml.safe_load((run_dir / name).read_text(encoding="utf-8")) or {})
-            break
+            tree = read_yaml(run_dir / name) or {}
+            if not isinstance(tree, dict):
+                raise UntrustedFileError(f"{run_dir / name}: a YAML {type(tree).__name__}, not a mapping of settings")
+            return _flatten(tree)
+    return {}
+
+
+def load_run(run_dir: str | Path) -> dict:
+    """Everything the dashboard shows about one run, read from its files (missing files give empty parts).
+
+    Run folders come from other people: files are read with bounds (gan.untrusted), and every value the page
+    computes with must be a number (an error names the file and key)."""
+    run_dir = Path(run_dir)
+    config = _read_config(run_dir)
     settings = read_overrides(run_dir) or _config_settings(config)
     samples = sorted((run_dir / "samples").glob("step_*.png"))
 
     def jsonl(name: str) -> list[dict]:
-        return read_jsonl(run_dir / name) if (run_dir / name).is_file() else []
+        path = run_dir / name
+        return _numeric_records(read_jsonl(path), path, name) if path.is_file() else []
 
-    metrics_path = run_dir / METRICS_FILE
     return {
         "dir": run_dir,
         "settings": settings,
@@ -278,7 +347,7 @@ def load_run(run_dir: str | Path) -> dict:
         "diagnostics": jsonl(DIAGNOSTICS_FILE),
         "losses": jsonl(LOSSES_FILE),
         "metrics_history": jsonl(METRICS_HISTORY_FILE),
-        "metrics": json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {},
+        "metrics": read_metrics(run_dir),
         "events": _checked_events(run_dir),
         "sample": samples[-1] if samples else None,
     }
@@ -441,7 +510,7 @@ def _run_table(runs: list[dict], metric_keys: list[str]) -> str:
                   _fmt(run["seed"]), _fmt(max(steps) if steps else None), _fmt(len(run["diagnostics"]))]
                  + fractions + [_fmt(loss.get(k)) for k in LOSS_TITLES] + [_fmt(run["metrics"].get(k))
                                                                           for k in metric_keys]
-                 + [", ".join(f"{n} {k}" for k, n in events.items()) or "&ndash;"])
+                 + [html.escape(", ".join(f"{n} {k}" for k, n in events.items())) or "&ndash;"])
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
     return (f'<table class="runs"><colgroup><col class="c-run"><col class="c-set"></colgroup>{header}'
@@ -534,9 +603,11 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     """The HTML page comparing every run at or below `root` (no network, no JavaScript, images inline)."""
     root = Path(root)
     run_dirs = find_runs(root)
+    failed = [(str(d.relative_to(root)) if d != root else d.name, why) for d, why in find_failed(root)]
     if not run_dirs:
+        stopped = "".join(f"; {name}: {why}" for name, why in failed)
         raise FileNotFoundError(f"no run found under {root}: a run directory holds {DIAGNOSTICS_FILE} or "
-                                f"{LOSSES_FILE}")
+                                f"{LOSSES_FILE}{stopped}")
     runs = [load_run(d) for d in run_dirs]
     for run, d in zip(runs, run_dirs):
         run["name"] = str(d.relative_to(root)) if d != root else d.name
@@ -554,7 +625,10 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
              + (f' by {html.escape(", ".join(varied))}' if varied else "")
              + (f'; common settings: {html.escape(", ".join(f"{k}={v}" for k, v in common.items()))}' if common else "")
              + f'. A group with several seeds is drawn as their mean with a min-max band.{event_legend}</p>'
-             f'<div class="legend-list">{legend}</div>']
+             + (f'<p class="note failed">{len(failed)} job{"s" if len(failed) > 1 else ""} without a result: '
+                + "; ".join(f"<b>{html.escape(name)}</b> {html.escape(why)}" for name, why in failed) + "</p>"
+                if failed else "")
+             + f'<div class="legend-list">{legend}</div>']
 
     metric_keys = sorted({k for r in runs for k in r["metrics"]} | {k for r in runs for rec in r["metrics_history"]
                                                                      for k in rec if k != "step"})

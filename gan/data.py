@@ -6,13 +6,21 @@ size) wrapped in one `ImageData`, which owns the order: shard `k` of `n` holds t
 stream position `p` maps to `(epoch, offset) = divmod(p, shard_size)` and step `s` takes positions
 `s * batch_size ... (s + 1) * batch_size - 1`. So the batch of a step is a pure function of
 (seed, step, shard) and a resumed run sees exactly the data it would have seen.
+
+`ImageData.fingerprint()` identifies the data (a folder: its files' relative paths and content hashes; an
+in-memory dataset: a hash of its images), stored in checkpoints so a resume notices changed data. An image
+file that becomes unreadable after start-up is skipped (the next readable image of the source takes its
+place) and reported by `ImageData.new_unreadable()`; more than `MAX_UNREADABLE_SHARE` of the images lost
+stops the stream with a DataError naming them.
 """
 from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator, Protocol
@@ -28,6 +36,13 @@ MNIST_HELD_OUT_PER_CLASS = 100  # the last 100 digits of each class (file order)
 MNIST_SPLITS = ("train", "held_out", "all")
 SHAPES_DEFAULT_COUNT = 10_000
 PIPELINE_CHUNK_STEPS = 256  # steps per MindSpore pipeline: its sampler must be finite
+# A run stops (DataError) once more than this share of a folder's images became unreadable after start-up:
+# beyond a few lost files the run no longer trains on the data it started with.
+MAX_UNREADABLE_SHARE = 0.1
+
+
+class DataError(RuntimeError):
+    """The training data changed under a running training (too many images became unreadable)."""
 
 _EPOCH_PURPOSE = 0x0DA7A  # the third word of the rng key, so data order never collides with other draws
 _SHAPES_PURPOSE = 0x5A9E5
@@ -39,6 +54,8 @@ class ImageSource(Protocol):
     def __len__(self) -> int: ...
 
     def __getitem__(self, index: int) -> np.ndarray: ...
+
+    def fingerprint(self) -> dict: ...
 
 
 def _mnist_csv_path() -> Path:
@@ -97,6 +114,11 @@ class ArraySource:
     def __getitem__(self, index: int) -> np.ndarray:
         return self.images[index]
 
+    def fingerprint(self) -> dict:
+        """The images' identity: a hash of their bytes and shape."""
+        digest = hashlib.sha256(np.ascontiguousarray(self.images).tobytes()).hexdigest()
+        return {"kind": "array", "images": len(self.images), "shape": list(self.images.shape[1:]), "sha256": digest}
+
 
 def _pil_mode(channels: int) -> str:
     """Pillow mode for a channel count; the models take gray or RGB images."""
@@ -150,13 +172,15 @@ def read_image(path: str | Path, image_size: int, mode: str) -> np.ndarray:
     return _as_hwc(resized)
 
 
-def _readable(path: Path, image_size: int, mode: str) -> str | None:
-    """None if the file decodes, else why not (any decoder failure counts: truncated, not an image...)."""
+def _inspect(path: Path, image_size: int, mode: str) -> tuple[str | None, str | None]:
+    """(SHA-256 of the file, None) if it decodes, else (None, why not): any decoder failure counts (truncated,
+    not an image...). The second read, the decoder's, comes from the page cache."""
     try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
         read_image(path, image_size, mode)
     except Exception as error:  # noqa: BLE001 -- Pillow raises many types for bad files; all mean "skip it"
-        return f"{type(error).__name__}: {error}"
-    return None
+        return None, f"{type(error).__name__}: {error}"
+    return digest, None
 
 
 class FolderSource:
@@ -175,19 +199,29 @@ class FolderSource:
                             if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
         if not candidates:
             raise ValueError(f"data.root={str(self.root)!r} holds no {'/'.join(IMAGE_EXTENSIONS)} files")
-        self.paths, skipped = self._validate(candidates, num_images, num_workers)
+        good, skipped = self._validate(candidates, num_images, num_workers)
         if skipped:
             examples = "; ".join(f"{p.relative_to(self.root)} ({why})" for p, why in skipped[:3])
             logger.warning("skipped %d unreadable image file(s) of %d under %s, e.g. %s",
                            len(skipped), len(candidates), self.root, examples)
-        if not self.paths:
+        if not good:
             raise ValueError(f"data.root={str(self.root)!r}: none of its {len(candidates)} image files is readable")
+        self.paths = [path for path, _ in good]
+        digest = hashlib.sha256()
+        for path, file_hash in good:
+            digest.update(f"{path.relative_to(self.root).as_posix()}\0{file_hash}\n".encode("utf-8", "surrogateescape"))
+        self._fingerprint = {"kind": "folder", "images": len(good), "sha256": digest.hexdigest()}
+        self._lost: dict[int, str] = {}  # source index -> why it became unreadable after start-up
+        self._reported = 0  # how many of _lost new_unreadable() has handed out
+        self._lock = threading.Lock()  # pipeline worker threads read in parallel
+        self.failure: DataError | None = None  # set once too many images are lost (read back after a pipeline error)
 
     def _validate(self, candidates: list[Path], num_images: int | None, num_workers: int
-                  ) -> tuple[list[Path], list[tuple[Path, str]]]:
-        """Decode files (in parallel threads) until num_images readable ones are found, listing the others."""
+                  ) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
+        """Decode files (in parallel threads) until num_images readable ones are found: ([(path, sha256)], the
+        unreadable [(path, why)])."""
         wanted = len(candidates) if num_images is None else num_images
-        good: list[Path] = []
+        good: list[tuple[Path, str]] = []
         skipped: list[tuple[Path, str]] = []
         chunk = 256
         with ThreadPoolExecutor(max_workers=max(1, num_workers)) as pool:
@@ -195,18 +229,56 @@ class FolderSource:
                 if len(good) >= wanted:
                     break
                 paths = candidates[start:start + chunk]
-                for path, why in zip(paths, pool.map(lambda p: _readable(p, self.image_size, self.mode), paths)):
+                for path, (file_hash, why) in zip(paths, pool.map(lambda p: _inspect(p, self.image_size, self.mode),
+                                                                   paths)):
                     if why is not None:
                         skipped.append((path, why))
                     elif len(good) < wanted:
-                        good.append(path)
+                        good.append((path, file_hash))
         return good, skipped
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, index: int) -> np.ndarray:
-        return read_image(self.paths[index], self.image_size, self.mode)
+        """Image `index`; if its file became unreadable since start-up, the next readable one (wrapping around),
+        the loss recorded for new_unreadable(); DataError once too many are lost."""
+        for offset in range(len(self.paths)):
+            i = (index + offset) % len(self.paths)
+            if i in self._lost:
+                continue
+            try:
+                return read_image(self.paths[i], self.image_size, self.mode)
+            except Exception as error:  # noqa: BLE001 -- deleted, truncated, replaced by a non-image: all skipped
+                self._lose(i, f"{type(error).__name__}: {error}")
+        raise self._fail()
+
+    def _lose(self, index: int, why: str) -> None:
+        """Record image `index` as lost; DataError once more than MAX_UNREADABLE_SHARE of the images are."""
+        with self._lock:
+            self._lost.setdefault(index, why)
+            if len(self._lost) > MAX_UNREADABLE_SHARE * len(self.paths):
+                raise self._fail()
+
+    def _fail(self) -> DataError:
+        """The DataError that stops training, naming lost files (kept in `failure`)."""
+        names = ", ".join(f"{self.paths[i].relative_to(self.root)} ({why})" for i, why in list(self._lost.items())[:5])
+        self.failure = DataError(f"{len(self._lost)} of the {len(self.paths)} images under data.root="
+                                 f"{str(self.root)!r} became unreadable during training (more than "
+                                 f"{MAX_UNREADABLE_SHARE:.0%}), e.g. {names}; restore them (then resume with "
+                                 f"train.resume=auto), or start a new run on the folder as it is now")
+        return self.failure
+
+    def new_unreadable(self) -> list[tuple[str, str]]:
+        """(relative path, why) of the images lost since the last call (each reported once)."""
+        with self._lock:
+            lost = list(self._lost.items())[self._reported:]
+            self._reported += len(lost)
+        return [(str(self.paths[i].relative_to(self.root)), why) for i, why in lost]
+
+    def fingerprint(self) -> dict:
+        """The folder's identity: its readable images' relative paths and content hashes (at start-up)."""
+        return dict(self._fingerprint)
 
 
 class ShapesSource:
@@ -244,6 +316,10 @@ class ShapesSource:
                 draw.polygon(points.ravel().tolist(), fill=tuple(colour))
         return _as_hwc(image.reduce(scale).convert(self.mode))
 
+    def fingerprint(self) -> dict:
+        """Procedural images: what draws them (the seed is an experiment key of its own)."""
+        return {"kind": "shapes", "images": self.count, "image_size": self.image_size, "mode": self.mode}
+
 
 def to_model_range(images: np.ndarray) -> np.ndarray:
     """uint8 (N, H, W, C) -> float32 (N, C, H, W) in [-1, 1]."""
@@ -279,7 +355,22 @@ class ImageData:
         self._source = source
         self.shard = np.arange(self.shard_id, len(source), self.num_shards, dtype=np.int64)
         self.num_images = int(self.shard.size)
+        if self.num_images < self.batch_size:
+            shard = f" in this rank's shard (1 of {num_shards})" if num_shards > 1 else ""
+            raise ValueError(f"data={name} has {self.num_images} images{shard}, fewer than train.batch_size="
+                             f"{batch_size}: every batch would repeat them (each about "
+                             f"{batch_size / self.num_images:.1f} times per batch); use train.batch_size<="
+                             f"{self.num_images} or more images")
         self._order_cache: dict[int, np.ndarray] = {}
+
+    def fingerprint(self) -> dict:
+        """The identity of the images this stream draws from (stored in checkpoints; a resume compares it)."""
+        return {"dataset": self.name, **self._source.fingerprint()}
+
+    def new_unreadable(self) -> list[tuple[str, str]]:
+        """(file, why) of images that became unreadable since the last call (skipped: the next image serves)."""
+        report = getattr(self._source, "new_unreadable", None)
+        return report() if report is not None else []
 
     def _epoch_order(self, epoch: int) -> np.ndarray:
         """The source indices of this shard in the order epoch `epoch` visits them."""
@@ -328,7 +419,16 @@ class ImageData:
         iterator = dataset.batch(self.batch_size, drop_remainder=True).create_tuple_iterator(
             num_epochs=1, output_numpy=True)
         try:
-            for (images,) in iterator:
+            while True:
+                try:
+                    (images,) = next(iterator)
+                except StopIteration:
+                    return
+                except RuntimeError as err:  # MindSpore wraps a worker's exception in a long pipeline error
+                    failure = getattr(self._source, "failure", None)
+                    if failure is None:
+                        raise
+                    raise failure from err
                 yield to_model_range(images)
         finally:
             iterator.stop()

@@ -36,7 +36,8 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only folder fails this too: the write's error is the news
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -6,23 +6,29 @@ Rank 0 writes every file; the other ranks train, join the collectives of the che
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from omegaconf import OmegaConf
 
 from gan.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
 from gan.config import Config
+from gan.data import DataError
 from gan.dashboard import build_dashboard
 from gan.distributed import World, append_checksum
 from gan.diagnostics import Criteria, TrainingDiagnostics, run_hparams
 from gan.evaluation import Evaluator
 from gan.report import Reporter, save_png
+from gan.run_dir import write_status
 from gan.run_files import (LOSSES_FILE, REPORT_FILE, append_event, append_jsonl, losses_record, nonfinite_detail,
                            write_text_atomic)
 from gan.tasks import Task
+
+log = logging.getLogger(__name__)
 
 
 class NonFiniteTrainingError(RuntimeError):
@@ -38,8 +44,9 @@ class RunSummary:
     end_step: int
     history: list = field(default_factory=list)  # gan.training.StepStats, one per step
     skipped_steps: int = 0
+    unreadable_images: int = 0  # image files that became unreadable during the run (skipped)
     interrupted: bool = False
-    checkpoint: Path | None = None
+    checkpoint: Path | None = None  # the newest checkpoint of the run (the one resumed from until a save)
     metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
     objective_name: str = "loss_g"
 
@@ -55,19 +62,22 @@ class RunSummary:
 
 class RunOutputs:
     """The outputs of one run from `start` to `end`; `trainer` is the gan.training.GANTrainer, `meta` the meta of
-    the checkpoint resumed from (empty for a new run)."""
+    the checkpoint `resumed_from` (empty and None for a new run)."""
 
     def __init__(self, conf: Config, run_dir: Path, task: Task, trainer, world: World, start: int, end: int,
-                 meta: dict, eval_latents: np.ndarray, fixed_latents: np.ndarray) -> None:
+                 meta: dict, resumed_from: Path | None, eval_latents: np.ndarray, fixed_latents: np.ndarray) -> None:
         t = conf.train
         self.conf, self.run_dir, self.task, self.trainer, self.world, self.end = conf, run_dir, task, trainer, world, end
         self.fixed_z = fixed_latents
         self.writes = world.is_main
+        self.resumed_from = resumed_from
+        self.data_fingerprint = task.data.fingerprint()  # stored in every checkpoint: a resume compares it
         # A dry run exercises every output on each of its 2 steps.
         self.log_every, self.sample_every, self.ckpt_every = (1, 1, 1) if t.dry_run else (
             t.log_every, t.sample_every, t.ckpt_every)
         self.yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
-        self.summary = RunSummary(run_dir, start, start, skipped_steps=int(meta.get("skipped_steps", 0)))
+        self.summary = RunSummary(run_dir, start, start, skipped_steps=int(meta.get("skipped_steps", 0)),
+                                  checkpoint=resumed_from)
         self.reporter = Reporter(run_dir, end, start) if self.writes else None
         self.evaluator = Evaluator(conf, task, run_dir, self.reporter, eval_latents) if self.writes else None
         if self.evaluator is not None:
@@ -84,14 +94,32 @@ class RunOutputs:
         if self.writes and not real_png.exists():
             save_png(task.picture(task.data.sample(t.num_samples)), real_png)
 
-    def announce(self, resumed_from: Path | None) -> None:
+    def announce(self) -> None:
         """Print the resolved config, what each network builds (gan.plan), the run directory and where the run
         resumed."""
         if self.world.size > 1:
             print(f"rank {self.world.rank} of {self.world.size} (data parallel)", flush=True)
+        start = self.summary.start_step
+        resumed = f"\nresumed from {self.resumed_from} at step {start}" if self.resumed_from else ""
+        if self.resumed_from and start == self.end:
+            resumed += f": the run is already at its last step ({self.end}), nothing to train"
         plan = self.trainer.plan.describe().replace("\n", "\n  ")
-        print(self.yaml + f"build plan:\n  {plan}\nrun directory: {self.run_dir.resolve()}" + (
-            f"\nresumed from {resumed_from} at step {self.summary.start_step}" if resumed_from else ""), flush=True)
+        print(self.yaml + f"build plan:\n  {plan}\nrun directory: {self.run_dir.resolve()}{resumed}", flush=True)
+
+    def batches(self, start_step: int) -> Iterator[np.ndarray]:
+        """The data stream from `start_step`; when the data breaks under the run (gan.data.DataError: too many
+        images unreadable), rank 0 checkpoints the last finished step and the error says where."""
+        stream = self.task.data.batches(start_step)
+        while True:
+            try:
+                batch = next(stream)
+            except DataError as err:
+                s = self.summary
+                if self.writes and s.end_step > s.start_step:
+                    s.checkpoint = self.save(s.end_step)
+                saved = f"saved {s.checkpoint} (step {s.end_step})" if s.checkpoint else "no checkpoint to save"
+                raise DataError(f"training stopped after step {s.end_step}: {err}; {saved}") from None
+            yield batch
 
     def probe_due(self, step: int) -> bool:
         """Whether step `step` (1-based) is a dead-channel check step (the trainer runs its probed twin)."""
@@ -106,6 +134,7 @@ class RunOutputs:
         s.history.append(stats)
         s.end_step = done
         self._check_finite(done, stats, real, z)
+        self._note_unreadable(done)
         if self.diagnostics.due(done):
             self.diagnostics.check(done, self.world.mean_array_fields)
         if not self.writes:
@@ -139,15 +168,17 @@ class RunOutputs:
             self.reporter.close()
 
     def report(self) -> None:
-        """Rank 0 prints the final report."""
+        """Rank 0 prints the final report and records how the run ended (gan.run_dir.write_status)."""
         if self.writes:
             print(final_report(self.summary, self.diagnostics, self.run_dir), flush=True)
+            write_status(self.run_dir, "interrupted" if self.summary.interrupted else "finished",
+                         step=self.summary.end_step)
 
     def save(self, step: int) -> Path:
         """Checkpoint the full training state at `step` and prune to train.keep_last."""
         meta = {"format": TRAINING_FORMAT, "step": step, "seed": self.conf.seed, "channels": self.task.data.channels,
                 "skipped_steps": self.summary.skipped_steps, "config": self.yaml,
-                "diagnostics": self.diagnostics.state_dict()}
+                "diagnostics": self.diagnostics.state_dict(), "data": self.data_fingerprint}
         path = checkpoint_path(self.run_dir, step)
         save_checkpoint(path, self.trainer.state_arrays(), meta)
         prune_checkpoints(self.run_dir, self.conf.train.keep_last)
@@ -168,6 +199,16 @@ class RunOutputs:
                 f"training stopped at step {done}: {self._consecutive_bad} consecutive steps had non-finite "
                 f"gradients (precision={precision.name}, loss scale D {stats.loss_scale_d:g} / "
                 f"G {stats.loss_scale_g:g}); first non-finite activation: {self.trainer.find_nonfinite(real, z)}")
+
+    def _note_unreadable(self, done: int) -> None:
+        """Images that became unreadable (skipped by the data source): a warning and a `data_skip` event each."""
+        for name, why in self.task.data.new_unreadable():
+            self.summary.unreadable_images += 1
+            log.warning("step %d: image %s became unreadable (%s); skipped, %d so far", done, name, why,
+                        self.summary.unreadable_images)
+            if self.writes:
+                append_event(self.run_dir, done, "data_skip",
+                             {"file": name, "reason": why, "count": self.summary.unreadable_images})
 
     def _log(self, done: int, stats) -> None:
         now = time.perf_counter()
@@ -201,7 +242,8 @@ def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir:
     samples = sorted((run_dir / "samples").glob("step_*.png"))
     metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
     lines = [f"done: steps {summary.start_step}..{summary.end_step}"
-             + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else ""),
+             + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else "")
+             + (f", {summary.unreadable_images} unreadable images skipped" if summary.unreadable_images else ""),
              f"  samples     {samples[-1] if samples else 'none'}",
              f"  checkpoint  {summary.checkpoint}",
              f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]

@@ -28,11 +28,30 @@ def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) ->
     return grid
 
 
-def save_png(grid: np.ndarray, path: str | Path) -> Path:
-    """Write an HWC uint8 image as PNG atomically (temp file in the same folder, then rename)."""
+IMAGE_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}  # save_image: by file suffix
+
+
+def save_png(grid: np.ndarray, path: str | Path, image_format: str = "PNG") -> Path:
+    """Write an HWC uint8 image as PNG (or `image_format`, a Pillow format name) atomically (temp file in the same
+    folder, then rename)."""
     buffer = io.BytesIO()
-    Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid).save(buffer, format="PNG")
+    Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid).save(
+        buffer, format=image_format, **({} if image_format == "PNG" else {"quality": 95}))
     return write_atomic(path, buffer.getvalue())
+
+
+def image_format(path: str | Path) -> str:
+    """The Pillow format of an image file name's suffix (IMAGE_FORMATS); ValueError naming the allowed ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in IMAGE_FORMATS:
+        raise ValueError(f"{path}: {suffix or 'no suffix'} is not an image type written here; end the name with one "
+                         f"of {', '.join(IMAGE_FORMATS)}")
+    return IMAGE_FORMATS[suffix]
+
+
+def save_image(grid: np.ndarray, path: str | Path) -> Path:
+    """Write an HWC uint8 image in the format its suffix names (.png, .jpg/.jpeg, .webp), atomically."""
+    return save_png(grid, path, image_format(path))
 
 
 class Reporter:

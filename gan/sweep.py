@@ -1,7 +1,8 @@
 """The one-table summary of a Hydra sweep directory (per-job threads of parallel launchers: gan.runtime).
 
-No MindSpore here: the summary reads only files that jobs wrote (`.hydra/overrides.yaml`, `metrics.json`,
-`losses.jsonl`, `diagnostics.jsonl`).
+No MindSpore here: the summary reads only files that jobs wrote (`.hydra/overrides.yaml`, `status.json`,
+`metrics.json`, `losses.jsonl`, `diagnostics.jsonl`). Each row says how its job ended (finished, failed with
+its error, ...); failed jobs are left out of the seed groups and listed after them.
 """
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import json
 import math
 from pathlib import Path
 
-import yaml
-
-from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary
-from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
+from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary, read_metrics
+from gan.run_dir import FAILED_STATES, job_state
+from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, OVERRIDES_FILE, natural_order, read_jsonl, read_overrides,
                            write_text_atomic)
+from gan.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 
@@ -26,15 +27,14 @@ def find_jobs(sweep_dir: str | Path) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory; pass a Hydra multirun directory")
     jobs = [p.parent.parent for p in root.rglob(OVERRIDES_FILE)]
-    return sorted(jobs, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+    return natural_order(jobs, root)
 
 
 def job_row(job_dir: Path, root: Path) -> dict:
-    """One summary row: job name, its overrides, final metrics, last losses and dead-channel fractions."""
-    row: dict = {"job": str(job_dir.relative_to(root)), **read_overrides(job_dir)}
-    metrics_path = job_dir / METRICS_FILE
-    if metrics_path.is_file():
-        row.update(json.loads(metrics_path.read_text(encoding="utf-8")))
+    """One summary row: job name, how it ended (gan.run_dir.job_state: finished, failed with the error, ...), its
+    overrides, final metrics, last losses and dead-channel fractions."""
+    row: dict = {"job": str(job_dir.relative_to(root)), "status": job_state(job_dir)[1], **read_overrides(job_dir)}
+    row.update(read_metrics(job_dir))
     losses = read_jsonl(job_dir / LOSSES_FILE) if (job_dir / LOSSES_FILE).is_file() else []
     if losses:
         row.update({"step": losses[-1]["step"], "loss_d": losses[-1]["loss_d"], "loss_g": losses[-1]["loss_g"]})
@@ -62,10 +62,10 @@ def columns(rows: list[dict]) -> list[str]:
 
 
 def _cell(value) -> str:
-    """Markdown cell: floats to 4 significant digits, missing values empty."""
+    """Markdown cell: floats to 4 significant digits, missing values empty; text on one line, its | escaped."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{value:.4g}" if isinstance(value, float) else " ".join(str(value).split()).replace("|", "\\|")
 
 
 def to_markdown(rows: list[dict]) -> str:
@@ -90,7 +90,7 @@ def optuna_best(sweep_dir: str | Path) -> str | None:
     path = Path(sweep_dir) / OPTUNA_RESULTS
     if not path.is_file():
         return None
-    results = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    results = read_yaml(path) or {}
     if "best_params" not in results or "best_value" not in results:
         raise ValueError(f"{path} has no best_params/best_value; is it hydra-optuna-sweeper's file?")
     params = ", ".join(f"{key}={_cell(value)}" for key, value in results["best_params"].items())
@@ -138,12 +138,14 @@ def group_summary(sweep_dir: str | Path) -> dict:
     jobs = find_jobs(root)
     if not jobs:
         raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
-    runs = []
+    runs, failed = [], []
     for job in jobs:
+        state, text = job_state(job)
+        if state in FAILED_STATES:  # not a result: a group of it would be empty cells or a truncated run
+            failed.append({"job": str(job.relative_to(root)), "status": text})
+            continue
         diag = job / DIAGNOSTICS_FILE
-        metrics = job / METRICS_FILE
-        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job),
-                     "metrics": json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {},
+        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job), "metrics": read_metrics(job),
                      "series": _layer_values(read_jsonl(diag)) if diag.is_file() else {}})
     groups, common, varied = group_runs(runs, [r["job"] for r in runs])
     out = []
@@ -164,7 +166,7 @@ def group_summary(sweep_dir: str | Path) -> dict:
                     "seeds": [r["settings"].get(SEED_KEY) for r in members], "jobs": [r["job"] for r in members],
                     "metrics": {k: spread([r["metrics"].get(k) for r in members]) for k in metric_names},
                     "final": final, "over_time": over_time})
-    return {"sweep": str(root.resolve().name), "common": common, "varied": varied, "groups": out}
+    return {"sweep": str(root.resolve().name), "common": common, "varied": varied, "groups": out, "failed": failed}
 
 
 def _layer_order(name: str) -> tuple:
@@ -200,6 +202,9 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets:
         rows = [f"| {g['label']} | {len(g['seeds'])} | "
                 + " | ".join(_mean_std(g["metrics"].get(k), 1, 3) for k in names) + " |" for g in groups]
         parts.append("\n".join([header, "|" + "---|" * (len(names) + 2), *rows]))
+    if summary.get("failed"):
+        parts.append("Jobs left out of the groups above:\n" + "\n".join(f"- job {f['job']}: {_cell(f['status'])}"
+                                                                       for f in summary["failed"]))
     return "\n\n".join(parts) + "\n"
 
 

@@ -60,6 +60,14 @@ class PointData:
         """n real points (for samples/real.png), the same for every run of a seed."""
         return self._draw(n, 0, _REAL_POINTS_PURPOSE)
 
+    def fingerprint(self) -> dict:
+        """The mixture's identity (drawn from code: nothing on disk can change under a run)."""
+        return {"dataset": self.mixture.name}
+
+    def new_unreadable(self) -> list[tuple[str, str]]:
+        """Drawn points never become unreadable."""
+        return []
+
 
 def as_points(samples: np.ndarray) -> np.ndarray:
     """Generator output (N, 2, 1, 1) -> points (N, 2)."""
@@ -93,6 +101,15 @@ def scatter_plot(points: np.ndarray, mixture: Mixture, size: int = SCATTER_SIZE)
     return np.asarray(image)
 
 
+def sample_picture(data_name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """What a run's sample grids draw for data `data_name`, without loading the data: a scatter plot over the
+    mixture's modes for 2D points, an image grid otherwise (the tasks' `picture`, generate.py)."""
+    if data_name in POINT_DATASETS:
+        mixture = get_mixture(data_name)
+        return lambda samples: scatter_plot(as_points(samples), mixture)
+    return image_grid
+
+
 class Task(Protocol):
     """The per-data-kind parts of a run."""
 
@@ -120,7 +137,7 @@ class ImageTask:
 
     def picture(self, samples: np.ndarray) -> np.ndarray:
         """A grid of NCHW images in [-1, 1]."""
-        return image_grid(samples)
+        return sample_picture(self.data.name)(samples)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Load the cached MNIST classifier, training it first (minutes, once per machine) if it is missing."""
@@ -147,7 +164,7 @@ class PointTask:
 
     def picture(self, samples: np.ndarray) -> np.ndarray:
         """Scatter plot of (N, 2, 1, 1) points over the modes."""
-        return scatter_plot(as_points(samples), self.data.mixture)
+        return sample_picture(self.data.mixture.name)(samples)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Nothing to load: the mode metrics are closed-form."""

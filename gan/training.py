@@ -8,6 +8,7 @@ batches, latents and updates of an uninterrupted one without saving RNG states.
 from __future__ import annotations
 
 import math
+import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +29,12 @@ from gan.models import NETWORKS, Discriminator, Generator, seed_random_activatio
 from gan.outputs import RunOutputs, RunSummary
 from gan.plan import build_plan
 from gan.recycle import Recycler
-from gan.run_files import record_resume
+from gan.checkpoint import set_aside_later
+from gan.run_dir import claim_run_dir, previous_run_files
+from gan.run_files import record_restart, record_resume
 from gan.runtime import compute_dtype, prepare_run
-from gan.tasks import build_task
+from gan.data import ImageData
+from gan.tasks import PointData, build_task
 from ops import global_norm
 
 # Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
@@ -503,16 +507,24 @@ class GANTrainer:
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
 
 
+class TrainingAborted(KeyboardInterrupt):
+    """A second Ctrl-C (or SIGTERM): training stopped at once, without saving; the message names the newest
+    checkpoint (train.py prints it and exits 130)."""
+
+
 class _InterruptFlag:
-    """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step; a second aborts.
+    """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step, and says so; a
+    second aborts at once without saving (TrainingAborted), also while that checkpoint is being written.
 
     SIGTERM is handled too because MindSpore's runtime installs its own SIGINT handler on every jit call,
     and that handler turns Ctrl-C into a SIGTERM to this process.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    NOTICE = "\nstopping after this step (saving a checkpoint); Ctrl-C again to abort without saving\n"
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
         self.requested = False
         self._previous: dict = {}
 
@@ -526,8 +538,12 @@ class _InterruptFlag:
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
-            raise KeyboardInterrupt
+            newest = latest_checkpoint(self.run_dir)
+            raise TrainingAborted("aborted by a second Ctrl-C (or SIGTERM) without saving: nothing was saved since "
+                                  "the last checkpoint, " + (f"{newest}; resume from it with train.resume=auto"
+                                                             if newest else "and this run has none"))
         self.requested = True
+        os.write(2, self.NOTICE.encode())  # not print(): the handler may interrupt a write to sys.stderr
 
 
 def scheduled_lr(train: TrainConfig, step: int, end: int) -> float:
@@ -556,20 +572,41 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
-def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path) -> tuple[Path | None, int, dict]:
+def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path,
+                 data: ImageData | PointData) -> tuple[Path | None, int, dict]:
     """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
-    experiment keys stop the run unless train.resume_override (gan.config.check_resume); rank 0 records the
-    resume in the run's files before anything reads or appends them."""
+    experiment keys, or other data than the checkpoint's (`data.fingerprint()`), stop the run unless
+    train.resume_override (gan.config.check_resume); rank 0 then records the resume in the run's files before
+    anything reads or appends them, setting aside checkpoints past the resumed step. resume=auto in a
+    directory whose run saved no checkpoint starts over at step 0."""
     path = _resume_path(conf.train.resume, run_dir)
     if path is None:
+        if conf.train.resume == "auto" and world.is_main and previous_run_files(run_dir):
+            record_restart(run_dir)
         return None, 0, {}
     arrays, meta = load_training_checkpoint(path)
-    changes = check_resume(path, meta["config"], conf)
+    stored, current = meta.get("data"), data.fingerprint()
+    changes = check_resume(path, meta["config"], conf,
+                           {"data.fingerprint": [stored, current]} if stored is not None and stored != current else {})
     trainer.load_state_arrays(arrays, path)
     start = int(meta["step"])
     if world.is_main:
-        record_resume(run_dir, start, path, changes)
+        record_resume(run_dir, start, path, changes, set_aside_later(run_dir, start))
     return path, start, meta
+
+
+def end_step(conf: Config, num_images: int | None, start: int, resumed_from: Path | None) -> int:
+    """The step the run ends at: start + 2 for a dry run, else train.steps (or train.epochs in steps); a
+    ConfigError when the checkpoint resumed from is already past it (there would be nothing to train)."""
+    if conf.train.dry_run:
+        return start + 2
+    end = total_steps(conf, num_images)
+    if start > end:
+        length = (f"train.steps={conf.train.steps}" if conf.train.steps is not None
+                  else f"train.epochs={conf.train.epochs} ({end} steps)")
+        raise ConfigError(f"train.resume: {resumed_from} is at step {start}, past {length}: there is nothing to "
+                          f"train; set train.steps above {start} to train it further")
+    return end
 
 
 def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step: int) -> dict:
@@ -586,31 +623,32 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     """Train (or resume) a GAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
     conf, run_dir = to_config(cfg), Path(run_dir)
     world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.runtime)
-    task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
-    trainer = GANTrainer(conf, task.data.channels, world)
-    resumed_from, start, meta = resume_state(trainer, conf, world, run_dir)
-    end = start + 2 if conf.train.dry_run else total_steps(conf, task.data.num_images)
-    outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta,
-                         latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
-                         fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
-    outputs.announce(resumed_from)
-    batches = task.data.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
-    try:
-        with _InterruptFlag() as interrupt:
-            for step in range(start, end):
-                inputs = step_inputs(conf, world, batches, step)
-                if conf.train.lr_decay:
-                    trainer.set_lr(scheduled_lr(conf.train, step, end))
-                with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
-                                              _AVERAGED)
-                    stop = world.any(interrupt.requested)  # every rank stops at the same step
-                outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
-                if stop:
-                    outputs.interrupted(step + 1)
-                    break
-        outputs.finish()
-    finally:
-        outputs.close()
-    outputs.report()
-    return outputs.summary
+    with claim_run_dir(run_dir, conf.train.resume, world.is_main):  # locked, not another run's (gan.run_dir)
+        task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
+        trainer = GANTrainer(conf, task.data.channels, world)
+        resumed_from, start, meta = resume_state(trainer, conf, world, run_dir, task.data)
+        end = end_step(conf, task.data.num_images, start, resumed_from)
+        outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta, resumed_from,
+                             latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
+                             fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
+        outputs.announce()
+        batches = outputs.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
+        try:
+            with _InterruptFlag(run_dir) as interrupt:
+                for step in range(start, end):
+                    inputs = step_inputs(conf, world, batches, step)
+                    if conf.train.lr_decay:
+                        trainer.set_lr(scheduled_lr(conf.train, step, end))
+                    with world.guard(f"training step {step + 1}"):
+                        stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
+                                                  _AVERAGED)
+                        stop = world.any(interrupt.requested)  # every rank stops at the same step
+                    outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
+                    if stop:
+                        outputs.interrupted(step + 1)
+                        break
+            outputs.finish()
+        finally:
+            outputs.close()
+        outputs.report()
+        return outputs.summary

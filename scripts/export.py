@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -33,7 +34,7 @@ CHECK_LATENTS = 16
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, check, export, reload and compare; print one line per check."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
+    parser.add_argument("checkpoint", help="a .ckpt file written by train.py, or a run directory (its newest one)")
     parser.add_argument("--format", required=True, choices=("MINDIR", "ONNX"), help="export format")
     parser.add_argument("--out", required=True, help="output file (.mindir / .onnx appended when missing)")
     parser.add_argument("--batch", type=int, default=None,
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from gan.checkpoint import CheckpointError
     from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
-    from gan.checkpoint import generator_from_checkpoint
+    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
     from gan.training import fixed_latents
 
     if args.format == "ONNX":
@@ -61,10 +62,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"({err}); pip install onnx onnxruntime", file=sys.stderr)
             return 2
     try:
-        net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError) as err:
+        checkpoint = resolve_checkpoint(args.checkpoint)
+        net, conf = generator_from_checkpoint(checkpoint, use_ema=not args.no_ema)
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if checkpoint != Path(args.checkpoint):
+        print(f"using {checkpoint}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     n = args.batch or CHECK_LATENTS
     z = fixed_latents(0, n, conf.model.nz)
     trained = net(ms.Tensor(z)).asnumpy()

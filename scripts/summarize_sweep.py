@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         best = optuna_best(args.sweep_dir)
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
+    except OSError as err:  # a read-only or full sweep folder
+        print(f"error: cannot write the summary into {args.sweep_dir}: {err}", file=sys.stderr)
+        return 1
     print(to_markdown(rows))
     print(groups_markdown(groups, nets=tuple(args.net or ("G", "D"))))
     if best:

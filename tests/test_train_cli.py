@@ -51,20 +51,53 @@ def test_dry_run_from_the_command_line(tmp_path):
     assert (tmp_path / "checkpoints" / "step_00000002.ckpt").is_file()
 
 
+def training_at_step_1(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    """`train.py` of the TINY model sampling every step into run_dir (stdout and stderr in one pipe), once it
+    finished step 1."""
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    args = train_cmd(*TINY, "train.steps=100000", "train.sample_every=1", *overrides, f"hydra.run.dir={run_dir}")
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 240
+    while not (run_dir / "samples" / "step_000001.png").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"training did not reach step 1: {proc.communicate()[0][-3000:]}")
+        time.sleep(0.5)
+    return proc
+
+
 @pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    args = train_cmd(*TINY, "train.steps=100000", "train.sample_every=1", f"hydra.run.dir={tmp_path}")
-    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = training_at_step_1(tmp_path)
     try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "samples" / "step_000001.png").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "training did not reach step 1"
-            time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, out[-3000:]  # not 0: scripts and sweeps can tell it from a finished run
+    assert "stopping after this step (saving a checkpoint); Ctrl-C again to abort without saving" in out
     assert "interrupted: saved" in out
     assert list((tmp_path / "checkpoints").glob("step_*.ckpt"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_twice_aborts_without_saving_and_exits_130(tmp_path):
+    """The second Ctrl-C comes right after the first one's notice, while the step still writes its 4096-image
+    sample grid (slow on purpose): the run stops there, saves nothing, says so, no traceback, exit 130."""
+    proc = training_at_step_1(tmp_path, "train.num_samples=4096", "train.ckpt_every=100000")
+    try:
+        proc.send_signal(signal.SIGINT)
+        seen = []
+        for line in proc.stdout:  # the notice comes from the signal handler, at once
+            seen.append(line)
+            if "Ctrl-C again to abort without saving" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out = "".join(seen) + proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert "aborted by a second Ctrl-C (or SIGTERM) without saving: nothing was saved since the last checkpoint, " \
+           "and this run has none" in out, out[-3000:]
+    assert "Traceback" not in out and "interrupted: saved" not in out
+    assert not list((tmp_path / "checkpoints").glob("*.ckpt"))

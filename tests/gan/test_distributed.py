@@ -233,3 +233,30 @@ def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path):
     assert "runtime.collective_timeout_s" in log  # the message names the setting
     assert "DistributedError: msrun's scheduler stopped the job" in (tmp_path / "logs_0" / "scheduler.log").read_text()
     assert failed_after < timeout_s + 60  # the collective timeout, plus the slack of a loaded 2-core machine
+
+
+FAKE_MSRUN = """#!/bin/sh
+printf '%s\\n' "$@" > "$MSRUN_ARGS"
+"""
+
+
+@pytest.mark.parametrize("name", ["runs,with comma", "it's [a=b]"])
+def test_train_distributed_passes_any_run_dir_to_hydra_intact(tmp_path, name):
+    """scripts/train_distributed.sh quotes RUN_DIR for Hydra: a ',' made it a sweep list ("Ambiguous value"),
+    reported only in worker_0.log. The fake msrun records the command line; Hydra's parser must read it back."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "msrun").write_text(FAKE_MSRUN)
+    (bin_dir / "msrun").chmod(0o755)
+    run_dir, recorded = tmp_path / name, tmp_path / "args.txt"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "MSRUN_ARGS": str(recorded)}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "train_distributed.sh"), "--workers", "1", str(run_dir),
+                           "train.dry_run=true"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    override = next(a for a in recorded.read_text().splitlines() if a.startswith("hydra.run.dir="))
+    assert OverridesParser.create().parse_override(override).value() == str(run_dir)
+    bad = subprocess.run(["bash", str(ROOT / "scripts" / "train_distributed.sh"), str(tmp_path / "back\\slash")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "holds a backslash" in bad.stderr

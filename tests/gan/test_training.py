@@ -146,7 +146,11 @@ def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_
     assert (resumed.start_step, resumed.end_step) == (2, 4)
     for name in ("losses.jsonl", "diagnostics.jsonl"):
         assert strict_steps(tmp_path / name) == [1, 2, 3, 4], name  # no partial line, no duplicate step
-    assert read_events(tmp_path) == [{"step": 2, "kind": "resume", "detail": {"checkpoint": str(older)}}]
+    # the abandoned step-4 checkpoint was set aside (not deleted, not found by resume=auto), then written anew
+    assert read_events(tmp_path) == [{"step": 2, "kind": "resume",
+                                      "detail": {"checkpoint": str(older), "superseded": ["step_00000004.ckpt"]}}]
+    assert (tmp_path / "checkpoints" / "superseded" / "step_00000004.ckpt").is_file()
+    assert latest_checkpoint(tmp_path) == checkpoint_path(tmp_path, 4)
 
 
 def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path, tiny_run):
