@@ -17,6 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from gan.activation_kinds import ACT_PARAMS, ACTIVATION_KINDS
+from gan.loss_kinds import LOSS_KINDS
 from gan.untrusted import UntrustedFileError, load_yaml
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -249,7 +250,6 @@ class TrainConfig:
         if isinstance(self.lr_decay, bool) or not 0.0 <= self.lr_decay <= 1.0:
             raise ConfigError(f"train.lr_decay={self.lr_decay!r} must be in [0, 1] (the share of the run at its end "
                               f"over which the learning rates fall linearly to 0; 0 = constant)")
-        from gan.plan import LOSS_KINDS  # here, not at the top: gan.plan imports this module
         _choice("train.loss", self.loss, tuple(LOSS_KINDS))
         _positive("train.gp_weight", self.gp_weight)
         if not self.r1_gamma >= 0:

@@ -1,7 +1,7 @@
 """GAN losses as a table (one short d/g pair per `train.loss`) and the gradient regularisers (WGAN-GP, R1).
 
 Every loss takes D's logits, shape (N,), and returns a scalar mean over the batch, computed in float32.
-Add a loss: one row in LOSSES, its name in gan.plan.LOSS_KINDS (which says, without MindSpore, whether it
+Add a loss: one row in LOSSES, its name in gan.loss_kinds.LOSS_KINDS (which says, without MindSpore, whether it
 needs the gradient penalty) and its closed-form test (tests/gan/test_losses.py); docs/extending.md.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ def wasserstein_d(real: Tensor, fake: Tensor) -> Tensor:
 
 class Loss(NamedTuple):
     """One row of the table: D loss (logits_real, logits_fake) and G loss (logits_fake). Whether the loss needs
-    the gradient penalty (`train.gp_weight`) and a D without BatchNorm is its gan.plan.LOSS_KINDS row."""
+    the gradient penalty (`train.gp_weight`) and a D without BatchNorm is its gan.loss_kinds.LOSS_KINDS row."""
 
     d: Callable[[Tensor, Tensor], Tensor]
     g: Callable[[Tensor], Tensor]

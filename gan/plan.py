@@ -15,16 +15,7 @@ from typing import NamedTuple
 
 from gan.activation_kinds import ACTIVATION_KINDS, kinds_with
 from gan.config import Config, ConfigError, Fusion
-
-
-class LossKind(NamedTuple):
-    """What the build needs to know of a `train.loss`, without MindSpore (its functions: the row of
-    gan.losses.LOSSES of the same name; a test keeps the two tables' names equal)."""
-
-    gradient_penalty: bool = False  # WGAN-GP's penalty on every D step: D is differentiated twice, no BatchNorm
-
-
-LOSS_KINDS = {"bce": LossKind(), "hinge": LossKind(), "lsgan": LossKind(), "wgan_gp": LossKind(gradient_penalty=True)}
+from gan.loss_kinds import LOSS_KINDS
 
 
 class FusionKind(NamedTuple):

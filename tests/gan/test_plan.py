@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from gan.config import ConfigError
-from gan.plan import LOSS_KINDS, MAXOUT, build_plan, resolve_plan
+from gan.loss_kinds import LOSS_KINDS
+from gan.plan import MAXOUT, build_plan, resolve_plan
 
 from tests.helpers import REPO, script_env
 

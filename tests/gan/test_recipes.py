@@ -7,7 +7,7 @@ from mindspore import Tensor
 from gan.checkpoint import load_checkpoint
 from gan.config import D_NORMS, compose_config, to_config
 from gan.losses import LOSSES
-from gan.plan import LOSS_KINDS
+from gan.loss_kinds import LOSS_KINDS
 from gan.training import GANTrainer, clip_by_global_norm, latents, mixing_weights
 
 ALLOWED = [(loss, norm) for loss in LOSSES for norm in D_NORMS
