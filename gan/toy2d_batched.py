@@ -30,7 +30,8 @@ from gan.metrics import mode_metrics
 from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
 from gan.plan import MAXOUT, build_plan
 from gan.tasks import PointData
-from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents, scheduled_lr
+from gan.streams import Purpose, latents, stream
+from gan.training import scheduled_lr
 from ops import leaky_relu, prelu
 
 _BMM = ops.BatchMatMul()
@@ -78,8 +79,8 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
     d.update_parameters_name("discriminator.")
     per_trial = []
     for seed in seeds:
-        nets.init(g, np.random.default_rng([seed, 0, _INIT_G]))
-        nets.init(d, np.random.default_rng([seed, 0, _INIT_D]))
+        nets.init(g, stream(seed, 0, Purpose.INIT_G))
+        nets.init(d, stream(seed, 0, Purpose.INIT_D))
         per_trial.append({p.name: p.asnumpy().copy() for net in (g, d) for p in net.get_parameters()})
     return {name: np.stack([arrays[name] for arrays in per_trial]) for name in per_trial[0]}
 
@@ -278,7 +279,7 @@ class BatchedTrainer:
         """Real points and latents (T, N, 2) of global step `step`: each trial's, as its own run draws them."""
         nz, n = self.conf.model.nz, self.conf.train.batch_size
         real = np.stack([d.batch(step).reshape(n, 2) for d in self.data])
-        z = np.stack([latents(seed, step, _Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        z = np.stack([latents(seed, step, Purpose.Z, n, nz).reshape(n, nz) for seed in self.seeds])
         return real, z
 
     def train_to(self, end: int) -> TrialBatch:
@@ -305,5 +306,5 @@ class BatchedTrainer:
         """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points), from the
         EMA generator when train.ema_beta is set (as train.py) unless ema=False (then from G itself)."""
         n, nz = self.conf.eval.num_samples, self.conf.model.nz
-        z = np.stack([latents(seed, 0, _EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        z = np.stack([latents(seed, 0, Purpose.EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
         return [mode_metrics(points, self.conf.data.name) for points in self.generate(z, ema)]

@@ -35,7 +35,8 @@ from gan.run_files import write_text_atomic  # noqa: E402
 from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
 from gan.config import to_config  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
-from gan.training import GANTrainer, latents  # noqa: E402
+from gan.streams import Purpose, latents  # noqa: E402
+from gan.training import GANTrainer  # noqa: E402
 
 
 def timed(fn) -> float:
@@ -73,10 +74,10 @@ def main(argv: list[str] | None = None) -> dict:
     off, on = GANTrainer(off_cfg, channels), GANTrainer(on_cfg, channels)
 
     for i in range(args.warmup):
-        z = latents(0, i, 1, batch, nz)
+        z = latents(0, i, Purpose.Z, batch, nz)
         off.train_step(real, z)
         on.train_step(real, z)
-    first_probed = timed(lambda: on.train_step(real, latents(0, 0, 1, batch, nz), probe=True))
+    first_probed = timed(lambda: on.train_step(real, latents(0, 0, Purpose.Z, batch, nz), probe=True))
 
     times: dict[str, list[float]] = {"without": [], "ordinary": [], "check_step": [], "check_host": []}
     with tempfile.TemporaryDirectory() as run_dir:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict:
                                           run_dir)
         diagnostics.check(0)  # reset what the compile call accumulated
         for i in range(args.steps):
-            z = latents(0, args.warmup + i, 1, batch, nz)
+            z = latents(0, args.warmup + i, Purpose.Z, batch, nz)
             times["without"].append(timed(lambda: off.train_step(real, z)))
             times["ordinary"].append(timed(lambda: on.train_step(real, z)))
             times["check_step"].append(timed(lambda: on.train_step(real, z, probe=True)))

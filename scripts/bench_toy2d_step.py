@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     from gan.runtime import setup_runtime
     from gan.tasks import PointData
     from gan.toy2d_batched import BatchedTrainer
-    from gan.training import _Z, GANTrainer, latents
+    from gan.streams import Purpose, latents
+    from gan.training import GANTrainer
 
     base = [f"experiment={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
     conf = to_config(compose_config(base))
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     def separate_block(n: int) -> None:
         for step in range(position["separate"], position["separate"] + n):
             for trainer, data, seed in separate:
-                trainer.train_step(data.batch(step), latents(seed, step, _Z, conf.train.batch_size, conf.model.nz))
+                trainer.train_step(data.batch(step), latents(seed, step, Purpose.Z, conf.train.batch_size, conf.model.nz))
         position["separate"] += n
 
     def batched_block(n: int) -> None:

@@ -68,7 +68,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
     from gan.runtime import setup_runtime
-    from gan.training import GANTrainer, latents, mixing_weights
+    from gan.streams import Purpose, latents, mixing_weights
+    from gan.training import GANTrainer
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
@@ -76,7 +77,7 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
     def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
-        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, 1, batch, cfg.model.nz, k) for k in range(d_steps)],
+        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz, k) for k in range(d_steps)],
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
     from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
-    from gan.training import fixed_latents
+    from gan.streams import fixed_latents
 
     if args.format == "ONNX":
         try:

@@ -32,7 +32,7 @@ BATCH = 256  # latents per generator call: bounds memory, same values
 def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
                    batch: int) -> Iterator[np.ndarray]:
     """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
-    from gan.training import fixed_latent_batches
+    from gan.streams import fixed_latent_batches
 
     for z in fixed_latent_batches(seed, n, nz, batch):
         yield forward(z)

@@ -15,7 +15,8 @@ from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, Hi
 from gan.models import Discriminator, Generator
 from gan.config import to_config
 from gan.run_files import read_jsonl
-from gan.training import EMA, GANTrainer, latents
+from gan.streams import Purpose, latents
+from gan.training import EMA, GANTrainer
 from ops import BatchNormAct, LeakyReLU
 
 from tests.helpers import tensorboard_events
@@ -329,9 +330,9 @@ def trainer_record(*overrides: str) -> tuple[dict, GANTrainer]:
     """One plain and one probed step of a tiny GANTrainer; the record of the check after them."""
     trainer = GANTrainer(to_config(compose_config(TRAINER + list(overrides))), 3)
     real = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
-    trainer.train_step(real, latents(0, 0, 1, 4, 8))
+    trainer.train_step(real, latents(0, 0, Purpose.Z, 4, 8))
     assert all(p.diag_passes.asnumpy().tolist() == [0, 0] for p in trainer.probes)  # plain step: no probe work
-    trainer.train_step(real, latents(0, 1, 1, 4, 8), probe=True)
+    trainer.train_step(real, latents(0, 1, Purpose.Z, 4, 8), probe=True)
     return DeadChannelTracker().check(2, trainer.probes), trainer
 
 
@@ -351,14 +352,14 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
     assert [p.name.split(".", 1)[1] for p in ema.source] == [p.name.split(".", 1)[1] for p in ema.target]
     with pytest.raises(ValueError, match="diagnostics.enabled=true"):
         GANTrainer(to_config(compose_config(TRAINER + ["diagnostics.enabled=false"])), 3).train_step(
-            np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, 1, 4, 8), probe=True)
+            np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, Purpose.Z, 4, 8), probe=True)
 
 
 def test_trainer_probes_the_2d_mlps():
     """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
     trainer = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
-    trainer.train_step(points, latents(0, 0, 1, 16, 2), probe=True)
+    trainer.train_step(points, latents(0, 0, Purpose.Z, 16, 2), probe=True)
     record = DeadChannelTracker().check(1, trainer.probes)
     assert list(record["layers"]) == [*(f"G/act{i}" for i in range(4)), *(f"D/act{i}" for i in range(3))]
     assert {name: values["channels"] for name, values in record["layers"].items()} == dict.fromkeys(record["layers"], 8)

@@ -17,7 +17,8 @@ from gan.distributed import DistributedError, World, setup_distributed, state_ch
 from gan.tasks import build_task
 from gan.config import to_config
 from gan.runtime import setup_runtime
-from gan.training import _Z, GANTrainer, latents
+from gan.streams import Purpose, latents
+from gan.training import GANTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 ranks x 4 samples with synchronised BatchNorm vs 1 process x 8, over 3 steps: the same arithmetic up to the
@@ -115,7 +116,7 @@ def _one_process_losses(overrides: list[str], steps: int) -> list[tuple[float, f
     losses = []
     for step in range(steps):
         real = np.concatenate([next(stream) for stream in streams])
-        z = latents(conf.seed, step, _Z, n, conf.model.nz)
+        z = latents(conf.seed, step, Purpose.Z, n, conf.model.nz)
         probe = bool(trainer.probes) and (step + 1) % conf.diagnostics.interval == 0  # as the run's check steps
         stats = trainer.train_step(real, z, probe=probe)
         losses.append((stats.loss_d, stats.loss_g))
