@@ -25,6 +25,7 @@ import numpy as np
 from mindspore import Tensor, nn, ops
 
 from gan.activation_kinds import ACTIVATION_KINDS
+from gan.checkpoint import D_PREFIX, EMA_PREFIX, G_PREFIX
 from gan.config import Config, ConfigError
 from gan.metrics import mode_metrics
 from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
@@ -75,8 +76,8 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
     nets = NETWORKS["mlp"]
     g = nets.generator(conf.model, conf.act, 2, "native")
     d = nets.discriminator(conf.model, conf.act, 2, "native")
-    g.update_parameters_name("generator.")
-    d.update_parameters_name("discriminator.")
+    g.update_parameters_name(G_PREFIX)
+    d.update_parameters_name(D_PREFIX)
     per_trial = []
     for seed in seeds:
         nets.init(g, stream(seed, 0, Purpose.INIT_G))
@@ -121,7 +122,7 @@ class BatchedGAN(nn.Cell):
         def weight(name: str) -> ms.Parameter:  # (T, out, in) -> (T, in, out) for x @ w
             return param(name, init[name].transpose(0, 2, 1))
 
-        g, d = "generator.layers.", "discriminator.layers."
+        g, d = f"{G_PREFIX}layers.", f"{D_PREFIX}layers."
         self.g_w = ms.ParameterTuple([weight(f"{g}conv{i}.weight") for i in range(MLP_G_DEPTH + 1)])
         self.g_b = param(f"{g}conv{MLP_G_DEPTH}.bias", init[f"{g}conv{MLP_G_DEPTH}.bias"])
         self.gamma = ms.ParameterTuple([param(f"{g}bn{i}.gamma", init[f"{g}bn{i}.gamma"]) for i in range(MLP_G_DEPTH)])
@@ -144,7 +145,7 @@ class BatchedGAN(nn.Cell):
         t = conf.train
         # G's EMA (train.ema_beta) as train.py keeps it: averaged weights, BatchNorm statistics taken from G.
         self.ema_beta = t.ema_beta
-        self.ema = ms.ParameterTuple([param("ema." + p.name[len("generator."):], p.asnumpy(), False)
+        self.ema = ms.ParameterTuple([param(EMA_PREFIX + p.name[len(G_PREFIX):], p.asnumpy(), False)
                                       for p in self.g_params] if t.ema_beta is not None else [])
         self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
@@ -242,12 +243,12 @@ class BatchedGAN(nn.Cell):
         arrays = {}
         for name, p in zip(self._names, self._state):
             value = p.asnumpy()[trial]
-            g_weight = name.startswith("generator.") and name.endswith(".weight")  # G's dense weights: (in, out)
+            g_weight = name.startswith(G_PREFIX) and name.endswith(".weight")  # G's dense weights: (in, out)
             arrays[name] = value.T if g_weight else value
         for p in self.ema:
             arrays[p.name] = p.asnumpy()[trial].T if p.name.endswith(".weight") else p.asnumpy()[trial]
         for name in [n for n in arrays if ".moving_" in n]:  # train.py's EMA copies G's statistics
-            arrays[name.replace("generator.", "ema.")] = arrays[name] if self.ema else None
+            arrays[name.replace(G_PREFIX, EMA_PREFIX)] = arrays[name] if self.ema else None
         return {k: v for k, v in arrays.items() if v is not None}
 
 

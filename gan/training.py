@@ -19,7 +19,8 @@ import numpy as np
 from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
-from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
+from gan.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
+                            latest_checkpoint, load_training_checkpoint, set_aside_later)
 from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
@@ -29,7 +30,6 @@ from gan.models import NETWORKS, Discriminator, Generator, seed_random_activatio
 from gan.outputs import RunOutputs, RunSummary
 from gan.plan import build_plan
 from gan.recycle import Recycler
-from gan.checkpoint import set_aside_later
 from gan.run_dir import claim_run_dir, previous_run_files
 from gan.run_files import record_restart, record_resume
 from gan.runtime import compute_dtype, prepare_run
@@ -217,12 +217,12 @@ class GANTrainer:
         for net in (self.g, self.d):
             seed_random_activations(net, cfg.seed)
         # Unique names: the D step also runs G, so both live in one graph.
-        self.g.update_parameters_name("generator.")
-        self.d.update_parameters_name("discriminator.")
+        self.g.update_parameters_name(G_PREFIX)
+        self.d.update_parameters_name(D_PREFIX)
         self.g_ema = None
         if cfg.train.ema_beta is not None:
             self.g_ema = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion)  # inference only
-            self.g_ema.update_parameters_name("ema.")
+            self.g_ema.update_parameters_name(EMA_PREFIX)
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
         # MindSpore cells start in inference mode: BatchNorm must use (and update) batch statistics.
@@ -252,9 +252,9 @@ class GANTrainer:
         # beta1_power, learning_rate, scale_value, ...) get unique names, which are also their checkpoint keys.
         for net, opt, scaler in (("g", self.opt_g, self.scaler_g), ("d", self.opt_d, self.scaler_d)):
             for param in optimizer_state(opt):
-                param.name = f"opt_{net}.{param.name}"
+                param.name = OPTIMIZER_PREFIXES[net] + param.name
             for attr, param in scaler_state(scaler).items():
-                param.name = f"scaler_{net}.{attr}"
+                param.name = SCALER_PREFIXES[net] + attr
         graph = cfg.runtime.mode == "graph"
         self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=plan.jit_level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps

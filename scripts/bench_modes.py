@@ -172,8 +172,10 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
 
 def prelu_weights(trainer, trial: int) -> dict:
     """A PReLU D's learned weights of one trial: per layer the mean, min and max over channels ({} otherwise)."""
+    from gan.checkpoint import D_PREFIX
+
     arrays = trainer.model.trial_arrays(trial)
-    layers = sorted(n for n in arrays if n.startswith("discriminator.") and ".act" in n)
+    layers = sorted(n for n in arrays if n.startswith(D_PREFIX) and ".act" in n)
     return {"d_prelu": [{"layer": n.split(".")[2], "mean": float(arrays[n].mean()), "min": float(arrays[n].min()),
                          "max": float(arrays[n].max())} for n in layers]} if layers else {}
 
