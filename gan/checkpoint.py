@@ -22,7 +22,7 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 
-from gan.files import umask_mode
+from gan.atomic import umask_mode
 from gan.run_files import CHECKPOINT_DIR
 
 FORMAT = "lrelu-gan-checkpoint"

@@ -35,7 +35,8 @@ from PIL import Image
 
 from gan.run_files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
                            METRICS_HISTORY_FILE, OVERRIDES_FILE, natural_order, read_events, read_jsonl, read_overrides)
-from gan.run_files import append_jsonl, losses_record, write_text_atomic  # noqa: F401 (re-exported: older imports)
+from gan.run_files import append_jsonl, losses_record  # noqa: F401 (re-exported: older imports)
+from gan.atomic import write_text_atomic  # noqa: F401 (re-exported: older imports)
 from gan.run_dir import FAILED_STATES, STATUS_FILE, job_state
 from gan.untrusted import UntrustedFileError, read_json, read_yaml
 

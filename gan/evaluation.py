@@ -21,9 +21,10 @@ from typing import Callable
 
 import numpy as np
 
+from gan.atomic import write_text_atomic
 from gan.config import Config, ConfigError, EvalConfig
 from gan.report import Reporter
-from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, write_text_atomic
+from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl
 from gan.tasks import Task
 
 LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.outputs.RunSummary)

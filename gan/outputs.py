@@ -15,17 +15,17 @@ from typing import Iterator
 import numpy as np
 from omegaconf import OmegaConf
 
+from gan.atomic import write_text_atomic
 from gan.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
 from gan.config import Config
-from gan.data import DataError
 from gan.dashboard import build_dashboard
-from gan.distributed import World, append_checksum
+from gan.data import DataError
 from gan.diagnostics import Criteria, TrainingDiagnostics, run_hparams
+from gan.distributed import World, append_checksum
 from gan.evaluation import Evaluator
 from gan.report import Reporter, save_png
 from gan.run_dir import write_status
-from gan.run_files import (LOSSES_FILE, REPORT_FILE, append_event, append_jsonl, losses_record, nonfinite_detail,
-                           write_text_atomic)
+from gan.run_files import LOSSES_FILE, REPORT_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
 from gan.tasks import Task
 
 log = logging.getLogger(__name__)

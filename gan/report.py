@@ -10,7 +10,7 @@ from PIL import Image
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
-from gan.files import write_atomic
+from gan.atomic import write_atomic
 
 
 def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) -> np.ndarray:

@@ -34,8 +34,9 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from gan.atomic import write_text_atomic
 from gan.run_files import (CHECKPOINT_DIR, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, REPORT_FILE, write_text_atomic)
+                           METRICS_HISTORY_FILE, REPORT_FILE)
 
 LOCK_FILE = "run.lock"
 STATUS_FILE = "status.json"

@@ -1,4 +1,5 @@
-"""The files of a run directory and their jsonl records: names, append, read, and repair on resume.
+"""The files of a run directory and their jsonl records: names, append, read, and repair on resume. (Who may use
+a run directory, run.lock and status.json: gan.run_dir; atomic whole-file writes: gan.atomic.)
 
 Every `*.jsonl` file of a run holds one JSON object per line with an integer "step", appended and fsynced
 one line at a time, so a crash loses at most a partial last line. Resuming from the checkpoint of step S
@@ -22,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gan.files import write_atomic
+from gan.atomic import write_text_atomic
 from gan.untrusted import read_text, read_yaml
 
 CHECKPOINT_DIR = "checkpoints"  # step_XXXXXXXX.ckpt files (gan.checkpoint)
@@ -43,11 +44,6 @@ def natural_order(paths: set[Path] | list[Path], root: Path) -> list[Path]:
     """Folders below `root` in job order: numeric path parts as numbers (2 before 10), before named ones."""
     return sorted(paths, key=lambda p: [(0, int(part), "") if part.isdigit() else (1, 0, part)
                                         for part in p.relative_to(root).parts])
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
-    return write_atomic(path, text.encode("utf-8"))
 
 
 def losses_record(step: int, loss_d: float, loss_g: float, d_x: float, d_g_z: float) -> dict:

@@ -12,10 +12,10 @@ import json
 import math
 from pathlib import Path
 
+from gan.atomic import write_text_atomic
 from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary, read_metrics
 from gan.run_dir import FAILED_STATES, job_state
-from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, OVERRIDES_FILE, natural_order, read_jsonl, read_overrides,
-                           write_text_atomic)
+from gan.run_files import DIAGNOSTICS_FILE, LOSSES_FILE, OVERRIDES_FILE, natural_order, read_jsonl, read_overrides
 from gan.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory

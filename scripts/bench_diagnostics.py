@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
 
 from gan.config import compose_config  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
 from gan.config import to_config  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402

@@ -52,7 +52,7 @@ from gan.layers import fuse_conv_act, make_conv  # noqa: E402
 from gan.plan import FUSION_KINDS, build_plan  # noqa: E402
 from gan.streams import Purpose, latents  # noqa: E402
 from gan.training import GANTrainer  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from ops import LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402

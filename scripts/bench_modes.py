@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_report(path: Path, header: dict, records: list[dict]) -> None:
     """Write the records so far, their summary and table to `path` (atomically); complete once every run is in."""
-    from gan.run_files import write_text_atomic
+    from gan.atomic import write_text_atomic
 
     rows = summarize(records)
     report = {**header, "complete": len(records) == header["runs"], "finished_runs": len(records),

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
               "trials": args.trials, "steps_per_block": args.steps, "blocks": blocks, "best": summary}
     print(json.dumps(summary, indent=1))
     if args.json:
-        from gan.run_files import write_text_atomic
+        from gan.atomic import write_text_atomic
         write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
     return 0
 

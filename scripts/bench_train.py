@@ -26,7 +26,7 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 
 from gan.config import Config, ConfigError, compose_config, to_config  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from gan.plan import FUSION_KINDS as PLAN_FUSIONS, build_plan  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")

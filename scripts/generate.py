@@ -40,7 +40,7 @@ def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: in
 
 def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
     """Stream `n` samples, arriving in batches, into an .npz as the float32 array `samples` (atomic write)."""
-    from gan.files import atomic_output
+    from gan.atomic import atomic_output
 
     written = 0
     with atomic_output(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from gan.atomic import write_text_atomic
 from gan.dashboard import (build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png,
                            load_run, screenshot)
-from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
 from gan.diagnostics import DeadChannelTracker, LayerStats
+from gan.run_files import append_jsonl, losses_record, read_jsonl
 from tests.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
