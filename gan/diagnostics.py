@@ -512,7 +512,7 @@ class TrainingDiagnostics:
             self.logger.log(self.last)
         return self.last
 
-    def report(self) -> str:
+    def dead_channel_table(self) -> str:
         """The last check as a console table: per layer, the dead, dormant, grad-dead and persistent shares."""
         if self.last is None:
             return "dead channels: no check ran (diagnostics.enabled=false or fewer steps than diagnostics.interval)"

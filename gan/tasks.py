@@ -13,11 +13,11 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
+from gan.classifier import cache_path, load_classifier
 from gan.config import POINT_DATASETS, Config
 from gan.data import ImageData, build_image_data
-from gan.classifier import cache_path, load_classifier
+from gan.images import image_grid
 from gan.metrics import HQ_STDS, image_metrics, mode_metrics
-from gan.report import image_grid
 from gan.streams import Purpose, stream
 from gan.toy2d import Mixture, get_mixture, sample_mixture
 

@@ -626,5 +626,5 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
             outputs.finish()
         finally:
             outputs.close()
-        outputs.report()
+        outputs.print_summary()
         return outputs.summary

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if grid is not None and args.n > MAX_GRID:
         parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
                      f"with --npz samples.npz (any --n, generated in batches) or lower --n")
-    from gan.report import image_format, save_image
+    from gan.images import image_format, save_image
 
     for option, out in (("--out", grid), ("--npz", args.npz)):
         if out is not None and Path(out).is_dir():

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gan.checkpoint import CheckpointError
     from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
-    from gan.report import save_png
+    from gan.images import save_png
     from gan.tasks import build_task
     from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
     from gan.streams import Purpose, fixed_latents, latents
