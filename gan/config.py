@@ -433,12 +433,12 @@ RESUME_MAY_CHANGE = frozenset({
 })
 
 
-def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
+def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values (a config as dotted keys: resume checks, dashboards)."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
     return flat
@@ -451,7 +451,7 @@ RECYCLE_SCHEDULE = frozenset({"diagnostics.enabled", "diagnostics.interval"})
 def experiment_changes(old: Config, new: Config) -> dict[str, list]:
     """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs (the check schedule
     included when either run recycles channels)."""
-    before, after = _flat(asdict(old)), _flat(asdict(new))
+    before, after = flatten(asdict(old)), flatten(asdict(new))
     recycles = old.diagnostics.recycle or new.diagnostics.recycle
     may_change = RESUME_MAY_CHANGE - RECYCLE_SCHEDULE if recycles else RESUME_MAY_CHANGE
     return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())

@@ -18,16 +18,18 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from gan.atomic import write_text_atomic
+from gan.channel_stats import Criteria
 from gan.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
 from gan.config import Config
-from gan.dashboard import build_dashboard, find_runs
+from gan.dashboard import build_dashboard
 from gan.data import DataError
-from gan.diagnostics import Criteria, TrainingDiagnostics, run_hparams
+from gan.diagnostics import TrainingDiagnostics, run_hparams
 from gan.distributed import World, append_checksum
 from gan.evaluation import Evaluator
 from gan.images import save_png
 from gan.run_dir import write_status
 from gan.run_files import DASHBOARD_FILE, LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
+from gan.run_reader import find_runs
 from gan.tasks import Task
 from gan.tensorboard_writer import TensorBoardWriter
 

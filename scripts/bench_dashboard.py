@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
 from gan.atomic import write_text_atomic  # noqa: E402
-from gan.diagnostics import HIST_BINS, DeadChannelTracker, Histogram, LayerStats  # noqa: E402
+from gan.channel_stats import HIST_BINS, DeadChannelTracker, Histogram, LayerStats  # noqa: E402
 from gan.run_files import (DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE,  # noqa: E402
                            append_jsonl, losses_record)
 

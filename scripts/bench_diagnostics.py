@@ -30,10 +30,11 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
 
-from gan.config import compose_config  # noqa: E402
 from gan.atomic import write_text_atomic  # noqa: E402
-from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
+from gan.channel_stats import Criteria  # noqa: E402
+from gan.config import compose_config  # noqa: E402
 from gan.config import to_config  # noqa: E402
+from gan.diagnostics import TrainingDiagnostics  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
 from gan.streams import Purpose, latents  # noqa: E402
 from gan.training import GANTrainer  # noqa: E402

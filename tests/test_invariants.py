@@ -21,7 +21,8 @@ def imports_mindspore(module: str) -> bool:
     return done.stdout.strip().splitlines()[-1] == "True"
 
 
-@pytest.mark.parametrize("module", ["gan.dashboard", "gan.sweep", "gan.run_files"])
+@pytest.mark.parametrize("module", ["gan.dashboard", "gan.sweep", "gan.run_files", "gan.run_reader", "gan.charts",
+                                    "gan.channel_stats", "gan.streams", "gan.images"])
 def test_offline_modules_import_without_mindspore(module: str) -> None:
     assert not imports_mindspore(module)
 

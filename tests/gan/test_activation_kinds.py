@@ -133,8 +133,9 @@ def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
     from mindspore import Tensor, nn
     from tensorboardX import SummaryWriter
 
-    from gan.dashboard import read_jsonl
-    from gan.diagnostics import Criteria, TrainingDiagnostics, attach
+    from gan.channel_stats import Criteria
+    from gan.diagnostics import TrainingDiagnostics, attach
+    from gan.run_files import read_jsonl
 
     net = nn.SequentialCell([nn.Conv2d(1, 4, 1, has_bias=True), PReLU(4, 0.3)])
     probes = attach(net, Tensor(np.ones((2, 1, 3, 3), np.float32)), "D")

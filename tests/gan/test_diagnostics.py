@@ -8,12 +8,11 @@ import pytest
 from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
 
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, Histogram, LayerStats,
-                             ProbedActivation, TrainingDiagnostics, attach, final_metrics, is_diagnostic_param,
-                             log_hparams, set_probing)
+from gan.channel_stats import Criteria, DeadChannelTracker, Histogram, LayerStats
+from gan.config import ActConfig, ConfigError, ModelConfig, compose_config, to_config
+from gan.diagnostics import (DiagnosticsLogger, ProbedActivation, TrainingDiagnostics, attach, final_metrics,
+                             is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
-from gan.config import to_config
 from gan.run_files import read_jsonl
 from gan.streams import Purpose, latents
 from gan.training import EMA, GANTrainer
@@ -224,8 +223,13 @@ def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
             "diag_heatmap/S/act", "custom_scalars__config__", "_hparams_/session_start_info"} <= tags
     heatmaps = [v.image for v in values if v.tag == "diag_heatmap/S/act"]
     assert (heatmaps[-1].width, heatmaps[-1].height) == (2 * 8, 4 * 8)  # 2 checks x 4 channels, 8 px cells
-    resumed = DiagnosticsLogger(SummaryWriter(str(tmp_path / "tb2")), tmp_path)
-    assert sorted(resumed.neg_frac["S/act"]) == [100, 200]
+    resumed = DiagnosticsLogger(SummaryWriter(str(tmp_path / "tb2")), tmp_path)  # continues from the records on disk
+    grad_fn(Tensor(X))
+    resumed.log(tracker.check(300, probes))
+    resumed.writer.close()
+    heatmaps = [v.image for e in tensorboard_events(tmp_path / "tb2") for v in e.summary.value
+                if v.tag == "diag_heatmap/S/act"]
+    assert [(h.width, h.height) for h in heatmaps] == [(3 * 8, 4 * 8)]  # checks 100, 200 and 300
 
 
 def test_log_hparams_rejects_non_scalar_values(tmp_path):
