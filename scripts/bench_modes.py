@@ -12,7 +12,7 @@ the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G). Seeds are --firs
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
 after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
 
---batched trains the trials of each (dataset, slope) together as one batched model (gan.toy2d_batched: the
+--batched trains the trials of each (dataset, slope) together as one batched model (gan.bench.batched_2d: the
 same nets, init, batches, optimiser and metrics as the separate runs, within float32 rounding) and
 evaluates every trial at each step count of --eval-at, so one run gives the metrics against training length:
 
@@ -140,7 +140,7 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
     from gan.config import compose_config, to_config
     from gan.runtime import setup_runtime
-    from gan.toy2d_batched import BatchedTrainer
+    from gan.bench.batched_2d import BatchedTrainer
 
     records = []
     for dataset in args.datasets:
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, help="keep the run directories here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="write per-trial records and the summary as JSON here")
     parser.add_argument("--batched", action="store_true",
-                        help="train the trials of each setting as one batched model (gan.toy2d_batched)")
+                        help="train the trials of each setting as one batched model (gan.bench.batched_2d)")
     parser.add_argument("--eval-at", type=parse_steps_list, metavar="STEPS,...",
                         help="with --batched: evaluate every trial at these step counts (the last is the length)")
     parser.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",

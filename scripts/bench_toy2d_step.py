@@ -1,5 +1,5 @@
 """Per-step cost of 2D training: T separate trials (train.py's GANTrainer, one after the other) vs the same
-T trials as one batched model (gan.toy2d_batched), measured side by side in one process.
+T trials as one batched model (gan.bench.batched_2d), measured side by side in one process.
 
     python scripts/bench_toy2d_step.py --trials 10 --steps 100 --json step_cost.json
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from gan.config import compose_config, to_config
     from gan.runtime import setup_runtime
     from gan.tasks import PointData
-    from gan.toy2d_batched import BatchedTrainer
+    from gan.bench.batched_2d import BatchedTrainer
     from gan.streams import Purpose, latents
     from gan.training import GANTrainer
 
