@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,13 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
         p.set_data(ms.Tensor(arrays[p.name]))
     net.set_train(False)
     return net, conf
+
+
+def generator_from_argument(argument: str | Path, use_ema: bool = True):
+    """(generator, Config, checkpoint file) of a command line's checkpoint argument: a .ckpt file, or a run
+    directory standing for its newest checkpoint (resolve_checkpoint), which stderr then names."""
+    path = resolve_checkpoint(argument)
+    net, conf = generator_from_checkpoint(path, use_ema=use_ema)
+    if path != Path(argument):
+        print(f"using {path}, the newest checkpoint in {argument}", file=sys.stderr)
+    return net, conf, path

@@ -87,14 +87,13 @@ def torch_models(cfg: Config) -> tuple:
     """gan.models' DCGAN G and D rebuilt in PyTorch: same widths, slopes, BatchNorm placement, no conv bias."""
     from torch import nn
 
-    from gan.models import layer_slopes, num_blocks
+    from gan.models import network_slopes, num_blocks
 
     m, act, channels = cfg.model, cfg.act, cfg.data.channels
     n = num_blocks(m.image_size)
-    g_default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
     g_layers: list[nn.Module] = []
     in_ch = m.nz
-    for i, slope in enumerate(layer_slopes("act.g_layers", act.g_layers, g_default, n)):
+    for i, slope in enumerate(network_slopes(act, "g", n)):
         width = m.ngf * 2 ** (n - 1 - i)
         stride, pad = (1, 0) if i == 0 else (2, 1)
         g_layers += [nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False), nn.BatchNorm2d(width),
@@ -103,7 +102,7 @@ def torch_models(cfg: Config) -> tuple:
     g = nn.Sequential(*g_layers, nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh())
     d_layers: list[nn.Module] = []
     in_ch = channels
-    for i, slope in enumerate(layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)):
+    for i, slope in enumerate(network_slopes(act, "d", n)):
         width = m.ndf * 2 ** i
         d_layers += [nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)] + ([nn.BatchNorm2d(width)] if i else [])
         d_layers += [nn.LeakyReLU(slope)]

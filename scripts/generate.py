@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError, generator_from_checkpoint, resolve_checkpoint
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.quantize import QuantError, load_quantized
     from gan.tasks import sample_picture
 
@@ -107,11 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.int8 is not None:
             forward, conf = load_quantized(args.int8)
         else:
-            path = resolve_checkpoint(args.checkpoint)
-            net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
+            net, conf, _ = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
             forward = lambda z: net(Tensor(z)).asnumpy()  # noqa: E731
-            if path != Path(args.checkpoint):
-                print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     except (CheckpointError, QuantError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

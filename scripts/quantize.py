@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -52,21 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError
-    from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.images import save_png
-    from gan.tasks import build_task
-    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
+    from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
     from gan.streams import Purpose, fixed_latents, latents
+    from gan.tasks import build_task
 
     try:
-        checkpoint = resolve_checkpoint(args.checkpoint)
-        net, conf = generator_from_checkpoint(checkpoint, use_ema=not args.no_ema)
+        net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if checkpoint != Path(args.checkpoint):
-        print(f"using {checkpoint}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     nz = conf.model.nz
     try:
         acts = calibrate(net, latents(conf.seed, 0, Purpose.CALIBRATION, args.calib, nz))

@@ -28,7 +28,7 @@ from gan.activation_kinds import ACTIVATION_KINDS
 from gan.checkpoint import D_PREFIX, EMA_PREFIX, G_PREFIX
 from gan.config import Config, ConfigError
 from gan.metrics import mode_metrics
-from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
+from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, network_slopes
 from gan.plan import MAXOUT, build_plan
 from gan.tasks import PointData
 from gan.streams import Purpose, latents, stream
@@ -86,13 +86,13 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
     return {name: np.stack([arrays[name] for arrays in per_trial]) for name in per_trial[0]}
 
 
-def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
+def _slopes(conf: Config, net: str, depth: int) -> tuple[float, ...]:
     """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU):
     the layer's slope, or the one its kind fixes (relu: 0)."""
     row = ACTIVATION_KINDS[getattr(conf.act, f"{net}_kind")]
     if not row.layer_slopes:
         return (dict(row.constants).get("negative_slope", 0.0),) * depth
-    return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
+    return tuple(network_slopes(conf.act, net, depth))
 
 
 def _bce_rows(logits: Tensor, target: float) -> Tensor:
@@ -109,9 +109,8 @@ class BatchedGAN(nn.Cell):
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds={seeds!r}: give one or more distinct seeds")
         self.trials = len(seeds)
-        g_default = conf.act.negative_slope if conf.act.g_negative_slope is None else conf.act.g_negative_slope
-        self.g_slopes = _slopes(conf, "g", g_default, MLP_G_DEPTH)
-        self.d_slopes = _slopes(conf, "d", conf.act.negative_slope, MLP_D_DEPTH)
+        self.g_slopes = _slopes(conf, "g", MLP_G_DEPTH)
+        self.d_slopes = _slopes(conf, "d", MLP_D_DEPTH)
         self.clamp = conf.act.clamp
         self.d_maxout = conf.model.d_maxout  # pieces of D's maxout units (0: LeakyReLU/PReLU)
         init = _stack_trials(conf, seeds)
