@@ -264,7 +264,7 @@ class TrainConfig:
 
 def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: float, persist_checks: int) -> None:
     """ConfigError naming the key unless the three shares are numbers in [0, 1] and persist_checks an integer >= 1
-    (the one check, for the config group and for gan.diagnostics.Criteria built in code)."""
+    (the one check, for the config group and for gan.channel_stats.Criteria built in code)."""
     for key, value in (("tau", tau), ("tau_grad", tau_grad), ("dead_neg_frac", dead_neg_frac)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
