@@ -16,13 +16,14 @@ import contextlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 import numpy as np
 
-from gan.files import umask_mode
+from gan.atomic import umask_mode
 from gan.run_files import CHECKPOINT_DIR
 
 FORMAT = "lrelu-gan-checkpoint"
@@ -33,6 +34,12 @@ _NAME = re.compile(r"step_(\d+)\.ckpt")
 _TEMP_PREFIX = ".partial-"  # temporary files of unfinished writes; never taken for checkpoints
 _CRC_TRAILER = b"crc_num"  # MindSpore ends a file saved with crc_check=True with this tag + 10 bytes of CRC
 _SUPPORTED_KINDS = "biuf"  # bool, signed/unsigned integers, floats
+# Checkpoint keys of a training run: the parameters of G, D and G's EMA copy under these prefixes (the D step
+# runs G too, so names must be unique in one graph), and per network ("g", "d") its optimiser's and loss scaler's
+# own Parameters. Every checkpoint already written holds these names: renaming one orphans them all.
+G_PREFIX, D_PREFIX, EMA_PREFIX = "generator.", "discriminator.", "ema."
+OPTIMIZER_PREFIXES = {"g": "opt_g.", "d": "opt_d."}
+SCALER_PREFIXES = {"g": "scaler_g.", "d": "scaler_d."}
 
 
 class CheckpointError(RuntimeError):
@@ -238,7 +245,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
     conf = config_from_yaml(meta["config"], path)
     g = build_plan(conf).g  # G as the run's config builds it on this machine
     net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), g.conv_impl, g.fusion)
-    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
+    prefix = EMA_PREFIX if use_ema and any(k.startswith(EMA_PREFIX) for k in arrays) else G_PREFIX
     net.update_parameters_name(prefix)
     for p in net.get_parameters():
         if p.name not in arrays:
@@ -246,3 +253,13 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
         p.set_data(ms.Tensor(arrays[p.name]))
     net.set_train(False)
     return net, conf
+
+
+def generator_from_argument(argument: str | Path, use_ema: bool = True):
+    """(generator, Config, checkpoint file) of a command line's checkpoint argument: a .ckpt file, or a run
+    directory standing for its newest checkpoint (resolve_checkpoint), which stderr then names."""
+    path = resolve_checkpoint(argument)
+    net, conf = generator_from_checkpoint(path, use_ema=use_ema)
+    if path != Path(argument):
+        print(f"using {path}, the newest checkpoint in {argument}", file=sys.stderr)
+    return net, conf, path

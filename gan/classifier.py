@@ -30,14 +30,13 @@ from mindspore import nn, ops
 
 from gan.checkpoint import load_checkpoint, save_checkpoint
 from gan.data import load_mnist_5k
+from gan.streams import Purpose, stream
 
 logger = logging.getLogger("gan.classifier")
 
 CLASSIFIER_VERSION = "mlp-v1"  # bump when the network, the data split or the input layout changes
 NUM_CLASSES = 10
 DIGIT_SIZE = 28
-_AUGMENT_PURPOSE = 0xC1A55  # third word of the rng key of the shift augmentation
-_INIT_PURPOSE = 0x1A17
 _PREDICT_BATCH = 1000
 
 
@@ -80,7 +79,7 @@ class DigitNet(nn.Cell):
 
     def __init__(self, hidden: tuple[int, ...], dropout: float, seed: int = 0):
         super().__init__()
-        rng = np.random.default_rng([seed, _INIT_PURPOSE])
+        rng = np.random.default_rng([seed, Purpose.CLASSIFIER_INIT])
         widths = (DIGIT_SIZE * DIGIT_SIZE, *hidden)
         layers: list[nn.Cell] = []
         for fan_in, fan_out in zip(widths[:-1], widths[1:]):
@@ -176,7 +175,7 @@ def train_classifier(config: ClassifierConfig = ClassifierConfig()) -> Classifie
     train_labels = train_y.astype(np.int32)
     for epoch in range(config.epochs):
         net.set_train(True)
-        rng = np.random.default_rng([config.seed, epoch, _AUGMENT_PURPOSE])
+        rng = stream(config.seed, epoch, Purpose.CLASSIFIER_AUGMENT)
         order = rng.permutation(len(train_x))
         images = to_unit_range(random_shift(train_x[order], config.max_shift, rng))
         labels = train_labels[order]

@@ -264,7 +264,7 @@ class TrainConfig:
 
 def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: float, persist_checks: int) -> None:
     """ConfigError naming the key unless the three shares are numbers in [0, 1] and persist_checks an integer >= 1
-    (the one check, for the config group and for gan.diagnostics.Criteria built in code)."""
+    (the one check, for the config group and for gan.channel_stats.Criteria built in code)."""
     for key, value in (("tau", tau), ("tau_grad", tau_grad), ("dead_neg_frac", dead_neg_frac)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
@@ -433,12 +433,12 @@ RESUME_MAY_CHANGE = frozenset({
 })
 
 
-def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
+def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values (a config as dotted keys: resume checks, dashboards)."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
     return flat
@@ -451,7 +451,7 @@ RECYCLE_SCHEDULE = frozenset({"diagnostics.enabled", "diagnostics.interval"})
 def experiment_changes(old: Config, new: Config) -> dict[str, list]:
     """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs (the check schedule
     included when either run recycles channels)."""
-    before, after = _flat(asdict(old)), _flat(asdict(new))
+    before, after = flatten(asdict(old)), flatten(asdict(new))
     recycles = old.diagnostics.recycle or new.diagnostics.recycle
     may_change = RESUME_MAY_CHANGE - RECYCLE_SCHEDULE if recycles else RESUME_MAY_CHANGE
     return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())

@@ -28,6 +28,8 @@ from typing import Any, Iterator, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
+from gan.streams import Purpose, stream
+
 logger = logging.getLogger("gan.data")
 
 DATASETS = ("mnist", "folder", "shapes")
@@ -44,8 +46,6 @@ MAX_UNREADABLE_SHARE = 0.1
 class DataError(RuntimeError):
     """The training data changed under a running training (too many images became unreadable)."""
 
-_EPOCH_PURPOSE = 0x0DA7A  # the third word of the rng key, so data order never collides with other draws
-_SHAPES_PURPOSE = 0x5A9E5
 
 
 class ImageSource(Protocol):
@@ -296,7 +296,7 @@ class ShapesSource:
     def __getitem__(self, index: int) -> np.ndarray:
         if not 0 <= index < self.count:
             raise IndexError(f"shapes index {index} is outside [0, {self.count})")
-        rng = np.random.default_rng([self.seed, index, _SHAPES_PURPOSE])
+        rng = stream(self.seed, index, Purpose.SHAPES)
         scale = 2  # draw at twice the size and downsample: anti-aliased edges for little cost
         size = self.image_size * scale
         count = int(rng.integers(1, 4))
@@ -376,7 +376,7 @@ class ImageData:
         """The source indices of this shard in the order epoch `epoch` visits them."""
         order = self._order_cache.get(epoch)
         if order is None:
-            order = self.shard[np.random.default_rng([self.seed, epoch, _EPOCH_PURPOSE]).permutation(self.num_images)]
+            order = self.shard[stream(self.seed, epoch, Purpose.EPOCH_ORDER).permutation(self.num_images)]
             self._order_cache = {epoch: order}  # batches move forward: the last epoch is all worth keeping
         return order
 

@@ -17,7 +17,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
-from gan.files import umask_mode
+from gan.atomic import umask_mode
 from gan.layers import GemmConv2d, GemmConv2dTranspose, OnednnConv2d, OnednnConv2dTranspose
 from ops import BatchNormAct, LeakyReLU
 

@@ -21,10 +21,11 @@ from typing import Callable
 
 import numpy as np
 
+from gan.atomic import write_text_atomic
 from gan.config import Config, ConfigError, EvalConfig
-from gan.report import Reporter
-from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, write_text_atomic
+from gan.run_files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl
 from gan.tasks import Task
+from gan.tensorboard_writer import TensorBoardWriter
 
 LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.outputs.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)
@@ -46,16 +47,17 @@ def resolve_objective(cfg: EvalConfig, task: Task) -> str:
 class Evaluator:
     """Measures the task's metrics on fixed latents at `eval.interval` and at the end, and records them."""
 
-    def __init__(self, conf: Config, task: Task, run_dir: str | Path, reporter: Reporter, latents: np.ndarray) -> None:
+    def __init__(self, conf: Config, task: Task, run_dir: str | Path, tensorboard: TensorBoardWriter,
+                 latents: np.ndarray) -> None:
         self.objective = resolve_objective(conf.eval, task)
         self.active = conf.eval.enabled and bool(task.metric_names)
         self.interval = conf.eval.interval
         self.task = task
         self.run_dir = Path(run_dir)
-        self.reporter = reporter
+        self.tensorboard = tensorboard
         self.latents = latents
         if self.active:
-            task.prepare(reporter.write)
+            task.prepare(tensorboard.write)
 
     def due(self, step: int, end: int) -> bool:
         """Whether `step` (1-based count of finished steps) is an evaluation step."""
@@ -66,8 +68,8 @@ class Evaluator:
         samples = np.concatenate([generate(self.latents[i:i + _GENERATE_CHUNK])
                                   for i in range(0, len(self.latents), _GENERATE_CHUNK)])
         values = self.task.metrics(samples)
-        self.reporter.scalars(step, {f"metrics/{name}": value for name, value in values.items()})
+        self.tensorboard.scalars(step, {f"metrics/{name}": value for name, value in values.items()})
         append_jsonl(self.run_dir / METRICS_HISTORY_FILE, {"step": step, **values})
         write_text_atomic(self.run_dir / METRICS_FILE, json.dumps(values, indent=1, allow_nan=False) + "\n")
-        self.reporter.write(f"step {step} metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in values.items()))
+        self.tensorboard.write(f"step {step} metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in values.items()))
         return values

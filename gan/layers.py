@@ -33,12 +33,32 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
     return (shape[2] + 2 * p - k) // s + 1, (shape[3] + 2 * p - k) // s + 1
 
 
-class _SquareConv:
-    """Mixin for the gemm layers: builds the native layer unchanged, keeps kernel/stride/padding as ints."""
+class _ChannelBias:
+    """Mixin for the conv layers that add their bias themselves (after their own convolution)."""
+
+    def _plus_bias(self, y: Tensor, dtype: ms.Type) -> Tensor:
+        """y plus the layer's per-channel bias (cast to `dtype`, the input's), or y for a layer without one."""
+        return y + self.bias.astype(dtype).reshape(1, -1, 1, 1) if self.has_bias else y
+
+
+class _SquareConv(_ChannelBias):
+    """Mixin for the gemm and oneDNN layers: builds the native layer unchanged, keeps kernel/stride/padding as
+    ints."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._k, self._s, self._p = self.kernel_size[0], self.stride[0], self.padding
+
+
+class _ConvOnly(_SquareConv):
+    """Mixin for the Conv2d layers computed by their `conv_only(x, weight)`: the bias added after it."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.weight)
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The layer on `weight` (its own, or spectral norm's weight / sigma)."""
+        return self._plus_bias(self.conv_only(x, weight), x.dtype)
 
 
 class NativeConv2d(nn.Conv2d):
@@ -53,15 +73,12 @@ class NativeConv2d(nn.Conv2d):
         return self.bias_add(y, self.bias.astype(x.dtype)) if self.has_bias else y
 
 
-class GemmConv2d(_SquareConv, nn.Conv2d):
+class GemmConv2d(_ConvOnly, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul.
 
     A kernel that covers the whole unpadded input (D's last layer, 4x4 -> 1x1) is a dense layer: one
     MatMul on the flattened input, no im2col and no transpose.
     """
-
-    def construct(self, x: Tensor) -> Tensor:
-        return self.forward_with(x, self.weight)
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
@@ -73,12 +90,6 @@ class GemmConv2d(_SquareConv, nn.Conv2d):
         cols = im2col(x, k, s, p)                                            # (c kh kw, n ho wo)
         y = _MM(weight, cols)                                                # (o, n ho wo)
         return y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
-
-    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = self.conv_only(x, weight)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
 
 
 class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
@@ -98,39 +109,25 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         else:
             x_cn = x.reshape(n, c, h * w).transpose(1, 0, 2).reshape(c, n * h * w)
             y = col2im(_MM_TA(weight, x_cn), (n, o, ho, wo), k, s, p)          # cols: (o kh kw, n h w)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
-        return y
+        return self._plus_bias(y, x.dtype)
 
 
-class OnednnConv2d(_SquareConv, nn.Conv2d):
+class OnednnConv2d(_ConvOnly, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
-
-    def construct(self, x: Tensor) -> Tensor:
-        return self.forward_with(x, self.weight)
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
         return onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
-
-    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = self.conv_only(x, weight)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
 
 
 class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
+        return self._plus_bias(onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p), x.dtype)
 
 
-class ConvAct:
+class ConvAct(_ChannelBias):
     """Mixin of a Conv2d fused with the activation that follows it (`forward_with` computes both). The weight
     it uses is `effective_weight()` (SpectralNorm divides it by sigma); `preactivation(x)` is what the
     activation receives, conv + bias, recomputed by the dead-channel probes (gan.diagnostics) at check steps."""
@@ -142,8 +139,7 @@ class ConvAct:
         return self.forward_with(x, self.effective_weight())
 
     def preactivation(self, x: Tensor) -> Tensor:
-        y = self.conv_only(x, self.effective_weight())
-        return y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1) if self.has_bias else y
+        return self._plus_bias(self.conv_only(x, self.effective_weight()), x.dtype)
 
 
 class OnednnConv2dAct(ConvAct, OnednnConv2d):

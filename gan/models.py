@@ -69,6 +69,13 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
     return [float(s) for s in per_layer]
 
 
+def network_slopes(act: ActConfig, net: str, count: int) -> list[float]:
+    """The LeakyReLU slope of each of the `count` activations of network `net` ("d" or "g"): act.<net>_layers when
+    given, else act.negative_slope everywhere (for G, act.g_negative_slope when it is set)."""
+    default = act.g_negative_slope if net == "g" and act.g_negative_slope is not None else act.negative_slope
+    return layer_slopes(f"act.{net}_layers", getattr(act, f"{net}_layers"), default, count)
+
+
 class Norm(NamedTuple):
     """One normaliser (`model.d_norm` / `model.g_norm`): whether a BatchNorm follows the layer, whether the
     layer is spectrally normalised, and whether it has a bias (it does when no BatchNorm's beta follows)."""
@@ -111,8 +118,7 @@ class Generator(nn.Cell):
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
-        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
-        slopes = layer_slopes("act.g_layers", act.g_layers, default, n)
+        slopes = network_slopes(act, "g", n)
         widths = [model.ngf * 2 ** (n - 1 - i) for i in range(n)]
         norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
@@ -143,7 +149,7 @@ class Discriminator(nn.Cell):
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
-        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
+        slopes = network_slopes(act, "d", n)
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels
@@ -223,8 +229,7 @@ class MLPGenerator(nn.Cell):
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
-        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
-        slopes = layer_slopes("act.g_layers", act.g_layers, default, MLP_G_DEPTH)
+        slopes = network_slopes(act, "g", MLP_G_DEPTH)
         norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = model.nz
@@ -262,7 +267,7 @@ class MLPDiscriminator(nn.Cell):
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
-        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, MLP_D_DEPTH)
+        slopes = network_slopes(act, "d", MLP_D_DEPTH)
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels

@@ -1,12 +1,14 @@
 """Everything that happens after a training step, behind one call (`RunOutputs.after_step`): the non-finite
 policy, rank checksums, dead-channel checks, logging (TensorBoard, losses.jsonl, the progress line), sample
-grids, evaluation and checkpoints; then the end of a run (interrupt checkpoint, HParams, final report).
+grids, evaluation and checkpoints; then the end of a run (interrupt checkpoint, HParams, the run's dashboard
+page and the end-of-run summary on the console).
 
 Rank 0 writes every file; the other ranks train, join the collectives of the checks, and write nothing.
 """
 from __future__ import annotations
 
 import logging
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,18 +17,21 @@ from typing import Iterator
 import numpy as np
 from omegaconf import OmegaConf
 
+from gan.atomic import write_text_atomic
+from gan.channel_stats import Criteria
 from gan.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
 from gan.config import Config
-from gan.data import DataError
 from gan.dashboard import build_dashboard
+from gan.data import DataError
+from gan.diagnostics import TrainingDiagnostics, run_hparams
 from gan.distributed import World, append_checksum
-from gan.diagnostics import Criteria, TrainingDiagnostics, run_hparams
 from gan.evaluation import Evaluator
-from gan.report import Reporter, save_png
+from gan.images import save_png
 from gan.run_dir import write_status
-from gan.run_files import (LOSSES_FILE, REPORT_FILE, append_event, append_jsonl, losses_record, nonfinite_detail,
-                           write_text_atomic)
+from gan.run_files import DASHBOARD_FILE, LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
+from gan.run_reader import find_runs
 from gan.tasks import Task
+from gan.tensorboard_writer import TensorBoardWriter
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +83,13 @@ class RunOutputs:
         self.yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
         self.summary = RunSummary(run_dir, start, start, skipped_steps=int(meta.get("skipped_steps", 0)),
                                   checkpoint=resumed_from)
-        self.reporter = Reporter(run_dir, end, start) if self.writes else None
-        self.evaluator = Evaluator(conf, task, run_dir, self.reporter, eval_latents) if self.writes else None
+        self.tensorboard = TensorBoardWriter(run_dir, end, start) if self.writes else None
+        self.evaluator = Evaluator(conf, task, run_dir, self.tensorboard, eval_latents) if self.writes else None
         if self.evaluator is not None:
             self.summary.objective_name = self.evaluator.objective
         self.diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
                                                1 if t.dry_run else conf.diagnostics.interval,
-                                               self.reporter and self.reporter.writer, run_dir,
+                                               self.tensorboard and self.tensorboard.writer, run_dir,
                                                trainer.recycle if trainer.recyclers else None)
         if "diagnostics" in meta:
             self.diagnostics.load_state_dict(meta["diagnostics"])  # dead-streak history for "persistently dead"
@@ -153,7 +158,7 @@ class RunOutputs:
         self.summary.interrupted = True
         if self.writes:
             self.summary.checkpoint = self.save(done)
-            self.reporter.write(f"interrupted: saved {self.summary.checkpoint}; resume with train.resume=auto")
+            self.tensorboard.write(f"interrupted: saved {self.summary.checkpoint}; resume with train.resume=auto")
 
     def finish(self) -> None:
         """The HParams record of this run's settings and final numbers (rank 0)."""
@@ -164,13 +169,15 @@ class RunOutputs:
 
     def close(self) -> None:
         """Flush and close TensorBoard (also after an error)."""
-        if self.reporter is not None:
-            self.reporter.close()
+        if self.tensorboard is not None:
+            self.tensorboard.close()
 
-    def report(self) -> None:
-        """Rank 0 prints the final report and records how the run ended (gan.run_dir.write_status)."""
+    def print_summary(self) -> None:
+        """Rank 0 writes the run's dashboard page, prints the end-of-run summary and records how the run ended
+        (gan.run_dir.write_status)."""
         if self.writes:
-            print(final_report(self.summary, self.diagnostics, self.run_dir), flush=True)
+            dashboard = write_dashboard(self.run_dir)
+            print(end_of_run_summary(self.summary, self.diagnostics, self.run_dir, dashboard), flush=True)
             write_status(self.run_dir, "interrupted" if self.summary.interrupted else "finished",
                          step=self.summary.end_step)
 
@@ -214,14 +221,14 @@ class RunOutputs:
         now = time.perf_counter()
         step_time = (now - self._last_time) / (done - self._last_step)
         img_per_s = self.conf.train.batch_size / step_time
-        self.reporter.scalars(done, {
+        self.tensorboard.scalars(done, {
             "loss/d": stats.loss_d, "loss/g": stats.loss_g, "prob/D_x": stats.d_real, "prob/D_G_z": stats.d_fake,
             "grad_norm/d": stats.grad_norm_d, "grad_norm/g": stats.grad_norm_g, "loss_scale/d": stats.loss_scale_d,
             "loss_scale/g": stats.loss_scale_g, "skipped_steps": self.summary.skipped_steps,
             "perf/step_time_s": step_time, "perf/img_per_s": img_per_s})
         append_jsonl(self.run_dir / LOSSES_FILE, losses_record(done, stats.loss_d, stats.loss_g, stats.d_real,
                                                                stats.d_fake))
-        self.reporter.progress(done - self._last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
+        self.tensorboard.progress(done - self._last_step, {"loss_d": stats.loss_d, "loss_g": stats.loss_g,
                                                         "D(x)": stats.d_real, "D(G(z))": stats.d_fake,
                                                         "img/s": img_per_s})
         self._last_time, self._last_step = now, done
@@ -229,16 +236,31 @@ class RunOutputs:
     def _sample(self, done: int) -> None:
         grid = self.task.picture(self.trainer.generate(self.fixed_z))
         save_png(grid, self.run_dir / "samples" / f"step_{done:06d}.png")
-        self.reporter.image("samples", grid, done)
+        self.tensorboard.image("samples", grid, done)
 
 
-def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path) -> str:
-    """What a finished run leaves behind: samples, checkpoint, metrics, the dead-channel table, the dashboard."""
-    page = run_dir / REPORT_FILE
+def write_dashboard(run_dir: Path) -> str | None:
+    """Write the run's dashboard page (DASHBOARD_FILE) and say where it is; None when the run logged nothing yet
+    (stopped before its first log step). The page is a viewer: when building it fails, a warning names the error
+    and the command that rebuilds it, and the run, whose checkpoint, samples and logs are already written, still
+    ends as it would have."""
+    page = run_dir / DASHBOARD_FILE
     try:
+        if not find_runs(run_dir):
+            return None
         write_text_atomic(page, build_dashboard(run_dir, f"Run {run_dir.resolve().name}"))
-    except FileNotFoundError:  # nothing logged yet (stopped before the first log step)
-        page = None
+    except Exception as err:  # noqa: BLE001 (any failure of the viewer; the run's own files are complete)
+        rebuild = f"python scripts/dashboard.py {shlex.quote(str(run_dir))} --out {shlex.quote(str(page))}"
+        log.warning("the dashboard page %s was not written (%s: %s); the run's files are complete, rebuild the page "
+                    "with: %s", page, type(err).__name__, err, rebuild)
+        return f"not written ({type(err).__name__}); rebuild it with: {rebuild}"
+    return str(page)
+
+
+def end_of_run_summary(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path,
+                       dashboard: str | None = None) -> str:
+    """What a finished run leaves behind, for the console: samples, checkpoint, metrics, the dashboard page
+    (`dashboard`: where it is, or why not, from write_dashboard), the dead-channel table."""
     samples = sorted((run_dir / "samples").glob("step_*.png"))
     metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
     lines = [f"done: steps {summary.start_step}..{summary.end_step}"
@@ -249,6 +271,6 @@ def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir:
              f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
     if metrics:
         lines.append(f"  metrics     {metrics}")
-    if page is not None:
-        lines.append(f"  dashboard   {page}")
-    return "\n".join(lines + [diagnostics.report()])
+    if dashboard is not None:
+        lines.append(f"  dashboard   {dashboard}")
+    return "\n".join(lines + [diagnostics.dead_channel_table()])

@@ -5,7 +5,7 @@ activation and the normaliser; whether D is differentiated twice (a gradient pen
 the keys otherwise); of the machine it needs one fact, whether oneDNN's kernels build and load here.
 `Config.__post_init__` runs it through `check_config`, so a wrong combination fails while the config is
 read (this module and gan.config import no MindSpore); `build_plan(conf)` asks the machine (ops.onednn) and
-is called once where networks are built (gan.training.GANTrainer, gan.checkpoint, gan.toy2d_batched). The
+is called once where networks are built (gan.training.GANTrainer, gan.checkpoint, gan.bench.batched_2d). The
 trainer prints `BuildPlan.describe()` at start. docs/fusion.md explains the choices.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ distributed job holds it for the job (the other ranks write nothing). The kernel
 process ends, however it ends; the file stays (removing it would let two runs lock two different files).
 
 What may start in a directory that already holds a run's products (`RUN_PRODUCTS`: checkpoints, step logs,
-metrics, samples, TensorBoard events, the report): a resume of that run (train.resume=auto, or a checkpoint
+metrics, samples, TensorBoard events, the dashboard page): a resume of that run (train.resume=auto, or a checkpoint
 of its own checkpoints/ folder). A fresh run there would append to the old logs and lose its own
 checkpoints to the old run's higher steps; a resume from another directory's checkpoint would mix two
 runs. Both are refused, naming the directory and the ways out. Hydra's own files (`.hydra/`, the job's
@@ -34,13 +34,14 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from gan.run_files import (CHECKPOINT_DIR, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, REPORT_FILE, write_text_atomic)
+from gan.atomic import write_text_atomic
+from gan.run_files import (CHECKPOINT_DIR, DASHBOARD_FILE, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
+                           METRICS_HISTORY_FILE)
 
 LOCK_FILE = "run.lock"
 STATUS_FILE = "status.json"
 RUN_PRODUCTS = (CHECKPOINT_DIR, LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, METRICS_FILE, EVENTS_FILE,
-                "samples", "tensorboard", REPORT_FILE)
+                "samples", "tensorboard", DASHBOARD_FILE)
 STATES = ("running", "finished", "interrupted", "failed", "aborted")
 
 

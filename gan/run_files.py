@@ -1,4 +1,5 @@
-"""The files of a run directory and their jsonl records: names, append, read, and repair on resume.
+"""The files of a run directory and their jsonl records: names, append, read, and repair on resume. (Who may use
+a run directory, run.lock and status.json: gan.run_dir; atomic whole-file writes: gan.atomic.)
 
 Every `*.jsonl` file of a run holds one JSON object per line with an integer "step", appended and fsynced
 one line at a time, so a crash loses at most a partial last line. Resuming from the checkpoint of step S
@@ -22,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gan.files import write_atomic
+from gan.atomic import write_text_atomic
 from gan.untrusted import read_text, read_yaml
 
 CHECKPOINT_DIR = "checkpoints"  # step_XXXXXXXX.ckpt files (gan.checkpoint)
@@ -31,7 +32,7 @@ LOSSES_FILE = "losses.jsonl"  # one line per log step: {"step", "loss_d", "loss_
 METRICS_FILE = "metrics.json"  # the latest evaluation's flat {name: number} (gan.evaluation)
 METRICS_HISTORY_FILE = "metrics.jsonl"  # one record {"step", <name>: value...} per evaluation
 EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps, recycled channels
-REPORT_FILE = "report.html"  # the run's dashboard page
+DASHBOARD_FILE = "report.html"  # the run's dashboard page (gan.outputs.write_dashboard; the name runs have used)
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
 EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "recycle", "data_skip")
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
@@ -43,11 +44,6 @@ def natural_order(paths: set[Path] | list[Path], root: Path) -> list[Path]:
     """Folders below `root` in job order: numeric path parts as numbers (2 before 10), before named ones."""
     return sorted(paths, key=lambda p: [(0, int(part), "") if part.isdigit() else (1, 0, part)
                                         for part in p.relative_to(root).parts])
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
-    return write_atomic(path, text.encode("utf-8"))
 
 
 def losses_record(step: int, loss_d: float, loss_g: float, d_x: float, d_g_z: float) -> dict:

@@ -2,8 +2,8 @@
 clipping, accumulation, EMA, spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs),
 stop (Ctrl-C).
 
-Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
-batches, latents and updates of an uninterrupted one without saving RNG states.
+Everything random is a pure function of (seed, step, purpose) (gan.streams), so a resumed run replays exactly
+the batches, latents and updates of an uninterrupted one without saving RNG states.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import numpy as np
 from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
-from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
+from gan.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
+                            latest_checkpoint, load_training_checkpoint, set_aside_later)
 from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
@@ -29,40 +30,15 @@ from gan.models import NETWORKS, Discriminator, Generator, seed_random_activatio
 from gan.outputs import RunOutputs, RunSummary
 from gan.plan import build_plan
 from gan.recycle import Recycler
-from gan.checkpoint import set_aside_later
 from gan.run_dir import claim_run_dir, previous_run_files
 from gan.run_files import record_restart, record_resume
 from gan.runtime import compute_dtype, prepare_run
+from gan.streams import Purpose, fixed_latents, latents, mixing_weights, stream
 from gan.data import ImageData
 from gan.tasks import PointData, build_task
 from ops import global_norm
 
-# Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
-
-
-def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0) -> np.ndarray:
-    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose[, D step > 0])."""
-    return np.random.default_rng([seed, step, purpose] + ([d_step] if d_step else [])).standard_normal(
-        (n, nz, 1, 1), dtype=np.float32)
-
-
-def mixing_weights(seed: int, step: int, n: int, d_step: int = 0) -> np.ndarray:
-    """The gradient penalty's per-sample weights eps ~ U(0, 1), (n, 1, 1, 1), a pure function of (seed, step)."""
-    return np.random.default_rng([seed, step, _GP_EPS, d_step]).random((n, 1, 1, 1), dtype=np.float32)
-
-
-def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
-    """fixed_latents(seed, n, nz) in consecutive batches of at most `batch` (the same values), never all n at once."""
-    rng = np.random.default_rng([seed, 0, _FIXED_Z])
-    for start in range(0, n, batch):
-        yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
-
-
-def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
-    """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
-    return latents(seed, 0, _FIXED_Z, n, nz)
 
 
 def composed_global_norm(grads: tuple) -> Tensor:
@@ -236,17 +212,17 @@ class GANTrainer:
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
         self.g = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion, self.sync_bn)
         self.d = nets.discriminator(cfg.model, cfg.act, channels, plan.d.conv_impl, plan.d.fusion, self.sync_bn)
-        nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
-        nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        nets.init(self.g, stream(cfg.seed, 0, Purpose.INIT_G))
+        nets.init(self.d, stream(cfg.seed, 0, Purpose.INIT_D))
         for net in (self.g, self.d):
             seed_random_activations(net, cfg.seed)
         # Unique names: the D step also runs G, so both live in one graph.
-        self.g.update_parameters_name("generator.")
-        self.d.update_parameters_name("discriminator.")
+        self.g.update_parameters_name(G_PREFIX)
+        self.d.update_parameters_name(D_PREFIX)
         self.g_ema = None
         if cfg.train.ema_beta is not None:
             self.g_ema = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion)  # inference only
-            self.g_ema.update_parameters_name("ema.")
+            self.g_ema.update_parameters_name(EMA_PREFIX)
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
         # MindSpore cells start in inference mode: BatchNorm must use (and update) batch statistics.
@@ -276,9 +252,9 @@ class GANTrainer:
         # beta1_power, learning_rate, scale_value, ...) get unique names, which are also their checkpoint keys.
         for net, opt, scaler in (("g", self.opt_g, self.scaler_g), ("d", self.opt_d, self.scaler_d)):
             for param in optimizer_state(opt):
-                param.name = f"opt_{net}.{param.name}"
+                param.name = OPTIMIZER_PREFIXES[net] + param.name
             for attr, param in scaler_state(scaler).items():
-                param.name = f"scaler_{net}.{attr}"
+                param.name = SCALER_PREFIXES[net] + attr
         graph = cfg.runtime.mode == "graph"
         self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=plan.jit_level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
@@ -291,7 +267,7 @@ class GANTrainer:
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
         # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.recycle), keyed by (seed, step).
         optimizers = {"G": (self.g, self.opt_g), "D": (self.d, self.opt_d)}
-        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, _RECYCLE)
+        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, Purpose.RECYCLE)
                           for net in cfg.diagnostics.recycle_nets] if cfg.diagnostics.recycle else []
 
     def recycle(self, step: int, record: dict) -> dict[str, list[int]]:
@@ -614,7 +590,7 @@ def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step:
     pure function of (seed, step) and this rank's shard; and whether the lazy R1 penalty is due."""
     t, n = conf.train, conf.train.batch_size * world.size
     return {"real": [next(batches) for _ in range(t.d_steps)],
-            "z": [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
+            "z": [world.local(latents(conf.seed, step, Purpose.Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
             "eps": [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)],
             "r1": r1_due(step, t.r1_gamma, t.r1_every)}
 
@@ -629,7 +605,7 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
         resumed_from, start, meta = resume_state(trainer, conf, world, run_dir, task.data)
         end = end_step(conf, task.data.num_images, start, resumed_from)
         outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta, resumed_from,
-                             latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
+                             latents(conf.seed, 0, Purpose.EVAL_Z, conf.eval.num_samples, conf.model.nz),
                              fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
         outputs.announce()
         batches = outputs.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
@@ -650,5 +626,5 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
             outputs.finish()
         finally:
             outputs.close()
-        outputs.report()
+        outputs.print_summary()
         return outputs.summary

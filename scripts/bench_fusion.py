@@ -50,8 +50,9 @@ from gan.config import to_config  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
 from gan.layers import fuse_conv_act, make_conv  # noqa: E402
 from gan.plan import FUSION_KINDS, build_plan  # noqa: E402
-from gan.training import GANTrainer, latents  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.streams import Purpose, latents  # noqa: E402
+from gan.training import GANTrainer  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from ops import LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
@@ -128,7 +129,7 @@ def trainer_step(cfg: Config) -> Callable[[int], None]:
     trainer = GANTrainer(cfg, cfg.data.channels)
     size, batch = cfg.model.image_size, cfg.train.batch_size
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
-    return lambda i: trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
+    return lambda i: trainer.train_step(real, latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz))
 
 
 def measure_step_peak_mb(image_size: int, fusion: str, batch: int) -> float:

@@ -26,7 +26,7 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 
 from gan.config import Config, ConfigError, compose_config, to_config  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from gan.plan import FUSION_KINDS as PLAN_FUSIONS, build_plan  # noqa: E402
 
 MODELS = ("dcgan32", "dcgan64")
@@ -68,7 +68,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
     from gan.runtime import setup_runtime
-    from gan.training import GANTrainer, latents, mixing_weights
+    from gan.streams import Purpose, latents, mixing_weights
+    from gan.training import GANTrainer
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
@@ -76,7 +77,7 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
     def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
-        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, 1, batch, cfg.model.nz, k) for k in range(d_steps)],
+        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz, k) for k in range(d_steps)],
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
@@ -86,14 +87,13 @@ def torch_models(cfg: Config) -> tuple:
     """gan.models' DCGAN G and D rebuilt in PyTorch: same widths, slopes, BatchNorm placement, no conv bias."""
     from torch import nn
 
-    from gan.models import layer_slopes, num_blocks
+    from gan.models import network_slopes, num_blocks
 
     m, act, channels = cfg.model, cfg.act, cfg.data.channels
     n = num_blocks(m.image_size)
-    g_default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
     g_layers: list[nn.Module] = []
     in_ch = m.nz
-    for i, slope in enumerate(layer_slopes("act.g_layers", act.g_layers, g_default, n)):
+    for i, slope in enumerate(network_slopes(act, "g", n)):
         width = m.ngf * 2 ** (n - 1 - i)
         stride, pad = (1, 0) if i == 0 else (2, 1)
         g_layers += [nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False), nn.BatchNorm2d(width),
@@ -102,7 +102,7 @@ def torch_models(cfg: Config) -> tuple:
     g = nn.Sequential(*g_layers, nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh())
     d_layers: list[nn.Module] = []
     in_ch = channels
-    for i, slope in enumerate(layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)):
+    for i, slope in enumerate(network_slopes(act, "d", n)):
         width = m.ndf * 2 ** i
         d_layers += [nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)] + ([nn.BatchNorm2d(width)] if i else [])
         d_layers += [nn.LeakyReLU(slope)]

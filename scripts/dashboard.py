@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 from gan.dashboard import build_dashboard, screenshot  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -47,11 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
 
     import ops
-    from gan.checkpoint import CheckpointError
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
-    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
-    from gan.training import fixed_latents
+    from gan.streams import fixed_latents
 
     if args.format == "ONNX":
         try:
@@ -62,13 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"({err}); pip install onnx onnxruntime", file=sys.stderr)
             return 2
     try:
-        checkpoint = resolve_checkpoint(args.checkpoint)
-        net, conf = generator_from_checkpoint(checkpoint, use_ema=not args.no_ema)
+        net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if checkpoint != Path(args.checkpoint):
-        print(f"using {checkpoint}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     n = args.batch or CHECK_LATENTS
     z = fixed_latents(0, n, conf.model.nz)
     trained = net(ms.Tensor(z)).asnumpy()

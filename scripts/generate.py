@@ -32,7 +32,7 @@ BATCH = 256  # latents per generator call: bounds memory, same values
 def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
                    batch: int) -> Iterator[np.ndarray]:
     """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
-    from gan.training import fixed_latent_batches
+    from gan.streams import fixed_latent_batches
 
     for z in fixed_latent_batches(seed, n, nz, batch):
         yield forward(z)
@@ -40,7 +40,7 @@ def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: in
 
 def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
     """Stream `n` samples, arriving in batches, into an .npz as the float32 array `samples` (atomic write)."""
-    from gan.files import atomic_output
+    from gan.atomic import atomic_output
 
     written = 0
     with atomic_output(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if grid is not None and args.n > MAX_GRID:
         parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
                      f"with --npz samples.npz (any --n, generated in batches) or lower --n")
-    from gan.report import image_format, save_image
+    from gan.images import image_format, save_image
 
     for option, out in (("--out", grid), ("--npz", args.npz)):
         if out is not None and Path(out).is_dir():
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError, generator_from_checkpoint, resolve_checkpoint
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.quantize import QuantError, load_quantized
     from gan.tasks import sample_picture
 
@@ -107,11 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.int8 is not None:
             forward, conf = load_quantized(args.int8)
         else:
-            path = resolve_checkpoint(args.checkpoint)
-            net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
+            net, conf, _ = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
             forward = lambda z: net(Tensor(z)).asnumpy()  # noqa: E731
-            if path != Path(args.checkpoint):
-                print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     except (CheckpointError, QuantError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -17,11 +17,9 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
-CALIB_PURPOSE = 0x18  # third word of the rng key of calibration latents (training uses other words)
 GRID_SAMPLES = 64
 
 
@@ -53,24 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError
+    from gan.checkpoint import CheckpointError, generator_from_argument
+    from gan.images import save_png
     from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
-    from gan.report import save_png
+    from gan.streams import Purpose, fixed_latents, latents
     from gan.tasks import build_task
-    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
-    from gan.training import _EVAL_Z, fixed_latents, latents
 
     try:
-        checkpoint = resolve_checkpoint(args.checkpoint)
-        net, conf = generator_from_checkpoint(checkpoint, use_ema=not args.no_ema)
+        net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if checkpoint != Path(args.checkpoint):
-        print(f"using {checkpoint}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     nz = conf.model.nz
     try:
-        acts = calibrate(net, latents(conf.seed, 0, CALIB_PURPOSE, args.calib, nz))
+        acts = calibrate(net, latents(conf.seed, 0, Purpose.CALIBRATION, args.calib, nz))
     except QuantError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -78,14 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"layer {a.layer}: slope {a.negative_slope:g}, input range [{a.in_min:.4g}, {a.in_max:.4g}] -> "
               f"in scale {a.in_scale:.4g} zp {a.in_zero_point}, out scale {a.out_scale:.4g} zp {a.out_zero_point}")
     save_quantized(args.out, checkpoint, not args.no_ema, acts,
-                   {"latents": args.calib, "seed": conf.seed, "purpose": CALIB_PURPOSE})
+                   {"latents": args.calib, "seed": conf.seed, "purpose": Purpose.CALIBRATION})
     qnet, _ = load_quantized(args.out)  # evaluate exactly what was saved
 
     def float_g(z: np.ndarray) -> np.ndarray:
         return np.concatenate([net(Tensor(z[i:i + CHUNK])).asnumpy() for i in range(0, len(z), CHUNK)])
 
     n = args.eval_n or conf.eval.num_samples
-    z = latents(conf.seed, 0, _EVAL_Z, n, nz)
+    z = latents(conf.seed, 0, Purpose.EVAL_Z, n, nz)
     float_images, int8_images = float_g(z), qnet(z)
     report = {"checkpoint": str(checkpoint), "calibration": {"method": CALIBRATION_METHOD, "latents": args.calib},
               "eval_latents": n, "output_error": output_error(float_images, int8_images)}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 from gan.dashboard import build_dashboard  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 from gan.sweep import groups_markdown, optuna_best, to_markdown, write_groups, write_summary  # noqa: E402
 
 

@@ -7,7 +7,7 @@ on the first step, 5e-3 after four. Under amp O2 (float16 convs), outputs and we
 conv + norm/act block match nn.BatchNorm2d + nn.LeakyReLU within float16 rounding (rtol/atol 1e-2).
 """
 from collections import OrderedDict
-from pathlib import Path
+from typing import Callable
 
 import mindspore as ms
 import numpy as np
@@ -20,34 +20,32 @@ from gan.config import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfi
 from gan.models import Discriminator, Generator
 from gan.plan import FUSION_KINDS
 from gan.runtime import setup_runtime
-from gan.training import run
 from ops import BatchNormAct, LeakyReLU, norm_act_layers
 
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
-        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.lr=1e-3", "diagnostics.enabled=false",
-        "train.ckpt_every=1", "train.sample_every=100"]
+FUSION_RUN = ["diagnostics.enabled=false", "train.ckpt_every=1", "train.sample_every=100"]  # on top of TINY
 
 # run() selects the device, which MindSpore refuses once any kernel ran: select it at collection, before any test.
 setup_runtime(RuntimeConfig())
 
 
-def train(run_dir: Path, *overrides: str):
-    """A tiny fp32 graph-mode run in run_dir."""
-    return run(compose_config(TINY + list(overrides)), run_dir)
+@pytest.fixture(scope="module")
+def train(tiny_run) -> Callable:
+    """train(run_dir, *overrides): a tiny fp32 graph-mode run in run_dir (conftest's TINY and FUSION_RUN)."""
+    return lambda run_dir, *overrides: tiny_run(run_dir, *FUSION_RUN, *overrides)
 
 
 def losses(summary) -> np.ndarray:
     return np.array([(s.loss_d, s.loss_g) for s in summary.history])
 
 
-def test_a_default_run_says_what_each_network_built(tmp_path, capsys):
+def test_a_default_run_says_what_each_network_built(tmp_path, capsys, train):
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm")
     out = capsys.readouterr().out
     assert "build plan:\n  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" \
            "  D: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" in out
 
 
-def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsys):
+def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsys, train):
     """D's own plan is printed: under a penalty it runs unfused while G keeps the fused kernels."""
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm", "train.loss=wgan_gp", "model.d_norm=none")
     lines = capsys.readouterr().out.split("build plan:\n")[1].splitlines()
@@ -79,7 +77,7 @@ def test_blocks_follow_fusion_with_the_same_parameters(net):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, train):
     """fusion=none for 4 steps, checkpoint every step; fusion=bn_act for 2 steps from the same seed."""
     return {kind: train(tmp_path_factory.mktemp(kind), f"fusion={kind}", f"train.steps={steps}")
             for kind, steps in (("none", 4), ("bn_act", 2))}
@@ -92,7 +90,7 @@ def test_fused_training_matches_unfused(runs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
-def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, target):
+def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, target, train):
     ckpt = checkpoint_path(runs[source].run_dir, 2)
     # fusion changes how the network is computed: allowed on resume with an override, logged as an event
     resumed = train(tmp_path, f"fusion={target}", "train.steps=4", "train.resume_override=true", f"train.resume={ckpt}")
@@ -103,7 +101,7 @@ def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, t
 
 
 @pytest.mark.slow
-def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_path):
+def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_path, train):
     # The probes wrap BatchNormAct without renaming its parameters, so the checkpoint loads under fusion=none.
     probed = ["diagnostics.enabled=true", "diagnostics.interval=1"]
     first = train(tmp_path / "fused", "fusion=bn_act", "train.steps=2", *probed)
@@ -113,13 +111,13 @@ def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_pa
 
 
 @pytest.mark.slow
-def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path):
+def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path, train):
     with pytest.raises(CheckpointError, match="shape"):
         train(tmp_path, "fusion=bn_act", "model.ngf=16", "train.steps=4", "train.resume_override=true",
               f"train.resume={checkpoint_path(runs['none'].run_dir, 2)}")
 
 
-def test_graph_kernel_on_cpu_fails_at_start(tmp_path):
+def test_graph_kernel_on_cpu_fails_at_start(tmp_path, train):
     with pytest.raises(ConfigError, match="graph_kernel is not supported on device_target='CPU'.*GPU and Ascend"):
         train(tmp_path, "fusion=graph_kernel", "train.steps=2")
     assert not list(tmp_path.glob("checkpoints/*.ckpt"))

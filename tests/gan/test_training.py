@@ -12,8 +12,8 @@ from mindspore import Tensor
 
 from gan.checkpoint import CheckpointError, checkpoint_path, generator_from_checkpoint, latest_checkpoint, load_checkpoint
 from gan.config import ActConfig, ConfigError, ModelConfig
+from gan.images import image_grid
 from gan.models import Generator
-from gan.report import image_grid
 from gan.run_files import read_events
 from gan.training import first_nonfinite_layer
 
@@ -110,6 +110,27 @@ def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     assert any(n.startswith("ema.") for n in arrays)
     net, conf = generator_from_checkpoint(latest_checkpoint(tmp_path))
     assert conf.model.ngf == 8 and net(Tensor(np.zeros((2, 16, 1, 1), np.float32))).shape == (2, 3, 32, 32)
+
+
+def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, capsys, caplog, monkeypatch,
+                                                                       tiny_run):
+    """The dashboard page is a viewer: its failure at the end of a run (here a builder that raises) is a warning
+    naming the error and the command that rebuilds the page, after the checkpoint and samples were written."""
+    import gan.outputs
+
+    def broken(run_dir, title=None):
+        raise ValueError("a damaged events.jsonl")
+
+    monkeypatch.setattr(gan.outputs, "build_dashboard", broken)
+    summary = tiny_run(tmp_path, "train.steps=2", "train.ckpt_every=2", "train.sample_every=2")
+    assert summary.end_step == 2 and latest_checkpoint(tmp_path).name == "step_00000002.ckpt"
+    assert (tmp_path / "samples" / "step_000002.png").is_file() and not (tmp_path / "report.html").exists()
+    rebuild = f"python scripts/dashboard.py {tmp_path} --out {tmp_path / 'report.html'}"
+    warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "ValueError: a damaged events.jsonl" in warning and rebuild in warning
+    out = capsys.readouterr().out
+    assert f"dashboard   not written (ValueError); rebuild it with: {rebuild}" in out and "dead channels:" in out
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "finished"
 
 
 def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path, tiny_run):

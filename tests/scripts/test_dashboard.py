@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.dashboard import (build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png,
-                           load_run, screenshot)
-from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
-from gan.diagnostics import DeadChannelTracker, LayerStats
+from gan.atomic import write_text_atomic
+from gan.channel_stats import DeadChannelTracker, LayerStats, channel_matrix, heatmap_image, heatmap_png
+from gan.charts import line_style
+from gan.dashboard import build_dashboard, screenshot
+from gan.run_files import append_jsonl, losses_record, read_jsonl
+from gan.run_reader import Run, find_runs, group_runs, load_run
 from tests.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,9 +192,9 @@ def test_channel_matrix_reads_each_statistic_and_nulls(seeded_sweep):
 
 
 def test_thirty_groups_get_thirty_distinct_line_styles():
-    runs = [{"settings": {"train.lr": str(i), "seed": "0"}} for i in range(30)]
-    groups, common, varied = group_runs(runs, [str(i) for i in range(30)])
-    assert varied == ["train.lr"] and common == {} and len({(g.colour, g.dash) for g in groups}) == 30
+    runs = [Run(Path(str(i)), str(i), settings={"train.lr": str(i), "seed": "0"}) for i in range(30)]
+    groups, common, varied = group_runs(runs)
+    assert varied == ["train.lr"] and common == {} and len({line_style(g) for g in groups}) == 30
 
 
 def test_cli_writes_the_page_atomically_and_rejects_an_empty_directory(sweep, tmp_path):
@@ -312,8 +314,8 @@ def test_run_table_shows_each_networks_activation_kind(tmp_path):
                    "  g_negative_slope: null\n"))
     loaded = load_run(run)
     # without overrides the settings are the config's hparams: the kinds, and the parameters of used kinds only
-    assert loaded["settings"]["act.d_kind"] == "prelu" and loaded["settings"]["act.prelu_init"] == "0.1"
-    assert "act.elu_alpha" not in loaded["settings"]
+    assert loaded.settings["act.d_kind"] == "prelu" and loaded.settings["act.prelu_init"] == "0.1"
+    assert "act.elu_alpha" not in loaded.settings
     runs = build_dashboard(tmp_path / "multirun").split('<table class="runs"')[1].split("</table>")[0]
     assert "D prelu (prelu_init=0.1), G leaky_relu (slope=0.2)" in runs
 
@@ -325,7 +327,7 @@ def test_run_table_shows_a_maxout_d_instead_of_its_unused_kind(tmp_path):
     text = config.read_text().replace(
         "act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n  g_negative_slope: 0.0\n")
     config.write_text(text.replace("model:\n", "model:\n  d_maxout: 5\n"))
-    assert load_run(run)["activations"] == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
+    assert load_run(run).activations == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
 
 
 def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
@@ -335,8 +337,8 @@ def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
     config = new / ".hydra" / "config.yaml"
     config.write_text(config.read_text().replace("model:\n", "model:\n  d_maxout: 0\n"))
     runs = [load_run(old), load_run(new)]
-    assert runs[0]["settings"]["model.d_maxout"] == "0"
-    groups, common, varied = group_runs(runs, ["old", "new"])
+    assert runs[0].settings["model.d_maxout"] == "0"
+    groups, common, varied = group_runs(runs)
     assert len(groups) == 1 and "model.d_maxout" not in varied and common["model.d_maxout"] == "0"
 
 
@@ -344,7 +346,7 @@ def test_a_run_without_a_config_gets_no_settings_from_before_they_existed(tmp_pa
     run = tmp_path / "runs" / "bare"
     fake_run(run, 0.2, 0)
     (run / ".hydra" / "config.yaml").unlink()  # nothing says what it ran: no invented model.d_norm, train.loss, ...
-    assert load_run(run)["settings"] == {}
+    assert load_run(run).settings == {}
 
 
 # ------------------------------------------------------------------ untrusted run folders (stored XSS)
@@ -476,5 +478,5 @@ def test_a_negative_zero_slope_is_shown_as_zero(tmp_path):
     config = run / ".hydra" / "config.yaml"
     config.write_text(config.read_text().replace("act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n"))
     loaded = load_run(run)
-    assert "slope=-0.0" not in loaded["activations"] and "D leaky_relu (slope=0.0)" in loaded["activations"]
-    assert loaded["settings"]["act.negative_slope"] == "0.0"
+    assert "slope=-0.0" not in loaded.activations and "D leaky_relu (slope=0.0)" in loaded.activations
+    assert loaded.settings["act.negative_slope"] == "0.0"

@@ -10,9 +10,10 @@ import pytest
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
 from gan.deploy import run_mindir, run_onnx
-from gan.files import umask_mode
+from gan.atomic import umask_mode
 from gan.checkpoint import generator_from_checkpoint
-from gan.training import fixed_latents, run
+from gan.streams import fixed_latents
+from gan.training import run
 
 from tests.helpers import REPO, run_script
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
-from gan.report import image_grid
+from gan.images import image_grid
 from gan.training import run
 
 from tests.helpers import REPO, run_script

@@ -15,7 +15,8 @@ from gan.classifier import ClassifierConfig, load_classifier
 from gan.config import compose_config
 from gan.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
 from gan.checkpoint import generator_from_checkpoint
-from gan.training import fixed_latents, run
+from gan.streams import fixed_latents
+from gan.training import run
 from ops import LeakyReLU
 from ops import reference as ref
 

@@ -5,9 +5,8 @@ import stat
 import numpy as np
 import pytest
 
+from gan.atomic import umask_mode, write_atomic, write_text_atomic
 from gan.checkpoint import save_checkpoint
-from gan.files import umask_mode, write_atomic
-from gan.run_files import write_text_atomic
 
 
 @pytest.fixture(params=[0o022, 0o002, 0o077])

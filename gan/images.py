@@ -1,4 +1,4 @@
-"""Run outputs a person looks at: sample grids (Pillow), TensorBoard events (tensorboardX), a progress bar."""
+"""Pictures a run writes: grids of sample images, and image files (PNG, JPEG, WebP) written atomically (Pillow)."""
 from __future__ import annotations
 
 import io
@@ -7,10 +7,8 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from tensorboardX import SummaryWriter
-from tqdm import tqdm
 
-from gan.files import write_atomic
+from gan.atomic import write_atomic
 
 
 def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) -> np.ndarray:
@@ -52,36 +50,3 @@ def image_format(path: str | Path) -> str:
 def save_image(grid: np.ndarray, path: str | Path) -> Path:
     """Write an HWC uint8 image in the format its suffix names (.png, .jpg/.jpeg, .webp), atomically."""
     return save_png(grid, path, image_format(path))
-
-
-class Reporter:
-    """TensorBoard scalars/images under `run_dir/tensorboard` plus a one-line progress bar with ETA."""
-
-    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int) -> None:
-        # A resumed run hides the events of the steps it redoes (logged after its checkpoint, before a crash).
-        self.writer = SummaryWriter(logdir=str(Path(run_dir) / "tensorboard"),
-                                    purge_step=start_step + 1 if start_step else None)
-        self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True)
-
-    def scalars(self, step: int, values: dict[str, float]) -> None:
-        """Log each value as a TensorBoard scalar at `step`."""
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, value, step)
-
-    def image(self, tag: str, grid: np.ndarray, step: int) -> None:
-        """Log an HWC uint8 grid as a TensorBoard image."""
-        self.writer.add_image(tag, grid, step, dataformats="HWC")
-
-    def progress(self, steps: int, postfix: dict[str, float]) -> None:
-        """Advance the progress bar by `steps` and show the latest numbers."""
-        self.bar.set_postfix({k: f"{v:.3g}" for k, v in postfix.items()}, refresh=False)
-        self.bar.update(steps)
-
-    def write(self, message: str) -> None:
-        """Print a line without breaking the progress bar."""
-        self.bar.write(message)
-
-    def close(self) -> None:
-        """Flush TensorBoard events and close the bar."""
-        self.writer.close()
-        self.bar.close()
