@@ -45,7 +45,8 @@ STAT_TITLES = {"dead_frac": "dead (always negative)", "dormant_frac": "dormant (
 LOSS_TITLES = {"loss_d": "loss D", "loss_g": "loss G", "d_x": "D(x)", "d_g_z": "D(G(z))"}
 # Quality metrics: which way is better (gan/evaluation.py).
 METRIC_BETTER = {"frechet_distance": "lower", "class_kl": "lower", "reverse_kl": "lower", "class_coverage": "higher",
-                 "mean_confidence": "higher", "modes": "higher", "hq_fraction": "higher"}
+                 "mean_confidence": "higher", "modes": "higher", "hq_fraction": "higher", "fid": "lower",
+                 "kid": "lower", "precision": "higher", "recall": "higher"}
 # Event kinds (events.jsonl): the letter drawn on the charts and what it means.
 EVENT_MARKERS = {"resume": ("R", "resumed from a checkpoint"),
                  "resume_override": ("O", "resumed with changed settings"),

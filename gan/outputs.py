@@ -40,7 +40,8 @@ class RunSummary:
     skipped_steps: int = 0
     interrupted: bool = False
     checkpoint: Path | None = None
-    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
+    metrics: dict[str, float] = field(default_factory=dict)  # every metric's latest value (gan.evaluation)
+    metrics_note: str = ""  # what the FID numbers are: convention, sample counts, reference, extractor
     objective_name: str = "loss_g"
 
     @property
@@ -115,7 +116,8 @@ class RunOutputs:
         if self._due(done, self.sample_every):
             self._sample(done)
         if self.evaluator.due(done, self.end):
-            s.metrics = self.evaluator.evaluate(done, self.trainer.generate)
+            s.metrics = self.evaluator.evaluate(done, self.trainer.generate, self.end)
+            s.metrics_note = self.evaluator.fid_note
         if self._due(done, self.ckpt_every):
             s.checkpoint = self.save(done)
 
@@ -207,6 +209,8 @@ def final_report(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir:
              f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
     if metrics:
         lines.append(f"  metrics     {metrics}")
+    if summary.metrics_note:
+        lines.append(f"  fid         {summary.metrics_note}")
     if page is not None:
         lines.append(f"  dashboard   {page}")
     return "\n".join(lines + [diagnostics.report()])
