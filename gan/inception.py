@@ -361,11 +361,12 @@ class ConvReLU(nn.Cell):
                                 requires_grad=False)
         self.bias = Parameter(Tensor(np.zeros(spec.cout, np.float32)), name="bias", requires_grad=False)
         (ph, pw), self.stride = spec.padding, spec.stride
-        self.padding = (ph, ph, pw, pw)
+        self.padding = (ph, ph, pw, pw) if impl == "onednn" else (ph, pw)  # MindSpore's conv2d: (h, w)
 
     def construct(self, x: Tensor) -> Tensor:
         if self.impl == "onednn":
-            return onednn.conv2d_act(x, self.weight, self.bias, self.stride, self.padding, 0.0, layout="NHWC")
+            return onednn.conv2d_act(x, self.weight, self.bias, self.stride, self.padding, 0.0, layout="NHWC",
+                                     constant_weights=True)
         return msops.relu(msops.conv2d(x, self.weight, self.bias, self.stride, "pad", self.padding))
 
 
@@ -475,8 +476,8 @@ class FeatureExtractor:
         return {"extractor": EXTRACTOR, "extractor_sha256": self.sha256, "convention": self.convention,
                 "impl": self.impl}
 
-    def _batch(self, images: np.ndarray) -> np.ndarray:
-        x = inception_input(images, self.convention)
+    def network(self, x: np.ndarray) -> np.ndarray:
+        """Features of prepared network inputs (N, 299, 299, 3) (gan.fid_input.inception_input)."""
         if self.impl == "native":
             x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
         return self._forward(Tensor(x)).asnumpy()
@@ -493,5 +494,6 @@ class FeatureExtractor:
             pad = self.batch_size - len(chunk)
             if pad:
                 chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
-            out[start:start + self.batch_size] = self._batch(chunk)[:self.batch_size - pad]
+            out[start:start + self.batch_size] = self.network(inception_input(chunk, self.convention))[
+                :self.batch_size - pad]
         return out

@@ -146,12 +146,13 @@ def _layout_code(layout: str) -> int:
 
 
 def _geometry(stride: tuple[int, int], padding: tuple[int, int, int, int], threads: int, slope: float,
-              clamp: float, layout: str) -> ms.Tensor:
+              clamp: float, layout: str, constant_weights: bool) -> ms.Tensor:
     """The kernels' int32 geometry input {stride h/w, padding top/bottom/left/right, threads, slope, clamp,
-    layout}, the floats as float32 bits (an integer input, so amp never casts it)."""
+    layout, constant_weights}, the floats as float32 bits (an integer input, so amp never casts it)."""
     floats = np.array([slope, clamp], np.float32).view(np.int32)
     head = np.array([*stride, *padding, threads], np.int32)
-    return ms.Tensor(np.concatenate([head, floats, np.array([_layout_code(layout)], np.int32)]))
+    tail = np.array([_layout_code(layout), int(constant_weights)], np.int32)
+    return ms.Tensor(np.concatenate([head, floats, tail]))
 
 
 def _spatial(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
@@ -176,16 +177,18 @@ def _out_size(size: int, kernel: int, stride: int, before: int, after: int) -> i
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[int, int],
             padding: tuple[int, int, int, int], transpose: bool, threads: int,
-            act: tuple[float, float] | None = None, layout: str = "NCHW") -> tuple[msops.Custom, ms.Tensor]:
+            act: tuple[float, float] | None = None, layout: str = "NCHW",
+            constant_weights: bool = False) -> tuple[msops.Custom, ms.Tensor]:
     """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
 
     stride (h, w), padding (top, bottom, left, right); x in `layout` (NCHW or NHWC), w OIHW (O, C, Kh, Kw).
     act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
     backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
+    constant_weights (Conv2d forward): keep the weights' reordered copy while their bytes do not change.
     """
     lib = library_path()
     dnnl_info()
-    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layout)
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layout, constant_weights)
     n, _, h, w = _spatial(x_shape, layout)
     kh, kw = w_shape[2:]
     (sh, sw), (top, bottom, left, right) = stride, padding
@@ -202,7 +205,7 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[in
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
         prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, *stride, *padding, transpose, *(act or ()),
-                                             layout))
+                                             layout, constant_weights))
         return prim
 
     weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
@@ -228,7 +231,7 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[in
 
 @constexpr
 def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bool, dtype: ms.Type,
-                  act: tuple[float, float] | None, layout: str) -> tuple[msops.Custom, ms.Tensor]:
+                  act: tuple[float, float] | None, layout: str, constant_weights: bool) -> tuple[msops.Custom, ms.Tensor]:
     """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
 
     Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
@@ -242,35 +245,38 @@ def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bo
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x {shape} with C={channels} "
                          f"({layout}) and a 4-d OIHW weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
     return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
-                   act, layout)
+                   act, layout, bool(constant_weights))
 
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
            layout: str = "NCHW") -> ms.Tensor:
     """Conv2d of the batch x (NCHW, or NHWC with layout="NHWC") by OIHW weights (O, C, Kh, Kw); stride an int or
     (h, w), zero padding an int, (h, w) or (top, bottom, left, right)."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None, layout)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None, layout, False)
     return op(x, weight, geometry)
 
 
 def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int],
                      padding: int | tuple[int, ...]) -> ms.Tensor:
     """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, Kh, Kw): output (h-1)*s - pads + K per axis."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None, "NCHW")
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None, "NCHW", False)
     return op(x, weight, geometry)
 
 
 def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int | tuple[int, int],
                padding: int | tuple[int, ...], negative_slope: float, clamp: float | None = None,
-               layout: str = "NCHW") -> ms.Tensor:
+               layout: str = "NCHW", constant_weights: bool = False) -> ms.Tensor:
     """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,);
-    negative_slope 0 is conv + bias + ReLU. Geometry and layout as conv2d.
+    negative_slope 0 is conv + bias + ReLU. Geometry and layout as conv2d. constant_weights=True (inference) keeps
+    the weights in oneDNN's layout between calls and reorders them again only when their bytes change (compared on
+    every call: correct, and cheaper than the reorder).
 
     The backward reads the activation's gradient from the output's sign; an output exactly at +-clamp counts
     as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act, layout)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act, layout,
+                                 constant_weights)
     return op(x, weight, bias, geometry)
 
 

@@ -212,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         size = next((s for s in map(checkpoint_image_size, (args.a, args.b)) if s is not None), args.image_size)
-        extractor = FeatureExtractor(args.convention, args.batch_size or DEFAULT_BATCH, archive=args.archive)
         (a, a_name), (b, b_name) = (read_set(spec, args.n, size, args.data_root, args.seed) for spec in (args.a, args.b))
+        extractor = FeatureExtractor(args.convention, args.batch_size or DEFAULT_BATCH, archive=args.archive)
         if isinstance(a, np.ndarray):
             reference = cached_reference(a, a_name, extractor, say=lambda m: print(m, file=sys.stderr)).features
         else:

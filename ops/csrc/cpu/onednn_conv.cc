@@ -23,9 +23,10 @@
 // DnnlConvActForward     (src, weights, bias (O,), geometry) -> LeakyReLU(conv + bias) [clamped], one primitive
 //                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
-// geometry: int32[10] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
-// layout} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW, 1 = NHWC, where the
-// activation shapes above read (N,H,W,C)). Tensors are float32 or float16 (each on its own: amp casts every
+// geometry: int32[11] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
+// layout, constant_weights} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW, 1 = NHWC,
+// where the activation shapes above read (N,H,W,C); constant_weights 1 (forward kinds, inference): the weights'
+// reordered copy is kept and reused while their bytes stay the same, compared on every call). Tensors are float32 or float16 (each on its own: amp casts every
 // floating input of a float16 cell); the primitives compute in float32, the reorders convert.
 // DnnlPoolForward        (src, pool geometry) -> dst: max or average pooling, float32
 // pool geometry: int32[11] {algorithm (0 max, 1 average excluding padding, 2 average including it), kernel_h,
@@ -56,8 +57,9 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 
 enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3, kPool = 4 };
-// {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout}
-constexpr int64_t kGeometryLength = 10;
+// {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout,
+// constant_weights}
+constexpr int64_t kGeometryLength = 11;
 // {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
 constexpr int64_t kPoolGeometryLength = 11;
 enum Layout : int32_t { kNCHW = 0, kNHWC = 1 };
@@ -100,6 +102,10 @@ struct Edge {
   memory blocked;
   dnnl::reorder convert;  // plain -> blocked for inputs, blocked -> plain for the output
   bool reordered;
+  // Constant weights (inference): `blocked` was reordered from bytes equal to `last`, so an input with the same
+  // bytes (compared on every call) skips its reorder.
+  bool keep = false;
+  std::vector<char> last;
 };
 
 struct Entry {
@@ -150,9 +156,10 @@ struct Problem {
   float slope, clamp;
   Layout layout;
   int64_t algorithm;
+  bool constant_weights;
 
   std::vector<int64_t> key() const {
-    std::vector<int64_t> k = {kind, threads, layout, algorithm};
+    std::vector<int64_t> k = {kind, threads, layout, algorithm, constant_weights};
     for (const memory::dims* d : {&strides, &pad_l, &pad_r}) k.insert(k.end(), d->begin(), d->end());
     for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
     for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
@@ -239,6 +246,7 @@ std::unique_ptr<Entry> create(const Problem& p) {
     entry->prim = dnnl::convolution_forward(fwd);
     entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, fwd.src_desc(), true),
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, fwd.weights_desc(), true)};
+    entry->in[1].keep = p.constant_weights;
     if (p.kind == kForwardAct) entry->in.push_back(make_edge(DNNL_ARG_BIAS, {p.dst[1]}, t[2], tag::a, bias, true));
     entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), plain, fwd.dst_desc(), false);
     scratch = fwd.scratchpad_desc();
@@ -279,12 +287,25 @@ class Concurrency {
   int saved_ = 0;
 };
 
-// The cached entry of one problem (created on first use; entries live for the process).
-Entry& lookup(const Problem& p) {
+// Constant-weight problems get one entry per weights buffer (a network's layers of equal shapes would otherwise
+// share one entry and reorder each other's weights every call); past this many such entries, further buffers share
+// their shape's entry (still correct: the bytes are compared), so a caller whose buffers move cannot grow the cache.
+constexpr size_t kMaxWeightEntries = 4096;
+
+// The cached entry of one problem (created on first use; entries live for the process); `weights` is the weights
+// buffer of a constant-weight problem.
+Entry& lookup(const Problem& p, const void* weights = nullptr) {
   static std::mutex mu;
   static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  static size_t weight_entries = 0;
   const std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<Entry>& slot = cache[p.key()];
+  std::vector<int64_t> key = p.key();
+  if (p.constant_weights) {
+    key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(weights)));
+    if (cache.find(key) == cache.end() && weight_entries >= kMaxWeightEntries) key.back() = 0;
+    if (cache.find(key) == cache.end()) ++weight_entries;
+  }
+  std::unique_ptr<Entry>& slot = cache[key];
   if (!slot) {
     const Concurrency for_pool(p.threads);
     slot = create(p);
@@ -296,7 +317,11 @@ Entry& lookup(const Problem& p) {
 memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input) {
   memory user(e.plain, cpu_engine(), data);
   if (!e.reordered) return user;
-  if (is_input) e.convert.execute(stream, user, e.blocked);
+  if (!is_input) return e.blocked;
+  const size_t bytes = e.plain.get_size();
+  if (e.keep && e.last.size() == bytes && std::memcmp(e.last.data(), data, bytes) == 0) return e.blocked;
+  e.convert.execute(stream, user, e.blocked);
+  if (e.keep) e.last.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
   return e.blocked;
 }
 
@@ -389,7 +414,7 @@ bool tensor_types(int nparam, int geo, const char** dtypes, std::vector<memory::
 int execute(const Problem& p, void** params, int out) {
   try {
     void* in[3] = {params[0], params[1], params[2]};
-    run(lookup(p), in, params[out]);
+    run(lookup(p, params[1]), in, params[out]);
   } catch (const dnnl::error&) {
     return 2;
   }
@@ -407,7 +432,8 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   const int32_t* g = static_cast<const int32_t*>(params[geo]);
   if (g[9] != kNCHW && g[9] != kNHWC) return 1;
   Problem p{kind, {}, {}, {}, {g[0], g[1]}, {g[2], g[4]}, {g[3], g[5]}, g[6] > 1 ? g[6] : 1, {},
-            float_at(g, 7), float_at(g, 8), static_cast<Layout>(g[9]), 0};
+            float_at(g, 7), float_at(g, 8), static_cast<Layout>(g[9]), 0,
+            g[10] != 0 && (kind == kForward || kind == kForwardAct)};
   if (!tensor_types(nparam, geo, dtypes, &p.types)) return 1;
   // (src, weights, dst) dims from the kernel's first two inputs and its output.
   const Layout l = p.layout;
@@ -438,7 +464,7 @@ int pool_entry_point(int nparam, void** params, int* ndims, int64_t** shapes, co
   const Layout l = static_cast<Layout>(g[10]);
   Problem p{kPool, act_dims(shapes[0], l), {g[1], g[2]}, act_dims(shapes[2], l), {g[3], g[4]}, {g[5], g[7]},
             {g[6], g[8]}, g[9] > 1 ? g[9] : 1, {memory::data_type::f32, memory::data_type::f32}, 0.0f, 0.0f, l,
-            g[0]};
+            g[0], false};
   return execute(p, params, 2);
 }
 

@@ -1,0 +1,111 @@
+"""Inception feature extraction: this project's MindSpore port against torch's CPU run of the same archive.
+
+    python scripts/bench_fid.py                           # needs torch (the `bench` extra) and the weights
+    python scripts/bench_fid.py --batches 8 16 32 64 --rounds 3 --json docs/data/bench_fid.json
+
+Both run in one process on the same network inputs (random uint8 32x32 gray images through the `stylegan`
+preprocessing), with the same thread count, round-robin: each round times one batch of torch and one of ours per
+batch size, so both see the same machine load. Reported per batch size: images/s of each (median over rounds,
+min and max), the ratio per round, and seconds per 1,000 images; "pipeline" adds our preprocessing (uint8 -> input)
+to our side, what an evaluation pays. The JSON records the load average before and after, the CPU model and the
+threads.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("GLOG_v", "3")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def machine() -> dict:
+    """CPU model, core count and the load averages now (for benchmark JSONs)."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpu_model": model, "cpu_count": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def summary(rates: list[float]) -> dict:
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "runs": rates}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batches", type=int, nargs="+", default=[16, 32], help="batch sizes (default 16 32)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per batch size (default 3)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of both (default: all CPUs)")
+    parser.add_argument("--json", default=str(ROOT / "docs" / "data" / "bench_fid.json"))
+    args = parser.parse_args(argv)
+    os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # our kernels' worker threads
+
+    import mindspore as ms
+    import torch
+
+    from gan.files import write_json_atomic
+    from gan.fid_input import inception_input
+    from gan.inception import FeatureExtractor, archive_path
+
+    torch.set_num_threads(args.threads)
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    before = machine()
+    model = torch.jit.load(str(archive_path()), map_location="cpu").eval()
+    images = np.random.default_rng(0).integers(0, 256, (max(args.batches), 32, 32, 1), dtype=np.uint8)
+    results = []
+    for batch in args.batches:
+        ours = FeatureExtractor(batch_size=batch)
+        x = inception_input(images[:batch])
+        x_torch = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+        def run_torch() -> None:
+            with torch.inference_mode():
+                model(x_torch)
+
+        def run_ours() -> None:
+            ours.network(x)
+
+        run_torch()  # warm-up: graph compile, oneDNN primitive creation
+        run_ours()
+        torch_rates, our_rates, pipeline_rates = [], [], []
+        for _ in range(args.rounds):
+            torch_rates.append(batch / timed(run_torch))
+            our_rates.append(batch / timed(run_ours))
+            pipeline_rates.append(batch / timed(ours.features, images[:batch]))
+        row = {"batch": batch, "torch_img_s": summary(torch_rates), "ours_img_s": summary(our_rates),
+               "ours_pipeline_img_s": summary(pipeline_rates),
+               "ratio": summary([o / t for o, t in zip(our_rates, torch_rates)]),
+               "torch_s_per_1000": 1000 / statistics.median(torch_rates),
+               "ours_s_per_1000": 1000 / statistics.median(our_rates),
+               "ours_pipeline_s_per_1000": 1000 / statistics.median(pipeline_rates)}
+        results.append(row)
+        print(f"batch {batch}: torch {row['torch_img_s']['median']:.2f} img/s, ours {row['ours_img_s']['median']:.2f} "
+              f"(pipeline {row['ours_pipeline_img_s']['median']:.2f}), ratio {row['ratio']['median']:.2f}x "
+              f"[{row['ratio']['min']:.2f}, {row['ratio']['max']:.2f}]", flush=True)
+    write_json_atomic(args.json, {"command": "python scripts/bench_fid.py " + " ".join(argv or sys.argv[1:]),
+                                  **before, "load_average_after": machine()["load_average"], "threads": args.threads,
+                                  "torch": torch.__version__, "mindspore": ms.__version__,
+                                  "input": "random uint8 32x32 gray images, stylegan convention -> (B, 299, 299, 3)",
+                                  **ours.describe(), "results": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
