@@ -411,6 +411,22 @@ def _branch(branch: tuple, impl: str, axis: int) -> nn.Cell:
     return nn.SequentialCell(cells)
 
 
+def build_stage(stage: Step | Block, impl: str) -> nn.Cell:
+    """The cell of one entry of INCEPTION_V3 (a conv, a pool or a block) in impl's layout."""
+    axis = LAYOUTS[impl][1]
+    return Concat([_branch(b, impl, axis) for b in stage.branches], axis) if isinstance(stage, Block) \
+        else _layer(stage, impl)
+
+
+def load_weights(cell: nn.Cell, tensors: dict[str, np.ndarray]) -> nn.Cell:
+    """Set the weight and bias of every ConvReLU in `cell` from the archive tensors (batch norm folded)."""
+    for conv in (c for _, c in cell.cells_and_names() if isinstance(c, ConvReLU)):
+        weight, bias = fold_batch_norm(tensors, conv.path)
+        conv.weight.set_data(Tensor(weight))
+        conv.bias.set_data(Tensor(bias))
+    return cell
+
+
 class InceptionV3(nn.Cell):
     """The network of INCEPTION_V3 -> (N, 2048) pool features; input (N, 299, 299, 3) for impl onednn (NHWC),
     (N, 3, 299, 299) for native, in (-1, 0.9921875). Load weights with `load_weights`."""
@@ -420,25 +436,15 @@ class InceptionV3(nn.Cell):
         if impl not in LAYOUTS:
             raise ValueError(f"InceptionV3 impl={impl!r} is not one of {tuple(LAYOUTS)} (resolve auto first)")
         self.impl = impl
-        self.layout, axis, self.spatial = LAYOUTS[impl]
-        self.stages = nn.SequentialCell([
-            Concat([_branch(b, impl, axis) for b in stage.branches], axis) if isinstance(stage, Block)
-            else _layer(stage, impl) for stage in INCEPTION_V3])
+        self.layout, _, self.spatial = LAYOUTS[impl]
+        self.stages = nn.SequentialCell([build_stage(stage, impl) for stage in INCEPTION_V3])
 
     def construct(self, x: Tensor) -> Tensor:
         return self.stages(x).mean(self.spatial)  # the archive's pool2: 8x8 average
 
-    def conv_layers(self) -> list[ConvReLU]:
-        """The ConvReLU cells in network order."""
-        return [c for _, c in self.cells_and_names() if isinstance(c, ConvReLU)]
-
     def load_weights(self, tensors: dict[str, np.ndarray]) -> "InceptionV3":
         """Set every conv's weight and bias from the archive tensors (batch norm folded in float64)."""
-        for conv in self.conv_layers():
-            weight, bias = fold_batch_norm(tensors, conv.path)
-            conv.weight.set_data(Tensor(weight))
-            conv.bias.set_data(Tensor(bias))
-        return self
+        return load_weights(self, tensors)
 
 
 # --- the extractor ---------------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
     import torch
 
-    from bench_fid import machine
+    from scripts.bench_fid import machine
     from gan.fid_input import resize_nv_bilinear
     from gan.files import write_json_atomic
     from gan.inception import FeatureExtractor, archive_path

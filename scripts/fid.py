@@ -115,7 +115,7 @@ def read_generator(path: Path, n: int, seed: int) -> np.ndarray:
     """n samples of a checkpoint's generator from the run's fixed latents, quantised to uint8 (N, H, W, C)."""
     from mindspore import Tensor
 
-    from generate import resolve_checkpoint, sample_batches
+    from scripts.generate import resolve_checkpoint, sample_batches
     from gan.checkpoint import generator_from_checkpoint
     from gan.fid import as_uint8
 
@@ -128,7 +128,7 @@ def checkpoint_image_size(spec: str) -> int | None:
     """model.image_size of a checkpoint spec, None for other kinds."""
     if spec.startswith("data:") or spec.endswith(".npz") or not Path(spec).exists():
         return None
-    from generate import resolve_checkpoint
+    from scripts.generate import resolve_checkpoint
     from gan.checkpoint import load_training_checkpoint
     from gan.config import config_from_yaml
 
@@ -202,13 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.n is not None and args.n < 2:
         parser.error(f"--n={args.n} must be at least 2")
 
-    import mindspore as ms
-
     from gan.checkpoint import CheckpointError
     from gan.fid import KID_SUBSET_SIZE, KID_SUBSETS, PR_NEIGHBOURS, cached_reference, compare
     from gan.inception import DEFAULT_BATCH, FeatureExtractor, InceptionError
 
-    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
     start = time.perf_counter()
     try:
         size = next((s for s in map(checkpoint_image_size, (args.a, args.b)) if s is not None), args.image_size)
