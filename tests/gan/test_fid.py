@@ -38,6 +38,18 @@ def test_fid_closed_form_of_diagonal_and_general_gaussians():
     assert frechet_distance(m1, s1, m1, s1) == pytest.approx(0, abs=1e-9)
 
 
+def test_fid_equals_the_trace_of_scipys_sqrtm_as_the_fid_codes_compute_it():
+    import scipy.linalg
+
+    rng = np.random.default_rng(7)
+    for n in (200, 40):  # full rank, and fewer samples than dimensions (singular covariances)
+        a = FeatureSet.of(rng.standard_normal((n, 64)).astype(np.float32))
+        b = FeatureSet.of((rng.standard_normal((n, 64)) * 1.2 + 0.1).astype(np.float32))
+        root = np.real(scipy.linalg.sqrtm(a.sigma @ b.sigma))
+        field = np.sum((a.mu - b.mu) ** 2) + np.trace(a.sigma) + np.trace(b.sigma) - 2 * np.trace(root)
+        assert frechet_distance(a.mu, a.sigma, b.mu, b.sigma) == pytest.approx(field, rel=1e-7)
+
+
 def test_fid_of_feature_sets_uses_unbiased_covariances_and_survives_singular_ones():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((50, 4)), rng.standard_normal((60, 4)) + 0.5

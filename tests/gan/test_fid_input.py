@@ -1,5 +1,6 @@
 """gan.fid_input: StyleGAN's uint8 quantisation, the nv_bilinear resize (against torch's affine_grid + grid_sample
-through the committed fixture, which scripts/check_inception.py writes), clean-fid's PIL resize, the input range."""
+through the committed fixture tests/data/inception_reference.npz, which scripts/check_inception.py writes with
+torch), clean-fid's PIL resize, the input range."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +47,6 @@ def test_resize_of_a_constant_and_of_a_ramp():
     np.testing.assert_allclose(out, np.minimum(np.arange(299) * 32 / 299, 31), atol=1e-4)
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="tests/data/inception_reference.npz: run scripts/check_inception.py")
 def test_resize_matches_torch_grid_sample_fixture():
     fixture = np.load(FIXTURE)
     stride = int(fixture["stride"])
