@@ -7,8 +7,8 @@ reference, so that an evaluation costs only the generated samples.
              scipy.linalg.sqrtm's value, which those codes use, to ~1e-7, in a quarter of its time).
   kid        unbiased MMD^2 with the kernel (x.y / d + 1)^3 (Binkowski et al. 2018), averaged over `num_subsets`
              subsets of m = min(n_reference, n_generated, max_subset_size) samples drawn without replacement from
-             each set, StyleGAN's kid50k settings (100 subsets of 1,000); kid_std is the subsets' spread. Gram
-             matrices in float32 (as StyleGAN), the polynomial and sums in float64.
+             each set, StyleGAN's kid50k settings (100 subsets of 1,000); kid_std is the subsets' spread. Kernels in
+             float32 (as StyleGAN), sums in float64.
   precision, recall  improved precision and recall (Kynkaenniemi et al. 2019), k = 3: a sample is inside a set's
              manifold if it lies within the distance to the k-th nearest neighbour (itself not counted) of some
              member. StyleGAN computes them in VGG16 features; these are in the same Inception pool features as
@@ -38,6 +38,7 @@ logger = logging.getLogger("gan.fid")
 
 METRIC_NAMES = ("fid", "kid", "kid_std", "precision", "recall")
 KID_SUBSETS, KID_SUBSET_SIZE = 100, 1000
+KID_PRECOMPUTED = 30_000_000  # kernel entries (float32: 120 MB) kept for all subsets at once
 PR_NEIGHBOURS = 3
 PR_ROW_BATCH = 1024  # rows of a distance matrix at a time: bounds memory to PR_ROW_BATCH x N float64
 REFERENCE_FORMAT = "lrelu-gan/fid-reference/1"
@@ -68,26 +69,48 @@ class FeatureSet:
         return len(self.features)
 
 
+def polynomial_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """k(a_i, b_j) = (a_i . b_j / d + 1)^3 of every pair, float32 (a float32 Gram product, as StyleGAN computes it)."""
+    return (np.matmul(a.astype(np.float32), b.astype(np.float32).T) / np.float32(a.shape[1]) + np.float32(1)) ** 3
+
+
+def unbiased_mmd(k_xx: np.ndarray, k_yy: np.ndarray, k_xy: np.ndarray) -> float:
+    """Unbiased MMD^2 of two samples of size m from their kernel matrices: the within-set means without the
+    diagonal, minus twice the cross mean (sums in float64)."""
+    m = len(k_xx)
+    within = k_xx.sum(dtype=np.float64) - np.trace(k_xx, dtype=np.float64) \
+        + k_yy.sum(dtype=np.float64) - np.trace(k_yy, dtype=np.float64)
+    return float((within / (m - 1) - k_xy.sum(dtype=np.float64) * 2 / m) / m)
+
+
 def kid_subset(x: np.ndarray, y: np.ndarray) -> float:
-    """Unbiased MMD^2 of two equal-size samples with the kernel k(a, b) = (a.b / d + 1)^3: the within-set kernel
-    means without the diagonal, minus twice the cross mean (Gram products in float32, the rest in float64)."""
-    m, d = x.shape
-    a = (np.matmul(x, x.T).astype(np.float64) / d + 1) ** 3 + (np.matmul(y, y.T).astype(np.float64) / d + 1) ** 3
-    b = (np.matmul(x, y.T).astype(np.float64) / d + 1) ** 3
-    return float(((a.sum() - np.trace(a)) / (m - 1) - b.sum() * 2 / m) / m)
+    """unbiased_mmd of two equal-size samples with the polynomial kernel."""
+    return unbiased_mmd(polynomial_kernel(x, x), polynomial_kernel(y, y), polynomial_kernel(x, y))
 
 
 def kernel_distance(real: np.ndarray, generated: np.ndarray, num_subsets: int = KID_SUBSETS,
                     max_subset_size: int = KID_SUBSET_SIZE, seed: int = 0) -> tuple[float, float]:
     """(mean, std) of kid_subset over `num_subsets` random subsets of m = min(both sizes, max_subset_size) of each set
-    (drawn without replacement from a generator seeded by `seed`)."""
+    (drawn without replacement from a generator seeded by `seed`).
+
+    The generated set's kernels with itself and with the real set are computed once when they fit in
+    KID_PRECOMPUTED entries (the in-training sizes: 2,000 x 12,000), then each subset's are gathered from them;
+    the real-real kernels are computed per subset (the same values either way, up to float32 rounding)."""
     m = min(len(real), len(generated), max_subset_size)
     if m < 2:
         raise ValueError(f"KID needs at least 2 samples per set, got {len(real)} real and {len(generated)} generated")
     rng = np.random.default_rng([seed, _KID_PURPOSE])
     real, generated = real.astype(np.float32), generated.astype(np.float32)
-    values = [kid_subset(generated[rng.choice(len(generated), m, replace=False)],
-                         real[rng.choice(len(real), m, replace=False)]) for _ in range(num_subsets)]
+    gathered = len(generated) * (len(generated) + len(real)) <= KID_PRECOMPUTED
+    k_gg = polynomial_kernel(generated, generated) if gathered else None
+    k_gr = polynomial_kernel(generated, real) if gathered else None
+    values = []
+    for _ in range(num_subsets):
+        g, r = rng.choice(len(generated), m, replace=False), rng.choice(len(real), m, replace=False)
+        x, y = generated[g], real[r]
+        k_xx = k_gg[np.ix_(g, g)] if gathered else polynomial_kernel(x, x)
+        k_xy = k_gr[np.ix_(g, r)] if gathered else polynomial_kernel(x, y)
+        values.append(unbiased_mmd(k_xx, polynomial_kernel(y, y), k_xy))
     return float(np.mean(values)), float(np.std(values))
 
 

@@ -5,10 +5,12 @@
 
 Both run in one process on the same network inputs (random uint8 32x32 gray images through the `stylegan`
 preprocessing), with the same thread count, round-robin: each round times one batch of torch and one of ours per
-batch size, so both see the same machine load. Reported per batch size: images/s of each (median over rounds,
-min and max), the ratio per round, and seconds per 1,000 images; "pipeline" adds our preprocessing (uint8 -> input)
-to our side, what an evaluation pays. The JSON records the load average before and after, the CPU model and the
-threads.
+batch size, so both see the same machine load. Reported per thread count and batch size: images/s of each (median
+over rounds, min and max), the ratio per round, and seconds per 1,000 images; "pipeline" adds our preprocessing
+(uint8 -> input) to our side, what an evaluation pays. Then the metrics' own cost on random 2048-d features of the
+in-training sizes (--reference real, --samples generated): the statistics, FID by gan.fid (eigendecomposition) and
+by scipy.linalg.sqrtm, KID (100 subsets), precision/recall. The JSON records the load average before and after,
+the CPU model and the threads.
 """
 from __future__ import annotations
 
@@ -52,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 32], help="batch sizes (default 16 32)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per batch size (default 3)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of both (default: all CPUs)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[os.cpu_count()],
+                        help="thread counts, each for both (default: all CPUs)")
+    parser.add_argument("--reference", type=int, default=10_000, help="real features for the metrics' cost")
+    parser.add_argument("--samples", type=int, default=2_000, help="generated features for the metrics' cost")
     parser.add_argument("--json", default=str(ROOT / "docs" / "data" / "bench_fid.json"))
     args = parser.parse_args(argv)
-    os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # our kernels' worker threads
 
     import mindspore as ms
     import torch
@@ -64,13 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     from gan.fid_input import inception_input
     from gan.inception import FeatureExtractor, archive_path
 
-    torch.set_num_threads(args.threads)
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
     before = machine()
     model = torch.jit.load(str(archive_path()), map_location="cpu").eval()
     images = np.random.default_rng(0).integers(0, 256, (max(args.batches), 32, 32, 1), dtype=np.uint8)
     results = []
-    for batch in args.batches:
+    for threads, batch in ((t, b) for t in args.threads for b in args.batches):
+        torch.set_num_threads(threads)
+        os.environ["LRELU_NUM_THREADS"] = str(threads)  # our kernels' worker threads, read when a graph compiles
         ours = FeatureExtractor(batch_size=batch)
         x = inception_input(images[:batch])
         x_torch = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
@@ -89,22 +94,43 @@ def main(argv: list[str] | None = None) -> int:
             torch_rates.append(batch / timed(run_torch))
             our_rates.append(batch / timed(run_ours))
             pipeline_rates.append(batch / timed(ours.features, images[:batch]))
-        row = {"batch": batch, "torch_img_s": summary(torch_rates), "ours_img_s": summary(our_rates),
+        row = {"threads": threads, "batch": batch, "torch_img_s": summary(torch_rates), "ours_img_s": summary(our_rates),
                "ours_pipeline_img_s": summary(pipeline_rates),
                "ratio": summary([o / t for o, t in zip(our_rates, torch_rates)]),
                "torch_s_per_1000": 1000 / statistics.median(torch_rates),
                "ours_s_per_1000": 1000 / statistics.median(our_rates),
                "ours_pipeline_s_per_1000": 1000 / statistics.median(pipeline_rates)}
         results.append(row)
-        print(f"batch {batch}: torch {row['torch_img_s']['median']:.2f} img/s, ours {row['ours_img_s']['median']:.2f} "
+        print(f"threads {threads}, batch {batch}: torch {row['torch_img_s']['median']:.2f} img/s, ours {row['ours_img_s']['median']:.2f} "
               f"(pipeline {row['ours_pipeline_img_s']['median']:.2f}), ratio {row['ratio']['median']:.2f}x "
               f"[{row['ratio']['min']:.2f}, {row['ratio']['max']:.2f}]", flush=True)
+    metrics = metric_costs(args.reference, args.samples)
+    print("metrics: " + ", ".join(f"{k} {v:.1f} s" for k, v in metrics.items() if k.endswith("_s")), flush=True)
     write_json_atomic(args.json, {"command": "python scripts/bench_fid.py " + " ".join(argv or sys.argv[1:]),
-                                  **before, "load_average_after": machine()["load_average"], "threads": args.threads,
+                                  **before, "load_average_after": machine()["load_average"],
                                   "torch": torch.__version__, "mindspore": ms.__version__,
                                   "input": "random uint8 32x32 gray images, stylegan convention -> (B, 299, 299, 3)",
-                                  **ours.describe(), "results": results})
+                                  **ours.describe(), "results": results, "metrics": metrics})
     return 0
+
+
+def metric_costs(n_reference: int, n_samples: int) -> dict:
+    """Seconds of each metric on random 2048-d features of these sizes (what an evaluation adds to its features)."""
+    import scipy.linalg
+
+    from gan.fid import FeatureSet, frechet_distance, kernel_distance, precision_recall
+
+    rng = np.random.default_rng(0)
+    real = np.abs(rng.standard_normal((n_reference, 2048))).astype(np.float32)
+    generated = np.abs(rng.standard_normal((n_samples, 2048)) * 1.1).astype(np.float32)
+    start = time.perf_counter()
+    a, b = FeatureSet.of(real), FeatureSet.of(generated)
+    costs = {"reference": n_reference, "samples": n_samples, "statistics_s": time.perf_counter() - start}
+    costs["fid_s"] = timed(frechet_distance, a.mu, a.sigma, b.mu, b.sigma)
+    costs["fid_sqrtm_s"] = timed(scipy.linalg.sqrtm, a.sigma @ b.sigma)
+    costs["kid_s"] = timed(kernel_distance, real, generated)
+    costs["precision_recall_s"] = timed(precision_recall, real, generated)
+    return costs
 
 
 if __name__ == "__main__":

@@ -83,6 +83,15 @@ def test_kid_is_the_unbiased_mmd_of_its_definition():
     assert mean == pytest.approx(_mmd_by_loops(x, y), rel=1e-5) and std == 0.0
 
 
+def test_kid_with_kernels_computed_once_equals_kid_per_subset(monkeypatch):
+    rng = np.random.default_rng(8)
+    real, gen = rng.standard_normal((50, 6)).astype(np.float32), rng.standard_normal((30, 6)).astype(np.float32)
+    once = kernel_distance(real, gen, num_subsets=5, max_subset_size=20)
+    monkeypatch.setattr(fid, "KID_PRECOMPUTED", 0)
+    per_subset = kernel_distance(real, gen, num_subsets=5, max_subset_size=20)
+    assert once == (pytest.approx(per_subset[0], rel=1e-5), pytest.approx(per_subset[1], rel=1e-4))
+
+
 def test_kid_subsets_are_seeded_and_sized_by_the_smaller_set():
     rng = np.random.default_rng(3)
     real, gen = rng.standard_normal((40, 6)).astype(np.float32), rng.standard_normal((25, 6)).astype(np.float32)
