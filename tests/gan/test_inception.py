@@ -18,19 +18,12 @@ from gan.inception import (ARCHIVE_SHA1, ARCHIVE_SHA256, INCEPTION_V3, INSTALL_C
                            InceptionV3, archive_path, archive_tensors, fold_batch_norm, inception_weights,
                            layer_specs, module_types, verify_archive)
 from ops import onednn
+from tests.helpers import inception_installed
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "inception_reference.npz"
 
 
-def _installed() -> bool:
-    try:
-        archive_path()
-    except InceptionError:
-        return False
-    return True
-
-
-needs_weights = pytest.mark.skipif(not _installed(), reason=f"the Inception weights are not installed: "
+needs_weights = pytest.mark.skipif(not inception_installed(), reason=f"the Inception weights are not installed: "
                                                             f"{INSTALL_COMMAND}")
 needs_onednn = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps "
                                                                  "onednn-devel==2025.3.0")

@@ -11,20 +11,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.inception import INSTALL_COMMAND, InceptionError, archive_path
-from tests.helpers import REPO, run_script
+from gan.inception import INSTALL_COMMAND
+from tests.helpers import REPO, inception_installed, run_script
 
 _spec = importlib.util.spec_from_file_location("fid_script", REPO / "scripts" / "fid.py")
 fid_script = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fid_script)
-
-
-def _installed() -> bool:
-    try:
-        archive_path()
-    except InceptionError:
-        return False
-    return True
 
 
 def write_folder(path: Path, count: int, size: int = 16, mode: str = "RGB") -> Path:
@@ -114,7 +106,7 @@ def test_missing_weights_name_the_pip_command(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _installed(), reason=f"the Inception weights are not installed: {INSTALL_COMMAND}")
+@pytest.mark.skipif(not inception_installed(), reason=f"the Inception weights are not installed: {INSTALL_COMMAND}")
 def test_end_to_end_folder_against_a_checkpoint_writes_the_json(tmp_path, tiny_run):
     tiny_run(tmp_path / "run", "train.dry_run=true")
     folder = write_folder(tmp_path / "real", 6)
