@@ -174,7 +174,7 @@ INCEPTION_V3: tuple[Step | Block, ...] = (
 FINAL_POOL = ("pool2", "AvgPool2d")
 
 
-def _steps(stage: Step | Block) -> list[Step]:
+def stage_steps(stage: Step | Block) -> list[Step]:
     """Every (path, layer) of a stage, splits flattened."""
     if not isinstance(stage, Block):
         return [stage]
@@ -183,7 +183,7 @@ def _steps(stage: Step | Block) -> list[Step]:
 
 def layer_specs() -> dict[str, Conv | Pool]:
     """Every conv and pool of the network by its archive path below `net.layers.` (e.g. `mixed_4.tower_1.conv_3`)."""
-    return {path: layer for stage in INCEPTION_V3 for path, layer in _steps(stage)}
+    return {path: layer for stage in INCEPTION_V3 for path, layer in stage_steps(stage)}
 
 
 def module_types() -> dict[str, str]:

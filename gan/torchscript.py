@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import io
 import pickle
 import re
 import zipfile
@@ -127,8 +128,6 @@ class _Unpickler(pickle.Unpickler):
     """pickle.Unpickler with the global table above and storages read from the archive (bounded)."""
 
     def __init__(self, data: bytes, archive: zipfile.ZipFile, root: str) -> None:
-        import io
-
         super().__init__(io.BytesIO(data))
         self.archive, self.root = archive, root
         self.storages: dict[str, np.ndarray] = {}

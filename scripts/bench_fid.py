@@ -2,6 +2,7 @@
 
     python scripts/bench_fid.py                           # needs torch (the `bench` extra) and the weights
     python scripts/bench_fid.py --batches 8 16 32 64 --rounds 3 --json docs/data/bench_fid.json
+    python scripts/bench_fid.py --markdown docs/data/bench_fid.json   # the table of docs/metrics.md
 
 Both run in one process on the same network inputs (random uint8 32x32 gray images through the `stylegan`
 preprocessing), with the same thread count, round-robin: each round times one batch of torch and one of ours per
@@ -15,6 +16,7 @@ the CPU model and the threads.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -50,8 +52,27 @@ def summary(rates: list[float]) -> dict:
     return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "runs": rates}
 
 
+def markdown(report: dict) -> str:
+    """The measurements of a bench_fid JSON as the markdown table of docs/metrics.md."""
+    lines = ["| threads | batch | torch img/s | ours img/s (pipeline) | ours / torch (min-max) | s per 1,000: torch | "
+             "ours (pipeline) |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['threads']} | {r['batch']} | {r['torch_img_s']['median']:.2f} | "
+                     f"{r['ours_img_s']['median']:.2f} ({r['ours_pipeline_img_s']['median']:.2f}) | "
+                     f"{r['ratio']['median']:.2f}x ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) | "
+                     f"{r['torch_s_per_1000']:.0f} | {r['ours_s_per_1000']:.0f} ({r['ours_pipeline_s_per_1000']:.0f}) |")
+    m = report["metrics"]
+    lines += ["", f"{report['cpu_model']}, {report['cpu_count']} CPUs, load average {report['load_average'][0]} "
+              f"before and {report['load_average_after'][0]} after (1 min); medians of {len(r['ratio']['runs'])} "
+              f"rounds. Metrics on {m['samples']} generated and {m['reference']} reference features: statistics "
+              f"{m['statistics_s']:.1f} s, FID {m['fid_s']:.1f} s (scipy's sqrtm: {m['fid_sqrtm_s']:.1f} s), KID "
+              f"{m['kid_s']:.1f} s, precision/recall {m['precision_recall_s']:.1f} s."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--markdown", metavar="JSON", help="print the table of a JSON written before and exit")
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 32], help="batch sizes (default 16 32)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per batch size (default 3)")
     parser.add_argument("--threads", type=int, nargs="+", default=[os.cpu_count()],
@@ -60,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=2_000, help="generated features for the metrics' cost")
     parser.add_argument("--json", default=str(ROOT / "docs" / "data" / "bench_fid.json"))
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())), end="")
+        return 0
 
     import mindspore as ms
     import torch

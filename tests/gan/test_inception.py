@@ -121,7 +121,7 @@ def test_folded_batch_norm_equals_conv_then_batch_norm():
 def _random_weights(stage) -> dict[str, np.ndarray]:
     """He-scaled random conv weights and batch norm statistics for the convs of one stage."""
     tensors = {}
-    for path, spec in inception._steps(stage):
+    for path, spec in inception.stage_steps(stage):
         if isinstance(spec, Conv):
             rng = np.random.default_rng(zlib.crc32(path.encode()))
             fan_in = spec.cin * spec.kernel[0] * spec.kernel[1]
@@ -137,7 +137,7 @@ def _stage_inputs():
     shape = (3, 299, 299)
     for stage in INCEPTION_V3:
         channels = shape[0]
-        first = next(layer for _, layer in inception._steps(stage))
+        first = next(layer for _, layer in inception.stage_steps(stage))
         size = 3 if isinstance(stage, Block) else (first.kernel[0] if isinstance(first, Conv) else first.kernel) + 2
         yield stage, (channels, size, size)
         shape = _flow(shape, stage)
