@@ -61,12 +61,14 @@ def markdown(report: dict) -> str:
                      f"{r['ours_img_s']['median']:.2f} ({r['ours_pipeline_img_s']['median']:.2f}) | "
                      f"{r['ratio']['median']:.2f}x ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) | "
                      f"{r['torch_s_per_1000']:.0f} | {r['ours_s_per_1000']:.0f} ({r['ours_pipeline_s_per_1000']:.0f}) |")
-    m = report["metrics"]
     lines += ["", f"{report['cpu_model']}, {report['cpu_count']} CPUs, load average {report['load_average'][0]} "
               f"before and {report['load_average_after'][0]} after (1 min); medians of {len(r['ratio']['runs'])} "
-              f"rounds. Metrics on {m['samples']} generated and {m['reference']} reference features: statistics "
-              f"{m['statistics_s']:.1f} s, FID {m['fid_s']:.1f} s (scipy's sqrtm: {m['fid_sqrtm_s']:.1f} s), KID "
-              f"{m['kid_s']:.1f} s, precision/recall {m['precision_recall_s']:.1f} s."]
+              f"rounds."]
+    m = report.get("metrics")
+    if m:
+        lines[-1] += (f" Metrics on {m['samples']} generated and {m['reference']} reference features: statistics "
+                      f"{m['statistics_s']:.1f} s, FID {m['fid_s']:.1f} s (scipy's sqrtm: {m['fid_sqrtm_s']:.1f} s), "
+                      f"KID {m['kid_s']:.1f} s, precision/recall {m['precision_recall_s']:.1f} s.")
     return "\n".join(lines) + "\n"
 
 
