@@ -40,6 +40,7 @@ METRIC_NAMES = ("fid", "kid", "kid_std", "precision", "recall")
 KID_SUBSETS, KID_SUBSET_SIZE = 100, 1000
 KID_PRECOMPUTED = 30_000_000  # kernel entries (float32: 120 MB) kept for all subsets at once
 PR_NEIGHBOURS = 3
+DEFAULT_REFERENCE = 10_000  # real images of a dataset reference unless asked otherwise
 PR_ROW_BATCH = 1024  # rows of a distance matrix at a time: bounds memory to PR_ROW_BATCH x N float64
 REFERENCE_FORMAT = "lrelu-gan/fid-reference/1"
 _KID_PURPOSE = 0x61D
@@ -262,13 +263,14 @@ class StandardMetrics:
         return self._extractor
 
     @classmethod
-    def for_dataset(cls, name: str, split: str = "train", n: int = 10_000, image_size: int = 32,
+    def for_dataset(cls, name: str, split: str = "train", n: int | None = None, image_size: int = 32,
                     root: str | Path | None = None, **options) -> "StandardMetrics":
-        """Against the first n images of a dataset split at the model size (gan.data.dataset_images)."""
+        """Against the first n images of a dataset split at the model size (gan.data.dataset_images); n=None: the
+        first DEFAULT_REFERENCE (all of a smaller split), a larger n than the split holds is a ValueError."""
         from gan.data import dataset_images
 
-        return cls(lambda: dataset_images(name, split, n, image_size, root=root),
-                   f"{name} {split}[:{n}] {image_size}x{image_size}", **options)
+        images = dataset_images(name, split, n, image_size, root=root)[:n or DEFAULT_REFERENCE]
+        return cls(images, f"{name} {split}[:{len(images)}] {image_size}x{image_size}", **options)
 
     @property
     def reference(self) -> Reference:

@@ -184,3 +184,13 @@ def test_standard_metrics_is_one_call_on_generated_or_uint8_images(tmp_path, mon
     assert metrics(fid.quantize(generated)) == result  # float images are quantised first: the same numbers
     assert loads == [1]
     assert metrics.describe()["reference"] == "twenty" and metrics.describe()["convention"] == "stylegan"
+
+
+def test_for_dataset_takes_the_first_images_of_a_split(tmp_path, monkeypatch):
+    monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path))
+    metrics = StandardMetrics.for_dataset("mnist", "held_out", extractor=FakeExtractor())
+    assert metrics.reference_name == "mnist held_out[:1000] 32x32" and len(metrics.reference.features) == 1000
+    assert StandardMetrics.for_dataset("mnist", "held_out", n=20, extractor=FakeExtractor()).reference_name == \
+        "mnist held_out[:20] 32x32"
+    with pytest.raises(ValueError, match="has 1000 images, fewer than the 2000 requested"):
+        StandardMetrics.for_dataset("mnist", "held_out", n=2000, extractor=FakeExtractor())
