@@ -105,7 +105,7 @@ class DataConfig:
     num_images: Optional[int] = None
 
     def __post_init__(self) -> None:
-        _choice("data.name", self.name, ("mnist", "folder", "shapes") + POINT_DATASETS)
+        _choice("data.name", self.name, ("mnist", "fashion_mnist", "folder", "shapes") + POINT_DATASETS)
         _choice("data.channels", self.channels, (1, 3))
         _positive("data.num_workers", self.num_workers)
         _positive("data.num_images", self.num_images, allow_none=True)
@@ -310,23 +310,44 @@ class DiagnosticsConfig:
                               "the dead-channel checks")
 
 
+FID_CONVENTIONS = ("stylegan", "clean")  # gan.fid_input.CONVENTIONS
+
+
 @dataclass
 class EvalConfig:
-    """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.evaluation).
+    """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.evaluation);
+    the standard Inception metrics (FID, KID, precision/recall; gan.fid) on `fid_samples` samples every `fid_every`
+    steps (0: at the end only) against the first `fid_reference` training images.
 
+    `fid`: null (default) computes them for data=mnist and fashion_mnist when the Inception weights are installed
+    (and says how to install them otherwise); true computes them for any image data and requires the weights (the
+    run stops at start without them); false turns them off.
     `objective` is the number train.py returns to sweepers: a metric name, "loss_g", or "auto"
-    (frechet_distance for mnist, reverse_kl for 2D data, loss_g for data without metrics).
+    (frechet_distance for mnist, fid for other images when FID runs, reverse_kl for 2D data, else loss_g).
     """
 
     enabled: bool = True
     interval: int = 500
     num_samples: int = 1000
     objective: str = "auto"
+    fid: Optional[bool] = None
+    fid_every: int = 0
+    fid_samples: int = 2000
+    fid_reference: int = 10_000
+    fid_convention: str = "stylegan"
 
     def __post_init__(self) -> None:
         _positive("eval.interval", self.interval)
         if isinstance(self.num_samples, bool) or self.num_samples < 2:
             raise ConfigError(f"eval.num_samples={self.num_samples!r} must be an integer >= 2")
+        if isinstance(self.fid_every, bool) or self.fid_every < 0:
+            raise ConfigError(f"eval.fid_every={self.fid_every!r} must be an integer >= 0 (0: at the end only)")
+        for key in ("fid_samples", "fid_reference"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or value < 4:
+                raise ConfigError(f"eval.{key}={value!r} must be an integer >= 4 (precision/recall use k=3 "
+                                  f"neighbours)")
+        _choice("eval.fid_convention", self.fid_convention, FID_CONVENTIONS)
 
 
 @dataclass
@@ -405,6 +426,10 @@ class Config:
                               "and would repeat the same points on every rank")
         from gan.plan import check_config  # what may be built together; here: gan.plan imports this module
         check_config(self)
+        if self.distributed and self.eval.fid is not False and self.eval.fid_every:
+            raise ConfigError(f"eval.fid_every={self.eval.fid_every} with distributed=true: rank 0 computes FID alone "
+                              f"while the other ranks wait in the next step's collectives (runtime.collective_timeout_s)"
+                              f"; use eval.fid_every=0 (at the end) or eval.fid=false")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
@@ -427,7 +452,8 @@ RESUME_MAY_CHANGE = frozenset({
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
     "data.num_workers", "model.conv_impl", "fusion.name",
     "diagnostics.enabled", "diagnostics.interval",
-    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
+    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective", "eval.fid", "eval.fid_every",
+    "eval.fid_samples", "eval.fid_reference", "eval.fid_convention",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",
     "runtime.collective_timeout_s", "runtime.rank_checksums",
 })

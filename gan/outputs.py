@@ -52,7 +52,8 @@ class RunSummary:
     unreadable_images: int = 0  # image files that became unreadable during the run (skipped)
     interrupted: bool = False
     checkpoint: Path | None = None  # the newest checkpoint of the run (the one resumed from until a save)
-    metrics: dict[str, float] = field(default_factory=dict)  # the last evaluation's (gan.evaluation)
+    metrics: dict[str, float] = field(default_factory=dict)  # every metric's latest value (gan.evaluation)
+    metrics_note: str = ""  # what the FID numbers are: convention, sample counts, reference, extractor
     objective_name: str = "loss_g"
 
     @property
@@ -149,7 +150,8 @@ class RunOutputs:
         if self._due(done, self.sample_every):
             self._sample(done)
         if self.evaluator.due(done, self.end):
-            s.metrics = self.evaluator.evaluate(done, self.trainer.generate)
+            s.metrics = self.evaluator.evaluate(done, self.trainer.generate, self.end)
+            s.metrics_note = self.evaluator.fid_note
         if self._due(done, self.ckpt_every):
             s.checkpoint = self.save(done)
 
@@ -271,6 +273,8 @@ def end_of_run_summary(summary: RunSummary, diagnostics: TrainingDiagnostics, ru
              f"  tensorboard tensorboard --logdir {run_dir / 'tensorboard'}"]
     if metrics:
         lines.append(f"  metrics     {metrics}")
+    if summary.metrics_note:
+        lines.append(f"  fid         {summary.metrics_note}")
     if dashboard is not None:
         lines.append(f"  dashboard   {dashboard}")
     return "\n".join(lines + [diagnostics.dead_channel_table()])

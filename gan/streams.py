@@ -32,6 +32,8 @@ class Purpose(IntEnum):
     SHAPES = 0x5A9E5  # a procedural shapes image (gan.data; the step word is the image index)
     CLASSIFIER_INIT = 0x1A17  # the MNIST classifier's initial weights (gan.classifier; key [seed, purpose])
     CLASSIFIER_AUGMENT = 0xC1A55  # its shift augmentation (the step word is the epoch)
+    FID_Z = 8  # the latents of the standard metrics' samples (gan.evaluation; step word 0)
+    KID_DRAWS = 0x61D  # the members of KID's random subsets (gan.fid; key [seed, purpose])
 
 
 def stream(seed: int, step: int, purpose: Purpose, *more: int) -> np.random.Generator:

@@ -52,5 +52,6 @@ def test_rng_purpose_numbers_are_those_of_existing_runs() -> None:
 
     purposes = {"Z": 1, "FIXED_Z": 2, "INIT_G": 3, "INIT_D": 4, "EVAL_Z": 5, "GP_EPS": 6, "RECYCLE": 7,
                 "CALIBRATION": 0x18, "POINTS": 0x2D0, "REAL_POINTS": 0x2D1, "EPOCH_ORDER": 0x0DA7A,
-                "SHAPES": 0x5A9E5, "CLASSIFIER_INIT": 0x1A17, "CLASSIFIER_AUGMENT": 0xC1A55}
+                "SHAPES": 0x5A9E5, "CLASSIFIER_INIT": 0x1A17, "CLASSIFIER_AUGMENT": 0xC1A55,
+                "FID_Z": 8, "KID_DRAWS": 0x61D}
     assert {p.name: int(p) for p in Purpose} == purposes  # @unique: no number serves two streams
