@@ -6,7 +6,7 @@ kernels are tested against bit for bit), its kernel entry points (ops/csrc/cpu) 
 (ops._custom.SIGNATURES), its float parameters by name with defaults and checks, the name of its learnable
 tensor, whether it is random and whether it may run in place. Semantics follow PyTorch where PyTorch has
 the activation (docs/operator.md); every activation: NaN propagates, `clamp` limits outputs to
-[-clamp, clamp] keeping NaN (gradient 0 where cut off), float32 and float16 tensors (float32 math, one
+[-clamp, clamp] keeping NaN (gradient 0 where cut off), float32, float16 and bfloat16 tensors (float32 math, one
 rounding), graph and PyNative mode.
 
 Adding an activation: one row here, its formula in the kernel file's header comment and its kernel

@@ -12,8 +12,12 @@ Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the pac
 `conv2d(x, w, s, p)` is a Conv2d with OIHW weights (O, C, K, K); `conv_transpose2d(x, w, s, p)` is its
 adjoint with weights (C_in, C_out, K, K), as nn.Conv2dTranspose stores them; `conv2d_act` fuses bias +
 LeakyReLU (+ clamp) into the Conv2d. Each is differentiable in its tensors: the three primitives (forward,
-backward-data, backward-weights) are each other's gradients. float32 and float16 tensors (each input on its
-own, as amp casts them) are converted by the reorders; the convolutions compute in float32.
+backward-data, backward-weights) are each other's gradients. float32, float16 and bfloat16 tensors (each input
+on its own, as amp casts them) are converted by the reorders. The compute type follows the activations x:
+bfloat16 x makes bfloat16 convolutions (bf16 data, float32 accumulation; oneDNN picks AMX or AVX512-BF16
+kernels where the CPU has them, emulation or nothing elsewhere, see `cpu_isa`), whose weight gradient comes
+out in the weight's own dtype (float32 master weights: float32 gradients) and whose float32 weights are rounded
+to bfloat16 inside the kernel's reorder; every other dtype computes in float32.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import importlib.metadata
 import logging
 import math
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import mindspore as ms
 import numpy as np
@@ -31,7 +35,8 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import build
-from .api import FLOAT_DTYPES, check_clamp, check_negative_slope, num_threads
+from ._custom import KERNEL_DTYPES
+from .api import check_clamp, check_negative_slope, num_threads
 from .im2col import check_geometry, conv_output_size
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
@@ -67,7 +72,7 @@ def library_path() -> str:
     """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
-    sources = (SOURCE, *(build.CSRC / "cpu" / h for h in ("worker_pool.h", "col2im.h")),
+    sources = (SOURCE, *(build.CSRC / "cpu" / h for h in ("worker_pool.h", "col2im.h", "bfloat16.h")),
                include / "oneapi" / "dnnl" / "dnnl_version.h")
     return build.library_path("onednn_conv", (SOURCE,), sources, flags)
 
@@ -94,6 +99,34 @@ def dnnl_info() -> dict:
     return info
 
 
+# dnnl_cpu_isa_t (oneapi/dnnl/dnnl_types.h): each ISA's bit mask contains those of the ISAs it extends.
+CPU_ISAS = {0x0: "default", 0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xF: "avx2_vnni", 0x1F: "avx2_vnni_2",
+            0x27: "avx512_core", 0x67: "avx512_core_vnni", 0xE7: "avx512_core_bf16", 0x1EF: "avx10_1_512",
+            0xFEF: "avx10_1_512_amx", 0x1FEF: "avx10_1_512_amx_fp16", 0x201FF: "avx10_2_512",
+            0x22FFF: "avx10_2_512_amx_2"}
+BF16_ISA, BF16_DOT_ISA = 0x27, 0xE7  # avx512_core (bf16 emulated), avx512_core_bf16 (vdpbf16ps; AMX contains it)
+
+
+class CpuIsa(NamedTuple):
+    """The instruction set oneDNN dispatches to here ($ONEDNN_MAX_CPU_ISA lowers it) and what it means for
+    bfloat16 convolutions: `bf16` whether oneDNN 3.10 has them at all (AVX-512 and later: on AVX2 it has none),
+    `bf16_dot` whether they run on bf16 dot-product instructions (AVX512_BF16 or AMX-BF16) rather than an
+    emulation (several times slower than float32 here)."""
+
+    name: str
+    bf16: bool
+    bf16_dot: bool
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_isa() -> CpuIsa:
+    """oneDNN's effective CPU ISA (read once per process)."""
+    lib = ctypes.CDLL(library_path())
+    lib.LreluDnnlCpuIsa.restype = ctypes.c_int64
+    isa = int(lib.LreluDnnlCpuIsa())
+    return CpuIsa(CPU_ISAS.get(isa, hex(isa)), isa & BF16_ISA == BF16_ISA, isa & BF16_DOT_ISA == BF16_DOT_ISA)
+
+
 def available() -> bool:
     """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
     try:
@@ -118,11 +151,13 @@ def _geometry(stride: int, padding: int, threads: int, slope: float, clamp: floa
 
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, transpose: bool,
-            threads: int, act: tuple[float, float] | None = None) -> tuple[msops.Custom, ms.Tensor]:
+            threads: int, act: tuple[float, float] | None = None,
+            w_dtype: ms.Type | None = None) -> tuple[msops.Custom, ms.Tensor]:
     """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
 
     act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
     backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
+    w_dtype: the weight's dtype, which its gradient gets (None: the dtype of x, as under amp).
     """
     lib = library_path()
     dnnl_info()
@@ -134,14 +169,16 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
     else:
         y_shape = (n, w_shape[0], conv_output_size(h, k, stride, padding), conv_output_size(w, k, stride, padding))
 
-    def custom(name: str, shape: tuple, bprop=None) -> msops.Custom:
-        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda a, *_: a,
+    def custom(name: str, shape: tuple, bprop=None, dtype: ms.Type | None = None) -> msops.Custom:
+        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape),
+                            out_dtype=(lambda a, *_: a) if dtype is None else (lambda *_: dtype),
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
-        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose, *(act or ())))
+        prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose, *(act or ()),
+                                             *(() if w_dtype is None else (str(w_dtype),))))
         return prim
 
-    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
+    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape), dtype=w_dtype)
     if transpose:
         forward = custom("DnnlConvForward", x_shape)
 
@@ -164,31 +201,36 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
 
 @constexpr
 def _conv_kernels(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
-                  act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
+                  w_dtype: ms.Type, act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
     """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
 
     Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
     a DCGAN-64 step once failed to compile with "Miss argument input for parameter:transpose" here."""
-    if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
+    for name, t in (("x", dtype), ("weight", w_dtype)):
+        if t not in KERNEL_DTYPES:
+            raise TypeError(f"the oneDNN convolutions take float32, float16 and bfloat16 tensors, got {name} "
+                            f"dtype {t}")
+    if dtype == ms.bfloat16 and not cpu_isa().bf16:
+        raise RuntimeError(f"oneDNN has no bfloat16 convolution on this CPU (instruction set {cpu_isa().name}; "
+                           f"it needs AVX-512, natively AVX512_BF16 or AMX-BF16): use float32 tensors")
     check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
     channels = w_shape[0] if transpose else w_shape[1]
     if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[1] != channels or w_shape[2] != w_shape[3]:
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x (N, {channels}, H, W) and a "
                          f"square 4-d weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
     return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
-                   act)
+                   act, None if w_dtype == dtype else w_dtype)
 
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
     """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, None)
     return op(x, weight, geometry)
 
 
 def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
     """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, None)
     return op(x, weight, geometry)
 
 
@@ -200,5 +242,5 @@ def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int, pa
     as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, act)
     return op(x, weight, bias, geometry)

@@ -21,8 +21,13 @@
 //                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
 // geometry: int32[5] {stride, padding, threads, slope, clamp} (slope and clamp as float32 bit patterns, inf
-// for no clamp). Tensors are float32 or float16 (each on its own: amp casts every floating input of a
-// float16 cell); the primitives compute in float32, the reorders convert.
+// for no clamp). Tensors are float32, float16 or bfloat16, each on its own (amp casts every floating input of
+// a float16 cell; precision=bf16 passes bfloat16 activations with float32 weights). The compute type follows
+// the activations (src, or diff_dst for backward-data): bfloat16 activations make a bfloat16 primitive
+// (bf16 src/weights/dst, float32 accumulation, oneDNN picks AMX or AVX512-BF16 kernels where the CPU has
+// them), with float32 weight gradients and bias; anything else computes in float32. The reorders convert
+// each tensor between its dtype and the primitive's, so a float32 weight is rounded to bfloat16 once per call
+// inside the reorder into the blocked layout, and a bfloat16 output (post-ops included) is rounded once.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -40,6 +45,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.hpp"
 #include "oneapi/dnnl/dnnl_threadpool_iface.hpp"
+#include "bfloat16.h"
 #include "col2im.h"
 #include "worker_pool.h"
 
@@ -115,7 +121,9 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
   return e;
 }
 
-memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, tag::any); }
+memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory::data_type::f32) {
+  return memory::desc(dims, type, tag::any);
+}
 
 // One kernel call's problem: src (N,C,H,W), weights (O,C,K,K), dst (N,O,Ho,Wo), the dtype of each kernel
 // tensor (inputs in order, then the output), and for kForwardAct the LeakyReLU slope and clamp.
@@ -126,6 +134,12 @@ struct Problem {
   int threads;
   std::vector<memory::data_type> types;
   float slope, clamp;
+
+  // The primitive's data type: bf16 when the activations it reads (src, or diff_dst for backward-data; the
+  // first input either way) are bf16, else f32.
+  memory::data_type compute() const {
+    return types[0] == memory::data_type::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  }
 
   std::vector<int64_t> key() const {
     std::vector<int64_t> k = {kind, stride, pad, threads};
@@ -160,19 +174,20 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
   const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
+  const memory::data_type t = p.compute();
   auto make = [&](const memory::desc& src, const memory::desc& dst) {
     return dnnl::convolution_backward_data::primitive_desc(cpu_engine(), dnnl::algorithm::convolution_direct, src,
-                                                           any_desc(p.wei), dst, strides, padding, padding, fwd,
+                                                           any_desc(p.wei, t), dst, strides, padding, padding, fwd,
                                                            attr);
   };
-  if (fwd.src_desc() != memory::desc(p.src, memory::data_type::f32, tag::nchw)) {
+  if (fwd.src_desc() != memory::desc(p.src, t, tag::nchw)) {
     try {
       auto pd = make(fwd.src_desc(), fwd.dst_desc());
       if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return pd;
     } catch (const dnnl::error&) {
     }
   }
-  return make(any_desc(p.src), any_desc(p.dst));
+  return make(any_desc(p.src, t), any_desc(p.dst, t));
 }
 
 // Build the primitive of the problem with its edges, reorders and scratchpad.
@@ -182,11 +197,12 @@ std::unique_ptr<Entry> create(const Problem& p) {
   dnnl::primitive_attr attr = p.kind == kForwardAct ? act_attr(p) : dnnl::primitive_attr();
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& t = p.types;
+  const memory::data_type ct = p.compute();
   const memory::desc bias = p.kind == kForwardAct ? memory::desc({p.dst[1]}, memory::data_type::f32, tag::a)
                                                   : memory::desc();
   const auto fwd = dnnl::convolution_forward::primitive_desc(
-      cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(p.src),
-      any_desc(p.wei), bias, any_desc(p.dst), strides, padding, padding, attr);
+      cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(p.src, ct),
+      any_desc(p.wei, ct), bias, any_desc(p.dst, ct), strides, padding, padding, attr);
   memory::desc scratch;
   if (p.kind == kForward || p.kind == kForwardAct) {
     entry->prim = dnnl::convolution_forward(fwd);
@@ -203,9 +219,10 @@ std::unique_ptr<Entry> create(const Problem& p) {
     entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], tag::nchw, pd.diff_src_desc(), false);
     scratch = pd.scratchpad_desc();
   } else {
+    // float32 weight gradients also from bf16 activations: no rounding of the sums before the optimiser.
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src), any_desc(p.wei), any_desc(p.dst),
-        strides, padding, padding, fwd, attr);
+        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src, ct), any_desc(p.wei),
+        any_desc(p.dst, ct), strides, padding, padding, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
     entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], tag::nchw, pd.src_desc(), true),
                  make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], tag::nchw, pd.diff_dst_desc(), true)};
@@ -309,6 +326,7 @@ memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + nd
 bool float_type(const char* dtype, memory::data_type* t) {
   if (std::strcmp(dtype, "float32") == 0) *t = memory::data_type::f32;
   else if (std::strcmp(dtype, "float16") == 0) *t = memory::data_type::f16;
+  else if (std::strcmp(dtype, "bfloat16") == 0) *t = memory::data_type::bf16;
   else return false;
   return true;
 }
@@ -395,7 +413,7 @@ int DnnlConvActForward(int nparam, void** params, int* ndims, int64_t** shapes, 
   return entry_point(kForwardAct, nparam, params, ndims, shapes, dtypes);
 }
 
-// Inputs: y, dy (same shape and dtype, float32|float16), geometry; output: dz like y.
+// Inputs: y, dy (same shape and dtype, float32|float16|bfloat16), geometry; output: dz like y.
 int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
   if (nparam != 4 || ndims[2] != 1 || shapes[2][0] != kGeometryLength || std::strcmp(dtypes[2], "int32") != 0 ||
       std::strcmp(dtypes[0], dtypes[1]) != 0 || std::strcmp(dtypes[0], dtypes[3]) != 0 || ndims[0] != ndims[1]) {
@@ -420,11 +438,17 @@ int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
     run(static_cast<float*>(nullptr));
   } else if (std::strcmp(dtypes[0], "float16") == 0) {
     run(static_cast<_Float16*>(nullptr));
+  } else if (std::strcmp(dtypes[0], "bfloat16") == 0) {
+    run(static_cast<lrelu::cpu::bf16*>(nullptr));
   } else {
     return 1;
   }
   return 0;
 }
+
+// The most capable instruction set oneDNN dispatches to on this CPU (a dnnl_cpu_isa_t bit mask; lowered by
+// $ONEDNN_MAX_CPU_ISA, read once per process).
+int64_t LreluDnnlCpuIsa() { return static_cast<int64_t>(dnnl_get_effective_cpu_isa()); }
 
 // The oneDNN this library calls: {major, minor, patch} of the loaded library, {major, minor, patch} of the
 // headers it was compiled with; `path` receives the file the dynamic linker bound dnnl_version to.
