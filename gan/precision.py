@@ -2,23 +2,21 @@
 
 fp32: nothing. fp16: MindSpore's amp O2 (float16 except BatchNorm) with dynamic loss scaling (gan.training).
 bf16 on Ascend: amp O2 with bfloat16. bf16 on CPU (MindSpore's CPU backend has no bfloat16 Conv2D, MatMul,
-Tanh or graph-mode Reshape, so amp O2 cannot run there) is `bf16_on_cpu`: bfloat16 activations between the
-layers, float32 Parameters everywhere:
-- the network's input is cast to bfloat16 once; every layer in BF16_CELLS (the oneDNN convolutions and the
-  project's element-wise and fused kernels) reads and writes bfloat16 and computes in float32: convolutions
-  in bf16 with float32 accumulation, BatchNorm statistics and every activation formula in float32, one
-  rounding per output;
-- Parameters stay float32 and reach the kernels as float32: a conv weight is rounded to bfloat16 inside the
-  kernel's reorder, and every weight, gamma/beta, bias and PReLU gradient comes out in float32, so the optimiser
-  (Adam, float32 moments) never sees a bfloat16 number, and no loss scaling is needed (bfloat16 has float32's
+Tanh or graph-mode Reshape, and its bfloat16 Cast takes ~27 ns per element, so amp O2 cannot run there) is
+`bf16_on_cpu`, which sets each oneDNN convolution's compute and output dtype and adds no cast at all:
+- every convolution computes in bfloat16 (bf16 data, float32 accumulation; AMX or AVX512-BF16), reading its
+  input and float32 weight in whatever dtype they come (the kernel's reorder into oneDNN's layout rounds them);
+- a convolution writes bfloat16 when the next layer has a bfloat16 kernel (BF16_CELLS: the project's
+  activation and fused BatchNorm + activation kernels, float32 math and one rounding, BatchNorm statistics in
+  float32), else float32: the networks take and return float32 (G's Tanh and D's logits, so the losses are
+  float32), and MindSpore's own BatchNorm2d (fusion=none) gets float32 (its activation then runs in float32);
+- Parameters stay float32: every weight, gamma/beta, bias and PReLU gradient comes out of the kernels in
+  float32, so Adam (float32 moments) never sees a bfloat16 number; no loss scaling (bfloat16 has float32's
   exponent range);
-- FP32_CELLS (MindSpore's own BatchNorm2d with fusion=none, Tanh) and each network's last layer (D's logits,
-  G's Tanh) run in float32 (MindSpore's `to_float`, which casts a cell's inputs), the layer after an float32
-  island is cast back to bfloat16; the losses take float32 logits;
-- a layer with no bfloat16 kernel on CPU (the gemm/native convolutions, dense layers) is a ConfigError at start.
-The CPU needs bfloat16 dot-product instructions (`check_bf16_cpu`). Sampling, evaluation and the EMA generator
-run the float32 networks (the same weights; only the training steps run the bfloat16 policy).
-docs/precision.md compares this with PyTorch's torch.autocast("cpu", dtype=torch.bfloat16).
+- a layer with no bfloat16 path on CPU (the gemm/native convolutions, dense layers) is a ConfigError at start.
+The CPU needs bfloat16 dot-product instructions (`check_bf16_cpu`). Sampling and evaluation run the same
+networks; the EMA generator (inference only) stays float32. docs/precision.md compares this with PyTorch's
+torch.autocast("cpu", dtype=torch.bfloat16).
 """
 from __future__ import annotations
 
@@ -37,7 +35,7 @@ from ops.fused import SharedWeight
 # Layers whose CPU kernels read and write bfloat16 (subclasses included: fused, spectral and bias variants).
 BF16_CELLS = (OnednnConv2d, OnednnConv2dTranspose, BatchNormAct, LeakyReLU, PReLU, RReLU, ELU, AdaptiveLeakyReLU,
               SharedWeight)
-# Layers that run in float32 inside a bfloat16 network (MindSpore's CPU kernels have no bfloat16 there).
+# Layers without a bfloat16 kernel that a DCGAN may hold: they get float32 inputs (MindSpore's own kernels).
 FP32_CELLS = (nn.BatchNorm2d, nn.Tanh)
 BF16_FLAGS = "avx512_bf16 or amx_bf16"  # the /proc/cpuinfo flags of the bf16 dot-product instructions
 
@@ -72,42 +70,26 @@ def check_bf16_conv_impl(impl: str) -> None:
                           f"MindSpore's CPU Conv2D and MatMul have no bfloat16 kernel")
 
 
-def _bf16_target(cell: nn.Cell) -> nn.Cell | None:
-    """The cell that computes in bf16 for `cell` (a probe's wrapped activation), None if it has no bf16 kernel."""
-    inner = cell.act if isinstance(cell, ProbedActivation) else cell
-    return inner if isinstance(inner, BF16_CELLS) else None
-
-
-class Bf16Input(nn.Cell):
-    """`net` with its input cast to bfloat16 (its output is float32: its last layer runs in float32)."""
-
-    def __init__(self, net: nn.Cell) -> None:
-        super().__init__(auto_prefix=False)
-        self.net = net
-
-    def construct(self, x: ms.Tensor) -> ms.Tensor:
-        return self.net(x.astype(ms.bfloat16))
+def _inner(cell: nn.Cell) -> nn.Cell:
+    """The layer a diagnostics probe wraps, else the cell itself."""
+    return cell.act if isinstance(cell, ProbedActivation) else cell
 
 
 def bf16_on_cpu(net: nn.Cell, role: str) -> nn.Cell:
-    """The bfloat16 policy of the module docstring on `net` (its `layers` SequentialCell), in place; returns
-    the callable the training steps run. ConfigError naming the first layer without a bfloat16 kernel."""
-    cells = list(net.layers.name_cells().items())
-    flowing = ms.bfloat16
+    """The bfloat16 policy of the module docstring, set on `net`'s layers (its `layers` SequentialCell) in
+    place; returns `net`. ConfigError naming the first layer that has no bfloat16 path on CPU."""
+    cells = [(name, _inner(cell)) for name, cell in net.layers.name_cells().items()]
     for i, (name, cell) in enumerate(cells):
-        target = _bf16_target(cell)
-        if i == len(cells) - 1 or (target is None and isinstance(cell, FP32_CELLS)):
-            cell.to_float(ms.float32)
-            flowing = ms.float32
-        elif target is None:
+        if not isinstance(cell, BF16_CELLS + FP32_CELLS):
             raise ConfigError(f"precision=bf16 on CPU: layer {role}.layers.{name} ({type(cell).__name__}) has no "
                               f"bfloat16 kernel on CPU (bfloat16 runs the oneDNN convolutions and the project's "
                               f"activation and fused kernels); use model.conv_impl=onednn with a DCGAN, or "
                               f"precision=fp32")
-        elif flowing == ms.float32:
-            target.to_float(ms.bfloat16)  # after a float32 island: cast back (an activation's input)
-            flowing = ms.bfloat16
-    return Bf16Input(net)
+        if isinstance(cell, (OnednnConv2d, OnednnConv2dTranspose)):
+            after = cells[i + 1][1] if i + 1 < len(cells) else None
+            cell.compute_dtype = ms.bfloat16
+            cell.out_dtype = ms.bfloat16 if isinstance(after, BF16_CELLS) else ms.float32
+    return net
 
 
 def mixed_precision(net: nn.Cell, precision: str, device_target: str, role: str,

@@ -67,14 +67,19 @@ def headers() -> Path:
                        f"or use model.conv_impl=gemm")
 
 
-@functools.lru_cache(maxsize=None)
-def library_path() -> str:
-    """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
+def build_with_onednn(stem: str, source: Path, headers_used: tuple[str, ...]) -> str:
+    """A library of one C++ unit linked against MindSpore's oneDNN (built on first use, cached like the other
+    kernels): the kernels here, and scripts/bench_peak.cc. headers_used: the ops/csrc/cpu headers it includes."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
-    sources = (SOURCE, *(build.CSRC / "cpu" / h for h in ("worker_pool.h", "col2im.h", "bfloat16.h")),
-               include / "oneapi" / "dnnl" / "dnnl_version.h")
-    return build.library_path("onednn_conv", (SOURCE,), sources, flags)
+    sources = (source, *(build.CSRC / "cpu" / h for h in headers_used), include / "oneapi" / "dnnl" / "dnnl_version.h")
+    return build.library_path(stem, (source,), sources, flags)
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str:
+    """The compiled oneDNN kernel library."""
+    return build_with_onednn("onednn_conv", SOURCE, ("worker_pool.h", "col2im.h", "bfloat16.h", "dnnl_pool.h"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,26 +147,36 @@ def _shape_of(shape: tuple) -> Callable[..., list[int]]:
     return lambda *_: list(shape)
 
 
-def _geometry(stride: int, padding: int, threads: int, slope: float, clamp: float) -> ms.Tensor:
-    """The kernels' int32 geometry input {stride, padding, threads, slope, clamp}, the floats as float32 bits
-    (an integer input, so amp never casts it)."""
+def _geometry(stride: int, padding: int, threads: int, slope: float, clamp: float, bf16: bool) -> ms.Tensor:
+    """The kernels' int32 geometry input {stride, padding, threads, slope, clamp, compute}, the floats as float32
+    bits (an integer input, so amp never casts it), compute 1 for a bfloat16 primitive."""
     floats = np.array([slope, clamp], np.float32).view(np.int32)
-    return ms.Tensor(np.concatenate([np.array([stride, padding, threads], np.int32), floats]))
+    return ms.Tensor(np.concatenate([np.array([stride, padding, threads], np.int32), floats,
+                                     np.array([int(bf16)], np.int32)]))
+
+
+class ConvDtypes(NamedTuple):
+    """The dtypes of one convolution: of x, of the weight (its gradient gets it), of the output, and whether it
+    computes in bfloat16 (bf16 data, float32 accumulation) rather than float32."""
+
+    x: ms.Type
+    w: ms.Type
+    out: ms.Type
+    bf16: bool
 
 
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, padding: int, transpose: bool,
-            threads: int, act: tuple[float, float] | None = None,
-            w_dtype: ms.Type | None = None) -> tuple[msops.Custom, ms.Tensor]:
-    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
+            threads: int, act: tuple[float, float] | None, dtypes: ConvDtypes) -> tuple[msops.Custom, ms.Tensor]:
+    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape and
+    dtypes (gradients in the dtype of what they differentiate).
 
     act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
     backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
-    w_dtype: the weight's dtype, which its gradient gets (None: the dtype of x, as under amp).
     """
     lib = library_path()
     dnnl_info()
-    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)))
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), dtypes.bf16)
     n, _, h, w = x_shape
     k = w_shape[2]
     if transpose:  # x is the conv's dst (N, C_in, h, w); y its src (N, C_out, H, W)
@@ -169,48 +184,51 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int, pad
     else:
         y_shape = (n, w_shape[0], conv_output_size(h, k, stride, padding), conv_output_size(w, k, stride, padding))
 
-    def custom(name: str, shape: tuple, bprop=None, dtype: ms.Type | None = None) -> msops.Custom:
-        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape),
-                            out_dtype=(lambda a, *_: a) if dtype is None else (lambda *_: dtype),
+    def custom(name: str, shape: tuple, dtype: ms.Type, bprop=None) -> msops.Custom:
+        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda *_: dtype,
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
         prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, stride, padding, transpose, *(act or ()),
-                                             *(() if w_dtype is None else (str(w_dtype),))))
+                                             *map(str, dtypes)))
         return prim
 
-    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape), dtype=w_dtype)
+    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape), dtypes.w)
     if transpose:
-        forward = custom("DnnlConvForward", x_shape)
+        forward = custom("DnnlConvForward", x_shape, dtypes.x)
 
         def bprop(x, wt, params, out, dout):
             return forward(dout, wt, params), weights_grad(dout, x, params), msops.zeros_like(params)
-        return custom("DnnlConvBackwardData", y_shape, bprop), geometry
-    backward_data = custom("DnnlConvBackwardData", x_shape)
+        return custom("DnnlConvBackwardData", y_shape, dtypes.out, bprop), geometry
+    backward_data = custom("DnnlConvBackwardData", x_shape, dtypes.x)
     if act is None:
         def bprop(x, wt, params, out, dout):
             return backward_data(dout, wt, params), weights_grad(x, dout, params), msops.zeros_like(params)
-        return custom("DnnlConvForward", y_shape, bprop), geometry
-    act_grad = custom("DnnlActBackward", y_shape)
+        return custom("DnnlConvForward", y_shape, dtypes.out, bprop), geometry
+    act_grad = custom("DnnlActBackward", y_shape, dtypes.out)
 
     def act_bprop(x, wt, bias, params, out, dout):
         dz = act_grad(out, dout, params)
         dbias = dz.astype(ms.float32).sum((0, 2, 3)).astype(bias.dtype)
         return backward_data(dz, wt, params), weights_grad(x, dz, params), dbias, msops.zeros_like(params)
-    return custom("DnnlConvActForward", y_shape, act_bprop), geometry
+    return custom("DnnlConvActForward", y_shape, dtypes.out, act_bprop), geometry
 
 
 @constexpr
 def _conv_kernels(x_shape: tuple, w_shape: tuple, stride: int, padding: int, transpose: bool, dtype: ms.Type,
-                  w_dtype: ms.Type, act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
-    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
+                  w_dtype: ms.Type, out_dtype: ms.Type | None, compute: ms.Type | None,
+                  act: tuple[float, float] | None) -> tuple[msops.Custom, ms.Tensor]:
+    """Checked shapes and dtypes -> cached kernels; constexpr so it also runs inside ms.jit.
 
     Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
     a DCGAN-64 step once failed to compile with "Miss argument input for parameter:transpose" here."""
-    for name, t in (("x", dtype), ("weight", w_dtype)):
+    for name, t in (("x", dtype), ("weight", w_dtype), ("out_dtype", out_dtype or dtype)):
         if t not in KERNEL_DTYPES:
             raise TypeError(f"the oneDNN convolutions take float32, float16 and bfloat16 tensors, got {name} "
                             f"dtype {t}")
-    if dtype == ms.bfloat16 and not cpu_isa().bf16:
+    if compute not in (None, ms.float32, ms.bfloat16):
+        raise TypeError(f"the oneDNN convolutions compute in float32 or bfloat16, got compute={compute}")
+    bf16 = compute == ms.bfloat16 or (compute is None and dtype == ms.bfloat16)
+    if bf16 and not cpu_isa().bf16:
         raise RuntimeError(f"oneDNN has no bfloat16 convolution on this CPU (instruction set {cpu_isa().name}; "
                            f"it needs AVX-512, natively AVX512_BF16 or AMX-BF16): use float32 tensors")
     check_geometry(w_shape[2] if len(w_shape) == 4 else 1, stride, padding)
@@ -219,28 +237,39 @@ def _conv_kernels(x_shape: tuple, w_shape: tuple, stride: int, padding: int, tra
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x (N, {channels}, H, W) and a "
                          f"square 4-d weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
     return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
-                   act, None if w_dtype == dtype else w_dtype)
+                   act, ConvDtypes(dtype, w_dtype, out_dtype or dtype, bf16))
 
 
-def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
-    """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, None)
+def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int, *, compute: ms.Type | None = None,
+           out_dtype: ms.Type | None = None) -> ms.Tensor:
+    """Conv2d of the NCHW batch x by OIHW weights (O, C, K, K), square stride and zero padding.
+
+    compute: ms.bfloat16 or ms.float32 (None: bfloat16 for bfloat16 x, else float32); out_dtype: the output's
+    dtype (None: x's). Any x and weight dtype goes with either: the kernel's reorders convert them."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
+                                 compute, None)
     return op(x, weight, geometry)
 
 
-def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int) -> ms.Tensor:
-    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, None)
+def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int, padding: int, *, compute: ms.Type | None = None,
+                     out_dtype: ms.Type | None = None) -> ms.Tensor:
+    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, K, K): output (h-1)*s - 2p + K per axis;
+    compute and out_dtype as conv2d's."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, out_dtype,
+                                 compute, None)
     return op(x, weight, geometry)
 
 
 def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int, padding: int, negative_slope: float,
-               clamp: float | None = None) -> ms.Tensor:
-    """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,).
+               clamp: float | None = None, *, compute: ms.Type | None = None,
+               out_dtype: ms.Type | None = None) -> ms.Tensor:
+    """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,);
+    compute and out_dtype as conv2d's.
 
     The backward reads the activation's gradient from the output's sign; an output exactly at +-clamp counts
     as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, act)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
+                                 compute, act)
     return op(x, weight, bias, geometry)

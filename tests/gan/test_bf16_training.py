@@ -1,5 +1,5 @@
-"""precision=bf16 on CPU (gan.precision): bfloat16 activations through the oneDNN convolutions and the project's
-kernels, float32 Parameters and Adam moments, no loss scaling; refused at start on a CPU without bfloat16
+"""precision=bf16 on CPU (gan.precision): bfloat16 convolutions and activations through the oneDNN kernels and the
+project's element-wise kernels, float32 Parameters and Adam moments, no loss scaling; refused at start on a CPU without bfloat16
 dot-product instructions (the check is injectable, and a subprocess lowers oneDNN's instruction set, so both
 branches run on any CPU); checkpoints move between fp32 and bf16 runs; resume is exact within bf16.
 
@@ -83,13 +83,19 @@ def test_models_without_bf16_kernels_name_the_layer(config):
 
 @needs_bf16_cpu
 def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters():
+    """Every conv computes in bf16; between layers only bfloat16 flows, except out of G's last conv (into Tanh)
+    and D's last conv (the logits): the networks take and return float32, with no cast op anywhere."""
     trainer = GANTrainer(to_config(compose_config(TINY + ["precision=bf16"])), channels=3)
-    for net, x in ((trainer.g, np.zeros((2, 16, 1, 1), np.float32)), (trainer.d, np.zeros((2, 3, 32, 32), np.float32))):
-        h, dtypes = Tensor(x).astype(ms.bfloat16), []
+    assert trainer.g_run is trainer.g and trainer.d_run is trainer.d
+    for net, x, fp32_tail in ((trainer.g, np.zeros((2, 16, 1, 1), np.float32), 2),
+                              (trainer.d, np.zeros((2, 3, 32, 32), np.float32), 1)):
+        h, dtypes = Tensor(x), []
         for cell in net.layers.cell_list:
             h = cell(h)
             dtypes.append(h.dtype)
-        assert dtypes == [ms.bfloat16] * (len(dtypes) - 1) + [ms.float32]  # the last layer runs in float32
+        assert dtypes == [ms.bfloat16] * (len(dtypes) - fp32_tail) + [ms.float32] * fp32_tail
+        convs = [c for c in net.layers.cell_list if hasattr(c, "compute_dtype")]
+        assert convs and all(c.compute_dtype == ms.bfloat16 for c in convs)
     state = trainer.state_arrays()
     assert {a.dtype for a in state.values()} <= {np.dtype(np.float32), np.dtype(np.int32)}
     fp32 = GANTrainer(to_config(compose_config(TINY)), channels=3).state_arrays()

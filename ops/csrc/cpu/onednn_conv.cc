@@ -20,14 +20,14 @@
 // DnnlConvActForward     (src, weights, bias (O,), geometry) -> LeakyReLU(conv + bias) [clamped], one primitive
 //                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
-// geometry: int32[5] {stride, padding, threads, slope, clamp} (slope and clamp as float32 bit patterns, inf
-// for no clamp). Tensors are float32, float16 or bfloat16, each on its own (amp casts every floating input of
-// a float16 cell; precision=bf16 passes bfloat16 activations with float32 weights). The compute type follows
-// the activations (src, or diff_dst for backward-data): bfloat16 activations make a bfloat16 primitive
-// (bf16 src/weights/dst, float32 accumulation, oneDNN picks AMX or AVX512-BF16 kernels where the CPU has
-// them), with float32 weight gradients and bias; anything else computes in float32. The reorders convert
-// each tensor between its dtype and the primitive's, so a float32 weight is rounded to bfloat16 once per call
-// inside the reorder into the blocked layout, and a bfloat16 output (post-ops included) is rounded once.
+// geometry: int32[6] {stride, padding, threads, slope, clamp, compute} (slope and clamp as float32 bit
+// patterns, inf for no clamp; compute 1 for bfloat16, 0 for float32). Tensors are float32, float16 or bfloat16,
+// each on its own (amp casts every floating input of a float16 cell; precision=bf16 passes float32 weights, and
+// float32 network inputs and outputs at its edges). compute=1 makes a bfloat16 primitive (bf16 src/weights/
+// dst, float32 accumulation; oneDNN picks AMX or AVX512-BF16 kernels where the CPU has them) with float32 weight
+// gradients and bias; compute=0 a float32 one. The reorders convert each tensor between its dtype and the
+// primitive's, so a float32 weight or input is rounded to bfloat16 once per call inside the reorder into the
+// blocked layout, and an output (post-ops included) is rounded once to its dtype.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -43,49 +43,24 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
-#include "oneapi/dnnl/dnnl_threadpool.hpp"
-#include "oneapi/dnnl/dnnl_threadpool_iface.hpp"
 #include "bfloat16.h"
 #include "col2im.h"
+#include "dnnl_pool.h"
 #include "worker_pool.h"
 
 namespace {
+
+using lrelu::cpu::Concurrency;
+using lrelu::cpu::cpu_engine;
+using lrelu::cpu::Pool;
 
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 
 enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3 };
-constexpr int64_t kGeometryLength = 5;  // {stride, padding, threads, slope (float bits), clamp (float bits)}
-
-thread_local bool in_parallel = false;
-
-// oneDNN's threadpool runtime hands every parallel region to this pool: `threads` workers of the library's
-// persistent WorkerPool, the caller being one of them; parallel_for returns when all n tasks have run
-// (synchronous pool, flags 0).
-class Pool : public dnnl::threadpool_interop::threadpool_iface {
- public:
-  explicit Pool(int threads) : threads_(threads) {}
-  int get_num_threads() const override { return threads_; }
-  bool get_in_parallel() const override { return in_parallel; }
-  uint64_t get_flags() const override { return 0; }
-  void parallel_for(int n, const std::function<void(int, int)>& fn) override {
-    const int workers = n < threads_ ? n : threads_;
-    lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
-      const bool outer = in_parallel;
-      in_parallel = true;
-      for (int i = first; i < n; i += workers) fn(i, n);
-      in_parallel = outer;
-    });
-  }
-
- private:
-  int threads_;
-};
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
+// {stride, padding, threads, slope (float bits), clamp (float bits), compute (1: bfloat16, 0: float32)}
+constexpr int64_t kGeometryLength = 6;
+constexpr int64_t kSmallPlane = 16;  // Problem::compute: bf16 backward-weights into at most 4x4 runs in float32
 
 // One edge of a primitive: the MindSpore tensor (plain layout) and, when oneDNN chose another layout,
 // the blocked buffer and the reorder between the two.
@@ -134,15 +109,23 @@ struct Problem {
   int threads;
   std::vector<memory::data_type> types;
   float slope, clamp;
+  bool bf16;  // a bfloat16 problem (else float32)
 
-  // The primitive's data type: bf16 when the activations it reads (src, or diff_dst for backward-data; the
-  // first input either way) are bf16, else f32.
+  // The primitive's data type: bf16 for a bf16 problem, except a backward-weights of bf16 tensors into an output
+  // plane of at most kSmallPlane positions, which runs oneDNN's float32 kernel on the same values: bf16 widens
+  // exactly and a product of two bf16 values is exact in float32, so it computes what a bf16 kernel with float32
+  // accumulation computes, in another summation order. AMX's bf16 backward-weights is slow there: on this
+  // machine (Xeon, AMX), 1 thread, batch 64, 4x4 stride 2 into a 4x4 output, 64 -> 128 channels 10-47 ms
+  // against 2.4-3.6 ms in float32, 256 -> 512 750-900 against 475 ms (several runs under load); from 8x8
+  // outputs on the bf16 kernel is as fast or faster (64 -> 128 channels into 16x16: 86-139 against 166 ms).
   memory::data_type compute() const {
-    return types[0] == memory::data_type::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    const bool small_weight_gradient = kind == kBackwardWeights && dst[2] * dst[3] <= kSmallPlane &&
+                                       types[0] == memory::data_type::bf16 && types[1] == memory::data_type::bf16;
+    return bf16 && !small_weight_gradient ? memory::data_type::bf16 : memory::data_type::f32;
   }
 
   std::vector<int64_t> key() const {
-    std::vector<int64_t> k = {kind, stride, pad, threads};
+    std::vector<int64_t> k = {kind, stride, pad, threads, bf16};
     for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
     for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
     if (kind == kForwardAct) {
@@ -233,22 +216,6 @@ std::unique_ptr<Entry> create(const Problem& p) {
   return entry;
 }
 
-// oneDNN splits a primitive's work for the creating thread's "max concurrency" (thread-local, set by
-// whoever used oneDNN on this thread before, e.g. MindSpore's own kernels): create for the pool's size.
-class Concurrency {
- public:
-  explicit Concurrency(int threads) {
-    if (dnnl_threadpool_interop_get_max_concurrency(&saved_) != dnnl_success) saved_ = 0;
-    dnnl_threadpool_interop_set_max_concurrency(threads);
-  }
-  ~Concurrency() {
-    if (saved_ > 0) dnnl_threadpool_interop_set_max_concurrency(saved_);
-  }
-
- private:
-  int saved_ = 0;
-};
-
 // The cached entry of one problem (created on first use; entries live for the process).
 Entry& lookup(const Problem& p) {
   static std::mutex mu;
@@ -314,7 +281,7 @@ void backward_data_few_channels(const Problem& p, const float* dy, const float* 
 }
 
 bool few_channels_path(const Problem& p) {
-  if (p.kind != kBackwardData || p.src[1] > kFewChannels) return false;
+  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.bf16) return false;
   for (memory::data_type t : p.types) {
     if (t != memory::data_type::f32) return false;
   }
@@ -345,7 +312,7 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
       shapes[geo][0] != kGeometryLength || std::strcmp(dtypes[geo], "int32") != 0) {
     return 1;
   }
-  Problem p{kind, {}, {}, {}, 0, 0, 1, {}, 0.0f, 0.0f};
+  Problem p{kind, {}, {}, {}, 0, 0, 1, {}, 0.0f, 0.0f, false};
   for (int i = 0; i < nparam; ++i) {
     memory::data_type t;
     if (i != geo && !float_type(dtypes[i], &t)) return 1;
@@ -357,6 +324,7 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   p.threads = g[2] > 1 ? g[2] : 1;
   p.slope = float_at(g, 3);
   p.clamp = float_at(g, 4);
+  p.bf16 = g[5] != 0;
   // (src, weights, dst) dims from the kernel's first two inputs and its output.
   const memory::dims a = dims_of(4, shapes[0]), b = dims_of(4, shapes[1]), o = dims_of(4, shapes[out]);
   p.src = kind == kBackwardData ? o : a;
