@@ -11,6 +11,9 @@ Fused BatchNorm + act (per-channel sums): bfloat16 y and dx against the float32 
 of the elements (the two dtypes' tiling plans sum the statistics in another order, which moves ties); dgamma
 and dbeta (float32 outputs) within the float32 tolerance of tests/ops/test_fused.py on the same data.
 """
+import json
+from pathlib import Path
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -196,3 +199,46 @@ def test_bias_act_rounds_once_and_keeps_the_float32_bias_gradient():
     assert_one_rounding_of(out["bf16"][1], out["f32"][1])
     assert out["bf16"][2].dtype == np.float32
     np.testing.assert_allclose(out["bf16"][2], out["f32"][2], rtol=1e-6, atol=1e-6)
+
+
+# ---- PyTorch's bfloat16 ops on the same data (fixture written by scripts/crosscheck_torch_bf16.py) ----
+
+FIXTURE = Path(__file__).parent / "data" / "torch_bf16_activations.json"
+
+
+def _from_hex(text: str) -> np.ndarray:
+    return np.frombuffer(bytes.fromhex(text), "<u2").astype(np.uint16).view(BF16)
+
+
+def _torch_cases():
+    fixture = json.loads(FIXTURE.read_text())
+    x, dy = _from_hex(fixture["x"]), _from_hex(fixture["dy"])
+    return [(c["op"], c["params"], x, dy, _from_hex(c["y"]), _from_hex(c["dx"])) for c in fixture["cases"]]
+
+
+REFERENCE = {"leaky_relu": (lambda x, p: ref.forward(x, p["negative_slope"]),
+                            lambda x, dy, p: ref.backward(x, dy, p["negative_slope"]),
+                            lambda t, p: leaky_relu(t, p["negative_slope"])),
+             "prelu": (lambda x, p: ref.prelu_forward(x, np.float32(p["weight"])),
+                       lambda x, dy, p: ref.prelu_backward(x, dy, np.float32(p["weight"]))[0],
+                       lambda t, p: prelu(t, ms.Tensor(np.float32(p["weight"])))),
+             "elu": (lambda x, p: ref.elu_forward(x, p["alpha"]), lambda x, dy, p: ref.elu_backward(x, dy, p["alpha"]),
+                     lambda t, p: elu(t, p["alpha"]))}
+
+
+@pytest.mark.parametrize("op,params,x,dy,torch_y,torch_dx", _torch_cases(),
+                         ids=[f"{c[0]}-{c[1]}" for c in _torch_cases()])
+def test_reference_and_kernels_are_bitwise_pytorch_bf16(op, params, x, dy, torch_y, torch_dx):
+    """The numpy reference gives PyTorch 2.13's bfloat16 bits (NaN: position only; PyTorch writes 0x7FC0 in its
+    scalar path and 0xFFFF in its AVX-512 one, the kernels sign | 0x7FC0), and the kernels give the
+    reference's, forward and input gradient. PReLU runs on (2, 3, n) with the float32 weight of the kernels'
+    bf16 policy (values bfloat16 holds exactly, so PyTorch's bf16 weight is the same number)."""
+    if op == "prelu":
+        x, dy, torch_y, torch_dx = (a.reshape(2, 3, -1) for a in (x, dy, torch_y, torch_dx))
+    forward, backward, kernel = REFERENCE[op]
+    want_y, want_dx = forward(x, params), backward(x, dy, params)
+    assert_bitwise(want_y, torch_y)
+    assert_bitwise(want_dx, torch_dx)
+    y, pullback = ms.vjp(lambda t: kernel(t, params), ms.Tensor(x))
+    assert_bitwise(as_numpy(y), want_y)
+    assert_bitwise(as_numpy(pullback(ms.Tensor(dy))[0]), want_dx)
