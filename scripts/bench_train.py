@@ -16,7 +16,9 @@ layer shapes (`step_flops`, the structure of GANTrainer's D + G step: see its do
 that over the step time and `peak_share` its share of the peak GFLOP/s of the same precision. The peak is
 measured in the same round-robin as the steps (`--peak measure`, default: scripts/bench_peak.py's GEMM and
 convolution, the better of the two) or read from a bench_peak.py JSON. Every record carries the CPU (model,
-bf16/AMX flags), the threads and the load average before and after.
+bf16/AMX flags), the threads and the load average before and after. `step_cpu_s` (and the cpu_ratio_* fields) is
+the median CPU time of this process per step: where the machine has more runnable threads than cores, wall time
+includes the waits for a core and CPU time what the step itself costs (threads that spin while idle count too).
 
 Each record names its conv impl, fusion and precision; with conv_impl=onednn it also carries the oneDNN version
 and library file the kernels call (`ops.onednn.dnnl_info`).
@@ -117,24 +119,28 @@ def train_step_flops(cfg: Config) -> dict:
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
-                     max_seconds: float) -> dict[str, list[float]]:
+                     max_seconds: float, cpu_seconds: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Seconds per timed call of each step(i), round-robin so every contender sees the same machine load.
 
     Each contender first runs `warmup` untimed calls (graph compilation); a contender leaves the rotation
     after `steps` timed calls or once its timed calls add up to `max_seconds` (it always gets one).
+    `cpu_seconds`, when given, receives each call's CPU time of this process (all its threads): on a machine
+    loaded past its cores, wall time also counts the waits for a core, CPU time what the step itself cost.
     """
     for step in steps_by_name.values():
         for i in range(warmup):
             step(i)
     times: dict[str, list[float]] = {name: [] for name in steps_by_name}
+    cpu = {name: [] for name in steps_by_name} if cpu_seconds is None else cpu_seconds
     while True:
         active = [n for n, ts in times.items() if len(ts) < steps and (not ts or sum(ts) < max_seconds)]
         if not active:
             return times
         for name in active:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             steps_by_name[name](warmup + len(times[name]))
             times[name].append(time.perf_counter() - t0)
+            cpu.setdefault(name, []).append(time.process_time() - c0)
 
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
@@ -369,8 +375,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if args.peak == "measure":
             peak_steps, peaks = peak_contenders(machine["threads"], sorted({p for _, _, p in runs}))
             contenders.update(peak_steps)
+        cpu_seconds: dict[str, list[float]] = {}
         medians = {name: statistics.median(ts) for name, ts in
-                   time_interleaved(contenders, args.warmup, args.steps, args.max_seconds).items()}
+                   time_interleaved(contenders, args.warmup, args.steps, args.max_seconds, cpu_seconds).items()}
+        cpu = {name: statistics.median(ts) for name, ts in cpu_seconds.items()}
         peak = peaks() if args.peak == "measure" else {} if args.peak == "none" else read_peak(Path(args.peak),
                                                                                                precisions)
         load = {"load_average_before": load_before, "load_average_after": bench_peak.load_average()}
@@ -387,7 +395,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 "torch_img_per_s": None if torch_s is None else round(args.batch_size / torch_s, 2),
                 "ratio_to_torch": None if torch_s is None else round(torch_s / step_s, 4),
                 "ratio_to_fp32": None if fp32_s is None or precision == "fp32" else round(fp32_s / step_s, 4),
-                "step_s": round(step_s, 4), "batch_size": args.batch_size, "threads": args.threads,
+                "step_s": round(step_s, 4), "step_cpu_s": round(cpu[f"{impl}/{fusion}/{precision}"], 4),
+                "cpu_ratio_to_torch": None if torch_s is None else round(cpu[f"torch/{precision}"]
+                                                                         / cpu[f"{impl}/{fusion}/{precision}"], 4),
+                "cpu_ratio_to_fp32": None if fp32_s is None or precision == "fp32" else round(
+                    cpu[f"{impl}/{fusion}/fp32"] / cpu[f"{impl}/{fusion}/{precision}"], 4),
+                "batch_size": args.batch_size, "threads": args.threads,
                 "gflop_per_step": round(flops["total"] / 1e9, 3),
                 "flops_by_part": {k: round(v / 1e9, 4) for k, v in flops.items() if k != "total"},
                 **used, "peak_gflops": peak.get(precision), "peak": peak or None,
@@ -400,7 +413,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   f"{r['gflop_per_step']:7.2f} GFLOP {r['achieved_gflops']:7.1f} GFLOP/s{share}"
                   + ("" if torch_s is None else f"  torch {r['torch_img_per_s']:8.1f} img/s  ratio "
                                                 f"{r['ratio_to_torch']:.3f}")
-                  + ("" if r["ratio_to_fp32"] is None else f"  vs fp32 {r['ratio_to_fp32']:.3f}"), flush=True)
+                  + ("" if r["ratio_to_fp32"] is None else f"  vs fp32 {r['ratio_to_fp32']:.3f}")
+                  + f"  (CPU time: {r['step_cpu_s']:.3f} s"
+                  + ("" if torch_s is None else f", ratio {r['cpu_ratio_to_torch']:.3f}")
+                  + ("" if r["cpu_ratio_to_fp32"] is None else f", vs fp32 {r['cpu_ratio_to_fp32']:.3f}") + ")",
+                  flush=True)
     write_json_atomic(args.json, records, indent=2)
     return records
 

@@ -108,52 +108,46 @@ inline double lane_sum(f8 v) {
   return s;
 }
 #endif
-// ---- bfloat16 vectors: widen by shifting the bits up, narrow by bf16::round_bits's integer rounding ----
-#if defined(__AVX512F__)
-// The rounded bf16 bits of 16 floats, one per 32-bit lane (bf16::round_bits on each lane).
-inline __m512i bf16_bits(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v), high = _mm512_srli_epi32(u, 16);
-  const __m512i bias = _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF));
-  const __m512i nan = _mm512_or_si512(_mm512_and_si512(high, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
-  return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16),
-                                 nan);
+// ---- bfloat16 vectors: widen by shifting the bits up, narrow by bf16::round_bits's integer rounding, written
+// once over GCC vector types: U is the uint32 vector as wide as the float vector V ----
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
+// The rounded bf16 bits of each float lane of v, one per 32-bit lane (bf16::round_bits on each lane).
+template <typename U, typename V>
+inline U bf16_bits(V v) {
+  U u;
+  std::memcpy(&u, &v, sizeof u);
+  const U high = u >> 16;
+  const U rounded = (u + ((high & 1u) + 0x7FFFu)) >> 16;
+  const U nan = (high & 0x8000u) | 0x7FC0u;
+  return v != v ? nan : rounded;  // NaN compares unequal to itself
 }
-inline __m512 bf16_widen(__m512i bits) { return _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)); }
-#endif
-#if defined(__AVX2__)
-inline __m256i bf16_bits(__m256 v) {
-  const __m256i u = _mm256_castps_si256(v), high = _mm256_srli_epi32(u, 16);
-  const __m256i bias = _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7FFF));
-  const __m256i nan = _mm256_or_si256(_mm256_and_si256(high, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7FC0));
-  return _mm256_blendv_epi8(_mm256_srli_epi32(_mm256_add_epi32(u, bias), 16), nan,
-                            _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+
+// The floats whose upper halves are the bf16 bits in each 32-bit lane.
+template <typename V, typename U>
+inline V bf16_widen(U bits) {
+  const U shifted = bits << 16;
+  V v;
+  std::memcpy(&v, &shifted, sizeof v);
+  return v;
 }
-inline __m256 bf16_widen(__m256i bits) { return _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16)); }
-#endif
 
 struct Bf16Round {
   static float apply(float v) { return bf16::round(v); }
 #if defined(__F16C__)
-  static f8 apply(f8 v) {
-#if defined(__AVX2__)
-    return bf16_widen(bf16_bits(v));
-#else
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, v);
-    for (float& f : lanes) f = bf16::round(f);
-    return _mm256_load_ps(lanes);
-#endif
-  }
+  static f8 apply(f8 v) { return bf16_widen<f8>(bf16_bits<u32x8>(v)); }
 #endif
 #if defined(__AVX512F__)
-  static __m512 apply(__m512 v) { return bf16_widen(bf16_bits(v)); }
+  static __m512 apply(__m512 v) { return bf16_widen<__m512>(bf16_bits<u32x16>(v)); }
 #endif
 };
 
 #if defined(__F16C__)
 inline f8 load8(const bf16* p) {
 #if defined(__AVX2__)
-  return bf16_widen(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  return bf16_widen<f8>(reinterpret_cast<u32x8>(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+      reinterpret_cast<const __m128i*>(p)))));
 #else
   alignas(32) float lanes[8];
   for (int i = 0; i < 8; ++i) lanes[i] = static_cast<float>(p[i]);
@@ -162,8 +156,8 @@ inline f8 load8(const bf16* p) {
 }
 inline void store8(bf16* p, f8 v) {
 #if defined(__AVX2__)
-  const __m256i bits = bf16_bits(v);  // 8 x 32-bit; pack to 16 bits, then gather the two 64-bit halves
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);
+  const __m256i bits = reinterpret_cast<__m256i>(bf16_bits<u32x8>(v));  // 8 x 32-bit; pack to 16 bits, then
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);  // join the halves
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
 #else
   alignas(32) float lanes[8];
@@ -182,10 +176,12 @@ inline void store_v(half* p, fv v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 inline fv load_v(const bf16* p) {
-  return bf16_widen(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  return bf16_widen<fv>(reinterpret_cast<u32x16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+      reinterpret_cast<const __m256i*>(p)))));
 }
 inline void store_v(bf16* p, fv v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bf16_bits(v)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(reinterpret_cast<__m512i>(
+      bf16_bits<u32x16>(v))));
 }
 inline void stream_v(float* p, fv v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned: one whole line
 #elif LRELU_FV_LANES == 8
