@@ -10,6 +10,7 @@ torch.autocast("cpu", dtype=torch.bfloat16) (ratio_to_torch compares equal preci
 
     python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
         [--fusions none,bn_act] [--precisions fp32,bf16] [--peak measure|PATH]
+    python scripts/bench_train.py --render docs/data/bench_train_bf16_run1.json   # the markdown table
 
 Utilisation: `gflop_per_step` counts the multiply-adds (2 FLOP each) of every convolution of one step from the
 layer shapes (`step_flops`, the structure of GANTrainer's D + G step: see its docstring), `achieved_gflops` is
@@ -308,10 +309,33 @@ def utilisation(flops: float, step_s: float, peak: float | None) -> dict:
     return {"achieved_gflops": round(achieved, 1), "peak_share": None if not peak else round(achieved / peak, 4)}
 
 
+def markdown_table(records: list[dict]) -> str:
+    """The utilisation table of bench_train records (docs/performance.md quotes it): per record img/s, GFLOP per
+    step, achieved GFLOP/s, share of the same precision's peak, and the ratios to fp32 and to PyTorch (wall and
+    CPU time)."""
+    def fmt(value, spec: str) -> str:
+        return "" if value is None else format(value, spec)
+
+    rows = ["| model | precision | impl / fusion | img/s | GFLOP/step | GFLOP/s | % of peak (GFLOP/s) | vs fp32 | "
+            "vs PyTorch | vs fp32, CPU time | vs PyTorch, CPU time | PyTorch img/s | load before / after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        share = "" if r.get("peak_share") is None else f"{100 * r['peak_share']:.1f}% ({r['peak_gflops']:.0f})"
+        rows.append(f"| {r['model']} | {r['precision']} | {r['impl']} / {r['fusion']} | {r['img_per_s']:.1f} | "
+                    f"{r['gflop_per_step']:.2f} | {r['achieved_gflops']:.1f} | {share} | "
+                    f"{fmt(r.get('ratio_to_fp32'), '.2f')} | {fmt(r.get('ratio_to_torch'), '.2f')} | "
+                    f"{fmt(r.get('cpu_ratio_to_fp32'), '.2f')} | {fmt(r.get('cpu_ratio_to_torch'), '.2f')} | "
+                    f"{fmt(r.get('torch_img_per_s'), '.1f')} | {r['load_average_before'][0]} / "
+                    f"{r['load_average_after'][0]} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
-    """Run the benchmark, print a table, write the records to --json."""
+    """Run the benchmark, print a table, write the records to --json (or print the tables of --render files)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", required=True, type=Path, help="write the result records here")
+    parser.add_argument("--json", type=Path, help="write the result records here (required unless --render)")
+    parser.add_argument("--render", nargs="+", type=Path, metavar="JSON",
+                        help="print the markdown utilisation table of these bench_train JSONs and exit")
     parser.add_argument("--vs-torch", action="store_true", help="also time the same model in PyTorch")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {MODELS}")
     parser.add_argument("--impls", default="native,auto", help=f"comma-separated subset of {IMPLS}")
@@ -331,6 +355,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
+    if args.render:
+        tables = [f"{path}:\n\n{markdown_table(json.loads(path.read_text()))}" for path in args.render]
+        print("\n\n".join(tables))
+        return []
+    if args.json is None:
+        parser.error("--json is required (or --render to print the tables of existing JSONs)")
     models, impls, fusions = args.models.split(","), args.impls.split(","), args.fusions.split(",")
     precisions = args.precisions.split(",")
     for name, values, allowed in (("--models", models, MODELS), ("--impls", impls, IMPLS),
