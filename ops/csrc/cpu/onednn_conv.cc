@@ -60,7 +60,7 @@ using tag = dnnl::memory::format_tag;
 enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3 };
 // {stride, padding, threads, slope (float bits), clamp (float bits), compute (1: bfloat16, 0: float32)}
 constexpr int64_t kGeometryLength = 6;
-constexpr int64_t kSmallPlane = 16;  // Problem::compute: bf16 backward-weights into at most 4x4 runs in float32
+constexpr int64_t kSmallPlane = 16;  // bf16 backward-weights into at most 4x4 outputs: one GEMM (gemm_weights)
 
 // One edge of a primitive: the MindSpore tensor (plain layout) and, when oneDNN chose another layout,
 // the blocked buffer and the reorder between the two.
@@ -111,18 +111,7 @@ struct Problem {
   float slope, clamp;
   bool bf16;  // a bfloat16 problem (else float32)
 
-  // The primitive's data type: bf16 for a bf16 problem, except a backward-weights of bf16 tensors into an output
-  // plane of at most kSmallPlane positions, which runs oneDNN's float32 kernel on the same values: bf16 widens
-  // exactly and a product of two bf16 values is exact in float32, so it computes what a bf16 kernel with float32
-  // accumulation computes, in another summation order. AMX's bf16 backward-weights is slow there: on this
-  // machine (Xeon, AMX), 1 thread, batch 64, 4x4 stride 2 into a 4x4 output, 64 -> 128 channels 10-47 ms
-  // against 2.4-3.6 ms in float32, 256 -> 512 750-900 against 475 ms (several runs under load); from 8x8
-  // outputs on the bf16 kernel is as fast or faster (64 -> 128 channels into 16x16: 86-139 against 166 ms).
-  memory::data_type compute() const {
-    const bool small_weight_gradient = kind == kBackwardWeights && dst[2] * dst[3] <= kSmallPlane &&
-                                       types[0] == memory::data_type::bf16 && types[1] == memory::data_type::bf16;
-    return bf16 && !small_weight_gradient ? memory::data_type::bf16 : memory::data_type::f32;
-  }
+  memory::data_type compute() const { return bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
 
   std::vector<int64_t> key() const {
     std::vector<int64_t> k = {kind, stride, pad, threads, bf16};
@@ -288,6 +277,120 @@ bool few_channels_path(const Problem& p) {
   return true;
 }
 
+// Backward-weights of a bf16 problem into an output plane of at most kSmallPlane positions (DCGAN's 8x8 -> 4x4
+// layers, G's 4x4 -> 8x8 ones and its 1x1 -> 4x4 first layer) as one bf16 GEMM with float32 sums:
+//   dW (O, C K K) = dY (O, N Ho Wo) @ patches (N Ho Wo, C K K),
+// dY transposed from (N, O, Ho Wo) and the patches gathered from x (im2col), both rounded to bf16 where they
+// come as float32, so it computes what the bf16 primitive computes, in another summation order. oneDNN's
+// convolution kernels are slow there (scripts/bench_conv_layouts.cc bf16: Xeon with AMX, 1 thread, CPU time,
+// batch 64): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32, 21 as this GEMM;
+// 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; 64 -> 128 8x8 -> 4x4 3.6, 2.4 and 3.0 ms. Into 8x8
+// planes the AMX kernel is faster again (128 -> 256: 26 ms, the GEMM 37).
+struct GemmWeights {
+  std::mutex mu;
+  Pool pool;
+  dnnl::stream stream;
+  dnnl::matmul prim;
+  memory a, b, c;  // bf16 (O, NQ), bf16 (NQ, CKK), float32 (O, CKK)
+  memory scratch;
+  explicit GemmWeights(int threads)
+      : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
+};
+
+bool gemm_weights_path(const Problem& p) {
+  return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= kSmallPlane;
+}
+
+// The bf16 bits of element i of a float32, float16 or bfloat16 tensor (rounded to nearest even once).
+inline uint16_t bits_at(const float* d, int64_t i) { return lrelu::cpu::bf16::round_bits(d[i]); }
+inline uint16_t bits_at(const _Float16* d, int64_t i) { return lrelu::cpu::bf16::round_bits(static_cast<float>(d[i])); }
+inline uint16_t bits_at(const lrelu::cpu::bf16* d, int64_t i) { return d[i].bits; }
+
+// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
+template <typename Fn>
+void with_type(memory::data_type t, const void* data, const Fn& fn) {
+  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
+  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
+  else fn(static_cast<const float*>(data));
+}
+
+GemmWeights& gemm_weights(const Problem& p) {
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::unique_ptr<GemmWeights>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<GemmWeights>& slot = cache[p.key()];
+  if (!slot) {
+    const Concurrency for_pool(p.threads);
+    slot = std::make_unique<GemmWeights>(p.threads);
+    const int64_t o = p.wei[0], ckk = p.wei[1] * p.wei[2] * p.wei[3], nq = p.dst[0] * p.dst[2] * p.dst[3];
+    const memory::desc a({o, nq}, memory::data_type::bf16, tag::ab), b({nq, ckk}, memory::data_type::bf16, tag::ab),
+        c({o, ckk}, memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto pd = dnnl::matmul::primitive_desc(cpu_engine(), a, b, c, attr);
+    slot->prim = dnnl::matmul(pd);
+    slot->a = memory(a, cpu_engine());
+    slot->b = memory(b, cpu_engine());
+    slot->c = memory(c, cpu_engine());
+    slot->scratch = memory(pd.scratchpad_desc(), cpu_engine());
+  }
+  return *slot;
+}
+
+// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo), out: diff_weights (O, C, K, K), dtypes p.types.
+void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void* dw) {
+  GemmWeights& g = gemm_weights(p);
+  const std::lock_guard<std::mutex> lock(g.mu);
+  const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0], k = p.wei[2];
+  const int64_t ho = p.dst[2], wo = p.dst[3], q = ho * wo, ckk = c * k * k;
+  uint16_t* a = static_cast<uint16_t*>(g.a.get_data_handle());
+  uint16_t* b = static_cast<uint16_t*>(g.b.get_data_handle());
+  const int workers = static_cast<int>(n < p.threads ? n : p.threads);
+  with_type(p.types[0], x, [&](auto xs) {
+    with_type(p.types[1], dy, [&](auto dys) {
+      lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
+        for (int64_t i = first; i < n; i += workers) {
+          for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
+            for (int64_t j = 0; j < q; ++j) a[oc * n * q + i * q + j] = bits_at(dys, (i * o + oc) * q + j);
+          }
+          // b[(i, oh, ow), (ci, kh, kw)] = x[i, ci, oh s - p + kh, ow s - p + kw], 0 in the padding
+          for (int64_t oh = 0; oh < ho; ++oh) {
+            for (int64_t ow = 0; ow < wo; ++ow) {
+              uint16_t* row = b + ((i * ho + oh) * wo + ow) * ckk;
+              for (int64_t ci = 0; ci < c; ++ci) {
+                for (int64_t kh = 0; kh < k; ++kh) {
+                  const int64_t ih = oh * p.stride - p.pad + kh;
+                  uint16_t* dst = row + (ci * k + kh) * k;
+                  for (int64_t kw = 0; kw < k; ++kw) {
+                    const int64_t iw = ow * p.stride - p.pad + kw;
+                    const bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
+                    dst[kw] = inside ? bits_at(xs, ((i * c + ci) * h + ih) * w + iw) : 0;
+                  }
+                }
+              }
+            }
+          }
+        }
+      });
+    });
+  });
+  const bool direct = p.types[2] == memory::data_type::f32;  // float32 OIHW is the GEMM's (O, C K K) row-major
+  memory out = direct ? memory(g.c.get_desc(), cpu_engine(), dw) : g.c;
+  g.prim.execute(g.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, out},
+                            {DNNL_ARG_SCRATCHPAD, g.scratch}});
+  g.stream.wait();
+  if (!direct) {  // a bf16 or float16 weight: its gradient rounded once
+    const float* sums = static_cast<const float*>(g.c.get_data_handle());
+    for (int64_t i = 0; i < o * ckk; ++i) {
+      if (p.types[2] == memory::data_type::bf16) {
+        static_cast<lrelu::cpu::bf16*>(dw)[i] = lrelu::cpu::bf16(sums[i]);
+      } else {
+        static_cast<_Float16*>(dw)[i] = static_cast<_Float16>(sums[i]);
+      }
+    }
+  }
+}
+
 memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + ndim); }
 
 bool float_type(const char* dtype, memory::data_type* t) {
@@ -337,6 +440,10 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
     return 0;
   }
   try {
+    if (gemm_weights_path(p)) {
+      backward_weights_gemm(p, params[0], params[1], params[out]);
+      return 0;
+    }
     void* in[3] = {params[0], params[1], params[2]};
     run(lookup(p), in, params[out]);
   } catch (const dnnl::error&) {
