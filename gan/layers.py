@@ -58,7 +58,8 @@ class _ConvOnly(_SquareConv):
 
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         """The layer on `weight` (its own, or spectral norm's weight / sigma)."""
-        return self._plus_bias(self.conv_only(x, weight), x.dtype)
+        y = self.conv_only(x, weight)
+        return self._plus_bias(y, y.dtype)  # y's: a oneDNN layer's out_dtype may differ from x's
 
 
 class NativeConv2d(nn.Conv2d):
@@ -112,19 +113,32 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         return self._plus_bias(y, x.dtype)
 
 
-class OnednnConv2d(_ConvOnly, nn.Conv2d):
-    """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
+class OnednnDtypes:
+    """Mixin of the oneDNN layers: the compute dtype and output dtype their convolution uses (None: float32
+    compute, or bfloat16 for bfloat16 inputs, and the input's dtype out). precision=bf16 sets them per layer
+    (gan.precision); the weight reaches the kernel in its own dtype (float32 master weights stay float32)."""
+
+    compute_dtype = None
+    out_dtype = None
+
+    def dtypes(self) -> dict:
+        return {"compute": self.compute_dtype, "out_dtype": self.out_dtype}
+
+
+class OnednnConv2d(OnednnDtypes, _ConvOnly, nn.Conv2d):
+    """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive."""
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
-        return onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
+        return onednn.conv2d(x, weight, self._s, self._p, **self.dtypes())
 
 
-class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
+class OnednnConv2dTranspose(OnednnDtypes, _SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        return self._plus_bias(onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p), x.dtype)
+        y = onednn.conv_transpose2d(x, self.weight, self._s, self._p, **self.dtypes())
+        return self._plus_bias(y, y.dtype)
 
 
 class ConvAct(_ChannelBias):
@@ -153,8 +167,8 @@ class OnednnConv2dAct(ConvAct, OnednnConv2d):
         self.negative_slope, self.clamp = negative_slope, clamp
 
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        bias = self.bias.astype(x.dtype) if self.has_bias else ops.zeros((self.out_channels,), x.dtype)
-        return onednn.conv2d_act(x, weight.astype(x.dtype), bias, self._s, self._p, self.negative_slope, self.clamp)
+        bias = self.bias if self.has_bias else ops.zeros((self.out_channels,), weight.dtype)
+        return onednn.conv2d_act(x, weight, bias, self._s, self._p, self.negative_slope, self.clamp, **self.dtypes())
 
 
 class BiasAct(ConvAct):

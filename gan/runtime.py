@@ -98,10 +98,18 @@ def set_kernel_threads(threads: int) -> None:
     _kernel_threads.append(threads)
 
 
-def check_precision_supported(precision: PrecisionConfig, device_target: str) -> None:
-    """Fail at start, with a clear message, when the device cannot run a convolution in the dtype."""
+def check_precision_supported(precision: PrecisionConfig, device_target: str, conv_impl: str = "auto") -> None:
+    """Fail at start, with a clear message, when the device cannot run a convolution in the dtype. bf16 on CPU
+    needs the oneDNN convolutions and a CPU with bfloat16 dot-product instructions (gan.precision)."""
     dtype = compute_dtype(precision.name)
     if dtype is None:
+        return
+    if precision.name == "bf16" and device_target == "CPU":
+        from gan.layers import resolve_conv_impl
+        from gan.precision import check_bf16_conv_impl, check_bf16_cpu
+
+        check_bf16_conv_impl(resolve_conv_impl(conv_impl, device_target))
+        check_bf16_cpu()
         return
     import numpy as np
     from mindspore import Tensor
@@ -128,6 +136,6 @@ def prepare_run(conf: Config):
 
     setup_runtime(conf.runtime)
     world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
-    check_precision_supported(conf.precision, conf.runtime.device_target)
+    check_precision_supported(conf.precision, conf.runtime.device_target, conf.model.conv_impl)
     ms.set_seed(conf.seed)
     return world

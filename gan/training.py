@@ -32,7 +32,8 @@ from gan.plan import build_plan
 from gan.recycle import Recycler
 from gan.run_dir import claim_run_dir, previous_run_files
 from gan.run_files import record_restart, record_resume
-from gan.runtime import compute_dtype, prepare_run
+from gan.precision import mixed_precision
+from gan.runtime import prepare_run
 from gan.streams import Purpose, fixed_latents, latents, mixing_weights, stream
 from gan.data import ImageData
 from gan.tasks import PointData, build_task
@@ -236,13 +237,9 @@ class GANTrainer:
             if plan.d.probed:  # maxout units are not the project's activation cells: G only then
                 self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
-        self.g_run, self.d_run = self.g, self.d
-        dtype = compute_dtype(cfg.precision.name)
-        if dtype is not None:
-            self.g_run = amp.auto_mixed_precision(self.g, "O2", dtype)
-            self.d_run = amp.auto_mixed_precision(self.d, "O2", dtype)
-            for probe in self.probes:
-                probe.keep_statistics_fp32()
+        # precision=fp16|bf16: which layers run in which dtype, decided in gan.precision
+        self.g_run, self.d_run = (mixed_precision(net, cfg.precision.name, cfg.runtime.device_target, role, self.probes)
+                                  for net, role in ((self.g, "generator"), (self.d, "discriminator")))
         t = cfg.train
         self.opt_g = nn.Adam(self.g.trainable_params(), t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d.trainable_params(), t.lr, t.beta1, t.beta2)

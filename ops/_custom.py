@@ -3,7 +3,7 @@ shape/dtype functions, bprop wiring by input signature, thread count and device 
 
 Scalars travel as a tensor input (ops.params), not as primitive attributes: MindSpore keeps the attribute
 value of the first registration of a Custom op name, so two layers with different slopes would share one.
-One primitive per kernel entry therefore serves every configuration, float32 and float16.
+One primitive per kernel entry therefore serves every configuration and dtype (KERNEL_DTYPES).
 """
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from mindspore.ops import constexpr
 
 from . import build
 
-FLOAT_DTYPES = (ms.float32, ms.float16)
+FLOAT_DTYPES = (ms.float32, ms.float16)  # every CPU kernel (im2col, global_norm: these only)
+# The activation family, the fused BatchNorm/bias + activation and the oneDNN convolutions: also bfloat16
+# (float32 math, one rounding; ops/csrc/cpu/bfloat16.h).
+KERNEL_DTYPES = FLOAT_DTYPES + (ms.bfloat16,)
 
 
 def same(x, *_):
@@ -93,12 +96,11 @@ def primitive(forward: str, backward: str, signature: str) -> msops.Custom:
 def check_dtype(op: str, dtype: ms.Type) -> None:
     """TypeError naming the op and dtype unless the device's kernel supports it (compile time under ms.jit).
 
-    float32 and float16 everywhere; bfloat16 on Ascend only (LeakyReLU's Ascend C op).
+    float32, float16 and bfloat16 (KERNEL_DTYPES) on CPU and, for LeakyReLU's Ascend C op, on Ascend.
     """
-    on_ascend = device_target() == "Ascend"
-    if dtype not in FLOAT_DTYPES + ((ms.bfloat16,) if on_ascend else ()):
-        names = "float32, float16 and bfloat16" if on_ascend else "float32 and float16"
-        raise TypeError(f"{op} supports {names} tensors on {device_target()}, got dtype {dtype}")
+    if dtype not in KERNEL_DTYPES:
+        raise TypeError(f"{op} supports float32 and float16 tensors, and bfloat16, on {device_target()}, got dtype "
+                        f"{dtype}")
 
 
 @constexpr

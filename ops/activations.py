@@ -8,7 +8,7 @@ tensor, whether it is random and whether it may run in place, and its capabiliti
 with BatchNorm (and with a conv's bias) and whether its op has a second derivative (gradient penalties
 differentiate twice; the other kernels have first derivatives only). Semantics follow PyTorch where PyTorch has
 the activation (docs/operator.md); every activation: NaN propagates, `clamp` limits outputs to
-[-clamp, clamp] keeping NaN (gradient 0 where cut off), float32 and float16 tensors (float32 math, one
+[-clamp, clamp] keeping NaN (gradient 0 where cut off), float32, float16 and bfloat16 tensors (float32 math, one
 rounding), graph and PyNative mode.
 
 Adding an activation: one row here, its formula in the kernel file's header comment and its kernel

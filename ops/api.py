@@ -50,7 +50,7 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
            threads: int, device: str = "CPU") -> tuple[msops.Custom | nn.Cell, ms.Tensor | None]:
     """The forward Custom primitive (with its bprop) and its scalar tensor, cached per configuration.
 
-    On CPU one primitive serves float32 and float16 (the kernel dispatches on the dtype at run time) and
+    On CPU one primitive serves float32, float16 and bfloat16 (the kernel dispatches on the dtype at run time) and
     takes the scalars tensor as its second input; in place it is an InplaceLeakyReLU cell holding its
     scalars (None is returned beside it). On Ascend it is the Ascend C op of ops/csrc/ascendc
     (untested here: no CANN), which carries slope and clamp as attributes; the scalars are None.

@@ -39,7 +39,7 @@ import mindspore
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "cpu" / "bn_act.cc", CSRC / "cpu" / "im2col.cc",
            CSRC / "cpu" / "quantized_leaky_relu.cc", CSRC / "cpu" / "activations.cc", CSRC / "cpu" / "global_norm.cc",
-           CSRC / "cpu" / "kernel_common.h",
+           CSRC / "cpu" / "kernel_common.h", CSRC / "cpu" / "bfloat16.h",
            CSRC / "cpu" / "worker_pool.h", CSRC / "cpu" / "col2im.h",
            CSRC / "params.h", CSRC / "tiling.h")
 UNITS = tuple(src for src in SOURCES if src.suffix == ".cc")

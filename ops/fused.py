@@ -28,7 +28,7 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import params
-from ._custom import FLOAT_DTYPES, aot, num_threads
+from ._custom import KERNEL_DTYPES, aot, num_threads
 from .activations import PReLU, check_clamp, check_finite, check_negative_slope
 from .api import LeakyReLU
 
@@ -66,7 +66,7 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
     Scalars travel as a tensor input (ops/csrc/params.h's BnActParams, packed by ops.params; not attributes,
-    see ops._custom). One primitive serves float32 and float16. prelu=True: the forward takes a PReLU weight
+    see ops._custom). One primitive serves float32, float16 and bfloat16. prelu=True: the forward takes a PReLU weight
     ((1,) or (C,)) after var, whose values replace the slope, and the backward returns its gradient too.
     """
     scalars = params.pack("bn_act", slope=negative_slope, clamp=math.inf if clamp is None else clamp, gain=gain,
@@ -107,8 +107,8 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
 @constexpr
 def _check_input(dtype: ms.Type, shape: tuple, channels: int, batch_stats: bool) -> None:
     """TypeError/ValueError naming the bad dtype or shape (runs at compile time under ms.jit)."""
-    if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"fused_bn_act supports float32 and float16 inputs, got dtype {dtype}")
+    if dtype not in KERNEL_DTYPES:
+        raise TypeError(f"fused_bn_act supports bfloat16 as well as float32 and float16 inputs, got dtype {dtype}")
     if len(shape) < 2 or shape[1] != channels:
         raise ValueError(f"fused_bn_act expects an input of shape (N, {channels}, ...) with the channels on "
                          f"axis 1, got shape {shape}")

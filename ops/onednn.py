@@ -13,10 +13,14 @@ Install the headers with `pip install --no-deps onednn-devel==2025.3.0`: the pac
 adjoint with weights (C_in, C_out, Kh, Kw), as nn.Conv2dTranspose stores them; `conv2d_act` fuses bias +
 LeakyReLU (+ clamp) into the Conv2d. Strides are an int or (h, w), paddings an int, (h, w) or (top, bottom,
 left, right). Each is differentiable in its tensors: the three primitives (forward, backward-data,
-backward-weights) are each other's gradients. float32 and float16 tensors (each input on its own, as amp
-casts them) are converted by the reorders; the convolutions compute in float32. Conv2d, conv2d_act and
-`pool2d` (max or average pooling, forward only) also take NHWC activations (layout="NHWC"), which oneDNN
-computes in place of its blocked layouts: a network kept in NHWC (gan.inception) never reorders them.
+backward-weights) are each other's gradients. float32, float16 and bfloat16 tensors (each input on its own, as
+amp casts them) are converted by the reorders. The compute type follows the activations x: bfloat16 x makes
+bfloat16 convolutions (bf16 data, float32 accumulation; oneDNN picks AMX or AVX512-BF16 kernels where the CPU
+has them, emulation or nothing elsewhere, see `cpu_isa`), whose weight gradient comes out in the weight's own
+dtype (float32 master weights: float32 gradients) and whose float32 weights are rounded to bfloat16 inside the
+kernel's reorder; every other dtype computes in float32. Conv2d, conv2d_act and `pool2d` (max or average
+pooling, float32, forward only) also take NHWC activations (layout="NHWC"), which oneDNN computes in place of
+its blocked layouts: a network kept in NHWC (gan.inception) never reorders them.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import importlib.metadata
 import logging
 import math
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import mindspore as ms
 import numpy as np
@@ -34,7 +38,8 @@ from mindspore import ops as msops
 from mindspore.ops import constexpr
 
 from . import build
-from .api import FLOAT_DTYPES, check_clamp, check_negative_slope, num_threads
+from ._custom import KERNEL_DTYPES
+from .api import check_clamp, check_negative_slope, num_threads
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
 HEADERS_PACKAGE, HEADERS_VERSION = "onednn-devel", "2025.3.0"  # oneDNN 3.9.1 headers; pinned in pyproject.toml
@@ -64,14 +69,19 @@ def headers() -> Path:
                        f"or use model.conv_impl=gemm")
 
 
-@functools.lru_cache(maxsize=None)
-def library_path() -> str:
-    """The compiled oneDNN kernel library (built on first use, cached like the other kernels)."""
+def build_with_onednn(stem: str, source: Path, headers_used: tuple[str, ...]) -> str:
+    """A library of one C++ unit linked against MindSpore's oneDNN (built on first use, cached like the other
+    kernels): the kernels here, and scripts/bench_peak.cc. headers_used: the ops/csrc/cpu headers it includes."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
-    sources = (SOURCE, *(build.CSRC / "cpu" / h for h in ("worker_pool.h", "col2im.h")),
-               include / "oneapi" / "dnnl" / "dnnl_version.h")
-    return build.library_path("onednn_conv", (SOURCE,), sources, flags)
+    sources = (source, *(build.CSRC / "cpu" / h for h in headers_used), include / "oneapi" / "dnnl" / "dnnl_version.h")
+    return build.library_path(stem, (source,), sources, flags)
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str:
+    """The compiled oneDNN kernel library."""
+    return build_with_onednn("onednn_conv", SOURCE, ("worker_pool.h", "col2im.h", "bfloat16.h", "dnnl_pool.h"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,6 +104,34 @@ def dnnl_info() -> dict:
     _log.info("oneDNN convolutions: oneDNN %s from %s (headers %s)", info["version"], info["library"],
               info["headers"])
     return info
+
+
+# dnnl_cpu_isa_t (oneapi/dnnl/dnnl_types.h): each ISA's bit mask contains those of the ISAs it extends.
+CPU_ISAS = {0x0: "default", 0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xF: "avx2_vnni", 0x1F: "avx2_vnni_2",
+            0x27: "avx512_core", 0x67: "avx512_core_vnni", 0xE7: "avx512_core_bf16", 0x1EF: "avx10_1_512",
+            0xFEF: "avx10_1_512_amx", 0x1FEF: "avx10_1_512_amx_fp16", 0x201FF: "avx10_2_512",
+            0x22FFF: "avx10_2_512_amx_2"}
+BF16_ISA, BF16_DOT_ISA = 0x27, 0xE7  # avx512_core (bf16 emulated), avx512_core_bf16 (vdpbf16ps; AMX contains it)
+
+
+class CpuIsa(NamedTuple):
+    """The instruction set oneDNN dispatches to here ($ONEDNN_MAX_CPU_ISA lowers it) and what it means for
+    bfloat16 convolutions: `bf16` whether oneDNN 3.10 has them at all (AVX-512 and later: on AVX2 it has none),
+    `bf16_dot` whether they run on bf16 dot-product instructions (AVX512_BF16 or AMX-BF16) rather than an
+    emulation (several times slower than float32 here)."""
+
+    name: str
+    bf16: bool
+    bf16_dot: bool
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_isa() -> CpuIsa:
+    """oneDNN's effective CPU ISA (read once per process)."""
+    lib = ctypes.CDLL(library_path())
+    lib.LreluDnnlCpuIsa.restype = ctypes.c_int64
+    isa = int(lib.LreluDnnlCpuIsa())
+    return CpuIsa(CPU_ISAS.get(isa, hex(isa)), isa & BF16_ISA == BF16_ISA, isa & BF16_DOT_ISA == BF16_DOT_ISA)
 
 
 def available() -> bool:
@@ -146,12 +184,13 @@ def _layout_code(layout: str) -> int:
 
 
 def _geometry(stride: tuple[int, int], padding: tuple[int, int, int, int], threads: int, slope: float,
-              clamp: float, layout: str, constant_weights: bool) -> ms.Tensor:
+              clamp: float, layout: str, constant_weights: bool, bf16: bool) -> ms.Tensor:
     """The kernels' int32 geometry input {stride h/w, padding top/bottom/left/right, threads, slope, clamp,
-    layout, constant_weights}, the floats as float32 bits (an integer input, so amp never casts it)."""
+    layout, constant_weights, compute}, the floats as float32 bits (an integer input, so amp never casts it),
+    compute 1 for a bfloat16 primitive."""
     floats = np.array([slope, clamp], np.float32).view(np.int32)
     head = np.array([*stride, *padding, threads], np.int32)
-    tail = np.array([_layout_code(layout), int(constant_weights)], np.int32)
+    tail = np.array([_layout_code(layout), int(constant_weights), int(bf16)], np.int32)
     return ms.Tensor(np.concatenate([head, floats, tail]))
 
 
@@ -174,12 +213,22 @@ def _out_size(size: int, kernel: int, stride: int, before: int, after: int) -> i
     return span // stride + 1
 
 
+class ConvDtypes(NamedTuple):
+    """The dtypes of one convolution: of x, of the weight (its gradient gets it), of the output, and whether it
+    computes in bfloat16 (bf16 data, float32 accumulation) rather than float32."""
+
+    x: ms.Type
+    w: ms.Type
+    out: ms.Type
+    bf16: bool
+
+
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[int, int],
-            padding: tuple[int, int, int, int], transpose: bool, threads: int,
-            act: tuple[float, float] | None = None, layout: str = "NCHW",
-            constant_weights: bool = False) -> tuple[msops.Custom, ms.Tensor]:
-    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape.
+            padding: tuple[int, int, int, int], transpose: bool, threads: int, act: tuple[float, float] | None,
+            layout: str, constant_weights: bool, dtypes: ConvDtypes) -> tuple[msops.Custom, ms.Tensor]:
+    """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape and
+    dtypes (gradients in the dtype of what they differentiate).
 
     stride (h, w), padding (top, bottom, left, right); x in `layout` (NCHW or NHWC), w OIHW (O, C, Kh, Kw).
     act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
@@ -188,7 +237,8 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[in
     """
     lib = library_path()
     dnnl_info()
-    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layout, constant_weights)
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layout, constant_weights,
+                         dtypes.bf16)
     n, _, h, w = _spatial(x_shape, layout)
     kh, kw = w_shape[2:]
     (sh, sw), (top, bottom, left, right) = stride, padding
@@ -200,44 +250,53 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[in
                              layout)
     channel_axes = (0, 1, 2) if layout == "NHWC" else (0, 2, 3)
 
-    def custom(name: str, shape: tuple, bprop=None) -> msops.Custom:
-        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda a, *_: a,
+    def custom(name: str, shape: tuple, dtype: ms.Type, bprop=None) -> msops.Custom:
+        prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda *_: dtype,
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
         prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, *stride, *padding, transpose, *(act or ()),
-                                             layout, constant_weights))
+                                             layout, constant_weights, *map(str, dtypes)))
         return prim
 
-    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape))
+    weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape), dtypes.w)
     if transpose:
-        forward = custom("DnnlConvForward", x_shape)
+        forward = custom("DnnlConvForward", x_shape, dtypes.x)
 
         def bprop(x, wt, params, out, dout):
             return forward(dout, wt, params), weights_grad(dout, x, params), msops.zeros_like(params)
-        return custom("DnnlConvBackwardData", y_shape, bprop), geometry
-    backward_data = custom("DnnlConvBackwardData", x_shape)
+        return custom("DnnlConvBackwardData", y_shape, dtypes.out, bprop), geometry
+    backward_data = custom("DnnlConvBackwardData", x_shape, dtypes.x)
     if act is None:
         def bprop(x, wt, params, out, dout):
             return backward_data(dout, wt, params), weights_grad(x, dout, params), msops.zeros_like(params)
-        return custom("DnnlConvForward", y_shape, bprop), geometry
-    act_grad = custom("DnnlActBackward", y_shape)
+        return custom("DnnlConvForward", y_shape, dtypes.out, bprop), geometry
+    act_grad = custom("DnnlActBackward", y_shape, dtypes.out)
 
     def act_bprop(x, wt, bias, params, out, dout):
         dz = act_grad(out, dout, params)
         dbias = dz.astype(ms.float32).sum(channel_axes).astype(bias.dtype)
         return backward_data(dz, wt, params), weights_grad(x, dz, params), dbias, msops.zeros_like(params)
-    return custom("DnnlConvActForward", y_shape, act_bprop), geometry
+    return custom("DnnlConvActForward", y_shape, dtypes.out, act_bprop), geometry
 
 
 @constexpr
 def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bool, dtype: ms.Type,
+                  w_dtype: ms.Type, out_dtype: ms.Type | None, compute: ms.Type | None,
                   act: tuple[float, float] | None, layout: str, constant_weights: bool) -> tuple[msops.Custom, ms.Tensor]:
-    """Checked shapes -> cached kernels; constexpr so it also runs inside ms.jit.
+    """Checked shapes and dtypes -> cached kernels; constexpr so it also runs inside ms.jit.
 
     Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
     a DCGAN-64 step once failed to compile with "Miss argument input for parameter:transpose" here."""
-    if dtype not in FLOAT_DTYPES:
-        raise TypeError(f"the oneDNN convolutions take float32 and float16 (computed in float32), got dtype {dtype}")
+    for name, t in (("x", dtype), ("weight", w_dtype), ("out_dtype", out_dtype or dtype)):
+        if t not in KERNEL_DTYPES:
+            raise TypeError(f"the oneDNN convolutions take float32, float16 and bfloat16 tensors, got {name} "
+                            f"dtype {t}")
+    if compute not in (None, ms.float32, ms.bfloat16):
+        raise TypeError(f"the oneDNN convolutions compute in float32 or bfloat16, got compute={compute}")
+    bf16 = compute == ms.bfloat16 or (compute is None and dtype == ms.bfloat16)
+    if bf16 and not cpu_isa().bf16:
+        raise RuntimeError(f"oneDNN has no bfloat16 convolution on this CPU (instruction set {cpu_isa().name}; "
+                           f"it needs AVX-512, natively AVX512_BF16 or AMX-BF16): use float32 tensors")
     stride, padding = pair(stride, "stride"), pads(padding)
     channels = w_shape[0] if transpose else w_shape[1]
     if len(x_shape) != 4 or len(w_shape) != 4 or _spatial(tuple(x_shape), layout)[1] != channels:
@@ -245,38 +304,45 @@ def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bo
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x {shape} with C={channels} "
                          f"({layout}) and a 4-d OIHW weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
     return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
-                   act, layout, bool(constant_weights))
+                   act, layout, bool(constant_weights), ConvDtypes(dtype, w_dtype, out_dtype or dtype, bf16))
 
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
-           layout: str = "NCHW") -> ms.Tensor:
+           layout: str = "NCHW", *, compute: ms.Type | None = None, out_dtype: ms.Type | None = None) -> ms.Tensor:
     """Conv2d of the batch x (NCHW, or NHWC with layout="NHWC") by OIHW weights (O, C, Kh, Kw); stride an int or
-    (h, w), zero padding an int, (h, w) or (top, bottom, left, right)."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, None, layout, False)
+    (h, w), zero padding an int, (h, w) or (top, bottom, left, right).
+
+    compute: ms.bfloat16 or ms.float32 (None: bfloat16 for bfloat16 x, else float32); out_dtype: the output's
+    dtype (None: x's). Any x and weight dtype goes with either: the kernel's reorders convert them."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
+                                 compute, None, layout, False)
     return op(x, weight, geometry)
 
 
-def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int],
-                     padding: int | tuple[int, ...]) -> ms.Tensor:
-    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, Kh, Kw): output (h-1)*s - pads + K per axis."""
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, None, "NCHW", False)
+def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
+                     *, compute: ms.Type | None = None, out_dtype: ms.Type | None = None) -> ms.Tensor:
+    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, Kh, Kw): output (h-1)*s - pads + K per axis;
+    compute and out_dtype as conv2d's."""
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, out_dtype,
+                                 compute, None, "NCHW", False)
     return op(x, weight, geometry)
 
 
 def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int | tuple[int, int],
                padding: int | tuple[int, ...], negative_slope: float, clamp: float | None = None,
-               layout: str = "NCHW", constant_weights: bool = False) -> ms.Tensor:
+               layout: str = "NCHW", constant_weights: bool = False, *, compute: ms.Type | None = None,
+               out_dtype: ms.Type | None = None) -> ms.Tensor:
     """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,);
-    negative_slope 0 is conv + bias + ReLU. Geometry and layout as conv2d. constant_weights=True (inference) keeps
-    the weights in oneDNN's layout between calls and reorders them again only when their bytes change (compared on
-    every call: correct, and cheaper than the reorder).
+    negative_slope 0 is conv + bias + ReLU. Geometry, layout, compute and out_dtype as conv2d's.
+    constant_weights=True (inference) keeps the weights in oneDNN's layout between calls and reorders them again
+    only when their bytes change (compared on every call: correct, and cheaper than the reorder).
 
     The backward reads the activation's gradient from the output's sign; an output exactly at +-clamp counts
     as clamped (gradient 0), where the unfused op passes the gradient of a pre-activation exactly at +-clamp.
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
-    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, act, layout,
-                                 constant_weights)
+    op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
+                                 compute, act, layout, constant_weights)
     return op(x, weight, bias, geometry)
 
 

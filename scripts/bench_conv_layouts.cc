@@ -1,6 +1,10 @@
 // Times oneDNN's convolution primitives on the DCGAN-32/64 layer geometries (batch 64, 4x4 kernels) for each
 // activation layout a caller can ask for, on one thread, and backward-data into few channels as sgemm + col2im
 // (what ops/csrc/cpu/onednn_conv.cc does there, with its col2im.h). The evidence behind the layouts that file picks.
+// `bf16` as the argument instead: the bfloat16 primitives (oneDNN's default choice) against float32, forward,
+// backward-data and backward-weights, and backward-weights as gather + one bf16 GEMM (the kernel's
+// backward_weights_gemm, used into output planes of at most 4x4), in CPU time of the calling thread (on a
+// machine loaded past its cores the CPU time still measures the kernel; wall time counts the waits).
 //
 // Build and run against the oneDNN MindSpore ships (the one the kernels call), with the headers of the
 // onednn-devel package (ops.onednn.headers()):
@@ -8,8 +12,14 @@
 //   INC=$(python -c "import ops.onednn as o; print(o.headers())")
 //   g++ -O2 -std=c++17 scripts/bench_conv_layouts.cc -I$INC -L$ML -l:libdnnl.so.3 -Wl,-rpath,$ML -o /tmp/layouts
 //   /tmp/layouts            # prints one line per (geometry, layout): ms of the best of 5 runs, and the kernel
+//   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -144,11 +154,103 @@ void few_channels(const Geometry& g) {
 
 }  // namespace
 
-int main() {
+double cpu_ms() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+// Best of 5 calls in CPU time of this thread (the default stream runs oneDNN on it).
+double best_cpu_ms(const std::function<void()>& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = cpu_ms();
+    f();
+    strm.wait();
+    best = std::min(best, cpu_ms() - t0);
+  }
+  return best;
+}
+
+// ms of forward, backward-data and backward-weights of the primitive oneDNN picks for data type t (any layouts,
+// float32 weight gradients), and its implementations.
+std::vector<std::pair<double, std::string>> default_primitives(const Geometry& g, memory::data_type t) {
+  const memory::dims src = {g.n, g.ic, g.ih, g.ih}, wei = {g.oc, g.ic, g.k, g.k}, dst = {g.n, g.oc, g.oh(), g.oh()};
+  const memory::dims st = {g.s, g.s}, pd = {g.p, g.p};
+  auto any = [](const memory::dims& d, memory::data_type dt) { return memory::desc(d, dt, tag::any); };
+  const auto fwd = dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training,
+      dnnl::algorithm::convolution_direct, any(src, t), any(wei, t), memory::desc(), any(dst, t), st, pd, pd);
+  const auto bwd_d = dnnl::convolution_backward_data::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+      any(src, t), any(wei, t), any(dst, t), st, pd, pd, fwd);
+  const auto bwd_w = dnnl::convolution_backward_weights::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+      any(src, t), any(wei, memory::data_type::f32), any(dst, t), st, pd, pd, fwd);
+  memory s = zeroed(fwd.src_desc()), w = zeroed(fwd.weights_desc()), d = zeroed(fwd.dst_desc());
+  memory dsrc = zeroed(bwd_d.diff_src_desc()), w2 = zeroed(bwd_d.weights_desc()), ddst = zeroed(bwd_d.diff_dst_desc());
+  memory s3 = zeroed(bwd_w.src_desc()), ddst3 = zeroed(bwd_w.diff_dst_desc()), dw = zeroed(bwd_w.diff_weights_desc());
+  dnnl::convolution_forward f(fwd);
+  dnnl::convolution_backward_data b(bwd_d);
+  dnnl::convolution_backward_weights bw(bwd_w);
+  return {{best_cpu_ms([&] { f.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, d}}); }),
+           fwd.impl_info_str()},
+          {best_cpu_ms([&] { b.execute(strm, {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, w2},
+                                              {DNNL_ARG_DIFF_SRC, dsrc}}); }), bwd_d.impl_info_str()},
+          {best_cpu_ms([&] { bw.execute(strm, {{DNNL_ARG_SRC, s3}, {DNNL_ARG_DIFF_DST, ddst3},
+                                               {DNNL_ARG_DIFF_WEIGHTS, dw}}); }), bwd_w.impl_info_str()}};
+}
+
+// ms of bf16 backward-weights as the kernel computes it into small planes: dY transposed to (O, N Ho Wo), the
+// patches gathered to (N Ho Wo, C K K) (both bf16), one bf16 matmul with float32 output.
+double gemm_backward_weights(const Geometry& g) {
+  const int64_t n = g.n, c = g.ic, o = g.oc, h = g.ih, k = g.k, ho = g.oh(), q = ho * ho, ckk = c * k * k;
+  std::vector<uint16_t> x(n * c * h * h, 0x3C24), dy(n * o * q, 0x3C24), a(o * n * q), b(n * q * ckk);
+  std::vector<float> dw(o * ckk);
+  const memory::desc ad({o, n * q}, memory::data_type::bf16, tag::ab), bd({n * q, ckk}, memory::data_type::bf16, tag::ab),
+      cd({o, ckk}, memory::data_type::f32, tag::ab);
+  dnnl::matmul mm(dnnl::matmul::primitive_desc(eng, ad, bd, cd));
+  memory am(ad, eng, a.data()), bm(bd, eng, b.data()), cm(cd, eng, dw.data());
+  return best_cpu_ms([&] {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t oc = 0; oc < o; ++oc) std::memcpy(&a[(oc * n + i) * q], &dy[(i * o + oc) * q], q * 2);
+      for (int64_t oh = 0; oh < ho; ++oh) {
+        for (int64_t ow = 0; ow < ho; ++ow) {
+          uint16_t* row = &b[((i * ho + oh) * ho + ow) * ckk];
+          for (int64_t ci = 0; ci < c; ++ci) {
+            for (int64_t kh = 0; kh < k; ++kh) {
+              for (int64_t kw = 0; kw < k; ++kw) {
+                const int64_t ih = oh * g.s - g.p + kh, iw = ow * g.s - g.p + kw;
+                row[(ci * k + kh) * k + kw] = ih < 0 || ih >= h || iw < 0 || iw >= h ? 0 : x[((i * c + ci) * h + ih) * h + iw];
+              }
+            }
+          }
+        }
+      }
+    }
+    mm.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  });
+}
+
+void bf16_against_f32(const Geometry& g) {
+  try {
+    const auto bf16 = default_primitives(g, memory::data_type::bf16), f32 = default_primitives(g, memory::data_type::f32);
+    std::printf("ic%-4ld oc%-4ld %3ldpx -> %ldx%ld  bf16 fwd %7.2f bwd_data %7.2f bwd_weights %7.2f (%s)  f32 fwd %7.2f "
+                "bwd_data %7.2f bwd_weights %7.2f  bf16 GEMM bwd_weights %7.2f ms CPU\n", g.ic, g.oc, g.ih, g.oh(), g.oh(),
+                bf16[0].first, bf16[1].first, bf16[2].first, bf16[2].second.c_str(), f32[0].first, f32[1].first,
+                f32[2].first, gemm_backward_weights(g));
+  } catch (const dnnl::error& e) {
+    std::printf("ic%-4ld oc%-4ld %3ldpx  bf16 not available: %s\n", g.ic, g.oc, g.ih, e.what());
+  }
+}
+
+int main(int argc, char** argv) {
   const std::vector<Geometry> layers = {
       {64, 3, 32, 32, 4, 2, 1},  {64, 32, 64, 16, 4, 2, 1},  {64, 64, 128, 8, 4, 2, 1},    // DCGAN-32
       {64, 3, 64, 64, 4, 2, 1},  {64, 64, 128, 32, 4, 2, 1}, {64, 128, 256, 16, 4, 2, 1},  // DCGAN-64
       {64, 256, 512, 8, 4, 2, 1}, {64, 512, 100, 4, 4, 1, 0}};
+  if (argc > 1 && std::string(argv[1]) == "bf16") {
+    for (const Geometry& g : layers) bf16_against_f32(g);
+    return 0;
+  }
   for (const Geometry& g : layers) {
     for (auto [t, name] : {std::pair{tag::any, "any"}, {tag::nhwc, "nhwc"}, {tag::nChw16c, "nChw16c"}, {tag::nchw, "nchw"}}) {
       primitives(g, t, name);

@@ -7,7 +7,7 @@ which names them Custom-op<N> without the kernel's function (and reuses those na
 graphs), so they stay one row; --onednn splits the oneDNN part of them.
 
     python scripts/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none] [--steps 3]
-        [--threads 1] [--onednn]
+        [--threads 1] [--onednn] [--precision bf16]
 
 --onednn then runs --steps more steps with oneDNN's verbose mode on (the library MindSpore and the onednn
 kernels share) and splits the oneDNN work per primitive: kind, implementation, direction and problem (for
@@ -28,7 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 
-from bench_train import FUSION_KINDS, IMPLS, MODELS, bench_config, mindspore_step  # noqa: E402
+from bench_train import FUSION_KINDS, IMPLS, MODELS, PRECISIONS, bench_config, mindspore_step  # noqa: E402
 
 TYPE_INFO = "cpu_op_type_info_0.csv"
 
@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--model", default="dcgan32", choices=MODELS)
     parser.add_argument("--impl", default="auto", choices=IMPLS)
     parser.add_argument("--fusion", default="none", choices=FUSION_KINDS)
+    parser.add_argument("--precision", default="fp32", choices=PRECISIONS)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (graph compilation)")
     parser.add_argument("--steps", type=int, default=3, help="profiled steps")
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion)
+    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, precision=args.precision)
     setup_runtime(cfg.runtime)
     step = mindspore_step(cfg)
     for i in range(args.warmup):
@@ -126,12 +127,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if not found:
             raise RuntimeError(f"the profiler wrote no {TYPE_INFO} under {tmp}")
         rows = summarize(found[0], args.steps)
-    print(f"{args.model} {args.impl} fusion={args.fusion}: {wall * 1e3:.1f} ms/step wall while profiling, "
+    print(f"{args.model} {args.impl} fusion={args.fusion} precision={args.precision}: {wall * 1e3:.1f} ms/step wall "
+          f"while profiling, "
           f"{sum(r['ms_per_step'] for r in rows):.1f} ms/step op time")
     for r in rows:
         print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  "
               f"{r['calls_per_step']:4d} calls")
-    record = {"model": args.model, "impl": args.impl, "fusion": args.fusion, "batch_size": args.batch_size,
+    record = {"model": args.model, "impl": args.impl, "fusion": args.fusion, "precision": args.precision,
+              "batch_size": args.batch_size,
               "threads": args.threads, "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2), "ops": rows}
     if args.onednn:
         first = args.warmup + args.steps

@@ -1,4 +1,4 @@
-"""Helpers shared by tests that run the project's scripts in a subprocess (as a user would)."""
+"""Helpers shared by tests: running the project's scripts in a subprocess (as a user would), bfloat16 arrays."""
 from __future__ import annotations
 
 import os
@@ -7,9 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
+BF16 = ml_dtypes.bfloat16  # numpy's bfloat16 (the test extra); MindSpore's own asnumpy() dtype is another one
 REPO = Path(__file__).resolve().parents[1]
+
+
+def as_numpy(t) -> np.ndarray:
+    """A MindSpore tensor as numpy, bfloat16 as ml_dtypes' bfloat16 (MindSpore's asnumpy has its own type)."""
+    a = t.asnumpy()
+    return a.view(np.uint16).view(BF16) if a.dtype.name == "bfloat16" else a
 
 
 def script_env() -> dict[str, str]:

@@ -211,8 +211,8 @@ def test_nan_hunt_names_the_poisoned_layer():
     assert first_nonfinite_layer(g, z) == "generator.layers.conv1 (Conv2dTranspose)"
 
 
-def test_bf16_on_cpu_fails_at_start_with_a_clear_message(tmp_path, tiny_run):
-    with pytest.raises(ConfigError, match="precision=bf16 is not supported on runtime.device_target=CPU"):
+def test_bf16_on_cpu_with_native_convs_fails_at_start_with_a_clear_message(tmp_path, tiny_run):
+    with pytest.raises(ConfigError, match="precision=bf16 on CPU computes the convolutions with oneDNN"):
         tiny_run(tmp_path, "precision=bf16")
 
 

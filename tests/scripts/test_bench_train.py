@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import script_env
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_train.py"
 sys.path.insert(0, str(SCRIPT.parent))
@@ -16,7 +17,8 @@ import bench_train  # noqa: E402
 
 @pytest.mark.parametrize("argv,message", [(["--models", "dcgan48"], "dcgan48"), (["--impls", "fast"], "fast"),
                                           (["--steps", "0"], "--steps=0"), (["--batch-size", "-1"], "--batch-size=-1"),
-                                          (["--threads", "0"], "--threads=0"), (["--fusions", "conv_bn"], "conv_bn")])
+                                          (["--threads", "0"], "--threads=0"), (["--fusions", "conv_bn"], "conv_bn"),
+                                          (["--precisions", "fp8"], "fp8"), (["--peak", "/nonexistent.json"], "--peak")])
 def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         bench_train.main(["--json", str(tmp_path / "out.json"), *argv])
@@ -42,6 +44,55 @@ def test_interleaved_timer_round_robin_and_limits() -> None:
     assert [len(t) for t in times.values()] == [1, 1]  # over budget after one timed step each
 
 
+def test_step_flops_match_a_hand_count_of_a_small_dcgan(config) -> None:
+    """DCGAN-32 with ngf = ndf = 8, nz = 16, 3 channels, batch 2, counted by hand (multiply-adds per sample):
+    G  ConvT 16->32 1->4: 1*1*16*32*16 = 8192;   ConvT 32->16 4->8: 4*4*32*16*16 = 131072;
+       ConvT 16->8 8->16: 8*8*16*8*16 = 131072;  ConvT 8->3 16->32: 16*16*8*3*16 = 98304
+    D  Conv 3->8 32->16: 16*16*8*3*16 = 98304;   Conv 8->16 16->8: 8*8*16*8*16 = 131072;
+       Conv 16->32 8->4: 4*4*32*16*16 = 131072;  Conv 32->1 4->1: 1*1*1*32*16 = 512
+    One step: G forward once, D forward 3x (real, fake, fake again in the G step), D backward-weights 2x,
+    D backward-data 2x without the first layer plus 1x with it, G backward-weights 1x, G backward-data 1x
+    without the first layer."""
+    g = [2 * m for m in (8192, 131072, 131072, 98304)]
+    d = [2 * m for m in (98304, 131072, 131072, 512)]
+    G, D = sum(g), sum(d)
+    by_hand = {"g_forward": G, "d_forward": 3 * D, "d_backward_weights": 2 * D,
+               "d_backward_data": 2 * (D - d[0]) + D, "g_backward_weights": G, "g_backward_data": G - g[0]}
+    cfg = config("model.ngf=8", "model.ndf=8", "model.nz=16", "data=shapes", "train.batch_size=2")
+    flops = bench_train.train_step_flops(cfg)
+    assert {k: v for k, v in flops.items() if k != "total"} == {k: 2.0 * v for k, v in by_hand.items()}
+    assert flops["total"] == 2.0 * sum(by_hand.values()) == 15155200.0
+    # two D steps: two G forwards for the fakes and the D work twice; a penalty runs G's forward again
+    two = bench_train.step_flops([8192, 131072], [98304, 512], d_steps=2, shared_g_forward=False)
+    assert two["g_forward"] == 2.0 * 3 * (8192 + 131072) and two["d_forward"] == 2.0 * 5 * (98304 + 512)
+    assert two["d_backward_data"] == 2.0 * (4 * 512 + 98304 + 512)
+
+
+def test_utilisation_is_the_share_of_the_same_precisions_peak(tmp_path: Path) -> None:
+    record = {"problems": [{"problem": "gemm", "precision": "fp32", "peak_gflops": 100.0},
+                           {"problem": "conv", "precision": "fp32", "peak_gflops": 120.0},
+                           {"problem": "gemm", "precision": "bf16", "peak_gflops": None}]}
+    (tmp_path / "peak.json").write_text(json.dumps(record))
+    peak = bench_train.read_peak(tmp_path / "peak.json", ["fp32", "bf16"])
+    assert peak["fp32"] == 120.0 and peak["bf16"] is None  # the better problem; none measured for bf16
+    assert bench_train.utilisation(6e9, 0.1, peak["fp32"]) == {"achieved_gflops": 60.0, "peak_share": 0.5}
+    assert bench_train.utilisation(6e9, 0.1, None)["peak_share"] is None
+
+
+def test_render_prints_the_utilisation_table(tmp_path: Path, capsys) -> None:
+    record = {"model": "dcgan32", "precision": "bf16", "impl": "onednn", "fusion": "conv_act", "img_per_s": 100.0,
+              "gflop_per_step": 6.39, "achieved_gflops": 10.0, "peak_share": 0.073, "peak_gflops": 136.0,
+              "ratio_to_fp32": 1.2, "ratio_to_torch": 1.27, "cpu_ratio_to_fp32": 1.25, "cpu_ratio_to_torch": None,
+              "torch_img_per_s": 78.7, "load_average_before": [6.7, 1, 1], "load_average_after": [9.0, 1, 1]}
+    (tmp_path / "b.json").write_text(json.dumps([record]))
+    bench_train.main(["--render", str(tmp_path / "b.json")])
+    assert "| dcgan32 | bf16 | onednn / conv_act | 100.0 | 6.39 | 10.0 | 7.3% (136) | 1.20 | 1.27 | 1.25 |  | 78.7 | 6.7 / 9.0 |" \
+        in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench_train.main([])
+    assert "--json is required" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("model", bench_train.MODELS)
 def test_torch_twin_has_the_same_parameters(model: str) -> None:
     """The PyTorch comparison model has the same parameter shapes, layer by layer, as gan.models' DCGAN."""
@@ -61,7 +112,7 @@ def test_tiny_run_writes_records(tmp_path: Path) -> None:
     argv = ["--json", str(out), "--models", "dcgan32", "--impls", "gemm,onednn", "--fusions", "none,conv_act",
             "--batch-size", "2", "--warmup", "1", "--steps", "2", "--threads", "1"]
     done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "GLOG_v": "3"})
+                          env=script_env())  # this checkout's packages, not the installed ones
     assert done.returncode == 0, done.stderr[-3000:]
     records = json.loads(out.read_text())
     # gemm with conv_act is skipped, naming why: train.py refuses that combination
@@ -70,6 +121,9 @@ def test_tiny_run_writes_records(tmp_path: Path) -> None:
     assert "skipped conv_impl=gemm fusion=conv_act" in done.stdout
     for r in records:
         assert r["img_per_s"] > 0 and r["torch_img_per_s"] is None and r["ratio_to_torch"] is None
+        assert r["precision"] == "fp32" and r["gflop_per_step"] > 0 and r["achieved_gflops"] > 0
+        assert 0 < r["peak_share"] and r["peak_gflops"] > 0  # the peak measured in the same round-robin
+        assert r["cpu"]["model"] and isinstance(r["cpu"]["flags"], list) and len(r["load_average_before"]) == 3
         assert r["threads"] == 1
         assert (r["onednn"] is None) == (r["impl"] != "onednn")
         assert r["onednn"] is None or r["onednn"]["version"].startswith("3.")

@@ -305,18 +305,12 @@ bool read_weight(void** params, int* ndims, int64_t** shapes, const char** dtype
   return true;
 }
 
-template <typename Fn>
-int by_dtype(const char* dtype, const Fn& fn) {
-  if (is(dtype, "float32")) return fn(float{});
-  if (is(dtype, "float16")) return fn(half{});
-  return 1;
-}
-
 }  // namespace
 
 extern "C" {
 
-// Inputs: x (float32|float16), weight (float32|float16, (1,) or (C,)), scalars (ActParams); output: y.
+// Inputs: x (float32|float16|bfloat16), weight (float32|float16|bfloat16, (1,) or (C,)), scalars (ActParams);
+// output: y.
 int PreluForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
   if (nparam != 4 || !lrelu::params_ok<Scalars>(dtypes[2], ndims[2], shapes[2])) return 1;
@@ -345,7 +339,7 @@ int PreluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const
   return status;
 }
 
-// Inputs: x (float32|float16), scalars (ActParams: slope = alpha); output: y.
+// Inputs: x (float32|float16|bfloat16), scalars (ActParams: slope = alpha); output: y.
 int EluForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                void* /*stream*/, void* /*extra*/) {
   if (nparam != 3 || !lrelu::params_ok<Scalars>(dtypes[1], ndims[1], shapes[1])) return 1;
@@ -367,7 +361,7 @@ int EluBackward(int nparam, void** params, int* ndims, int64_t** shapes, const c
   });
 }
 
-// Inputs: x (float32|float16), key (int32[2]: seed, counter), scalars (ActParams: lower, upper); output: y.
+// Inputs: x (float32|float16|bfloat16), key (int32[2]: seed, counter), scalars (ActParams: lower, upper); output: y.
 int RreluTrainForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                       void* /*stream*/, void* /*extra*/) {
   if (nparam != 4 || !key_ok(dtypes[1], ndims[1], shapes[1]) ||

@@ -1,7 +1,7 @@
 // Fused per-channel affine (batch normalisation or bias) + LeakyReLU + gain + clamp, CPU aot kernels.
 //
-// x has shape (N, C, *inner) (channel axis 1, NCHW). With per-channel gamma, beta, mean, var (float32, or
-// float16 where mixed precision O3 cast them; widened to float32 once per call):
+// x has shape (N, C, *inner) (channel axis 1, NCHW; float32, float16 or bfloat16). With per-channel gamma, beta,
+// mean, var (float32, or float16/bfloat16 where mixed precision O3 cast them; widened to float32 once per call):
 //     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
 // in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
@@ -254,7 +254,7 @@ Channels read_channels(void** params, const char** dtypes, int first, int64_t ch
           std::vector<float>(static_cast<size_t>(channels), slope)};
 }
 
-// The PReLU weight at input k ((1,) or (C,), float32|float16) as the per-channel slopes; false if misshapen.
+// The PReLU weight at input k ((1,) or (C,), float32|float16|bfloat16) as the per-channel slopes; false if misshapen.
 bool read_weight_slopes(void** params, int* ndims, int64_t** shapes, const char** dtypes, int k, int64_t channels,
                         std::vector<float>* slope) {
   const int64_t count = ndims[k] == 1 ? shapes[k][0] : -1;
@@ -268,7 +268,8 @@ bool read_weight_slopes(void** params, int* ndims, int64_t** shapes, const char*
 
 extern "C" {
 
-// Inputs: x (float32|float16, ndim >= 2), moving_mean, moving_var (float32|float16 (C,)), scalars (BnActParams);
+// Inputs: x (float32|float16|bfloat16, ndim >= 2), moving_mean, moving_var (float32|float16|bfloat16 (C,)),
+// scalars (BnActParams);
 // outputs: mean, var, new moving_mean, new moving_var (float32 (C,)).
 // Returns 3 when a channel has no elements (a batch statistic is undefined).
 int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
@@ -283,12 +284,11 @@ int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const ch
   const std::vector<float> mv = widen(params[2], dtypes[2], l.channels);
   float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
                          static_cast<float*>(params[6]), static_cast<float*>(params[7])};
-  if (is(dtypes[0], "float32")) return stats<float>(params[0], mm.data(), mv.data(), l, s, out);
-  if (is(dtypes[0], "float16")) return stats<half>(params[0], mm.data(), mv.data(), l, s, out);
-  return 1;
+  return by_dtype(dtypes[0], [&](auto t) { return stats<decltype(t)>(params[0], mm.data(), mv.data(), l, s, out); });
 }
 
-// Inputs: x (float32|float16, ndim >= 2), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
+// Inputs: x (float32|float16|bfloat16, ndim >= 2), gamma, beta, mean, var (float32|float16|bfloat16 (C,)),
+// scalars (BnActParams);
 // output: y (dtype of x).
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
@@ -296,12 +296,10 @@ int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const 
   const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[5]);
   const Channels ch = read_channels(params, dtypes, 1, l.channels, s.slope);
-  if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[6]);
-  if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[6]);
-  return 1;
+  return by_dtype(dtypes[0], [&](auto t) { return forward<decltype(t)>(params[0], ch, l, s, params[6]); });
 }
 
-// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16 (C,)), scalars (BnActParams);
+// Inputs: x, dy (same dtype), gamma, beta, mean, var (float32|float16|bfloat16 (C,)), scalars (BnActParams);
 // outputs: dx (dtype of x), dgamma, dbeta (dtype of gamma, float32 math).
 int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                   void* /*stream*/, void* /*extra*/) {
@@ -313,12 +311,9 @@ int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const
   const Scalars s = lrelu::read_params<Scalars>(params[6]);
   const Channels ch = read_channels(params, dtypes, 2, l.channels, s.slope);
   std::vector<float> dgamma(static_cast<size_t>(l.channels)), dbeta(static_cast<size_t>(l.channels));
-  int status = 1;
-  if (is(dtypes[0], "float32")) {
-    status = backward<float, false>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data(), nullptr);
-  } else if (is(dtypes[0], "float16")) {
-    status = backward<half, false>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data(), nullptr);
-  }
+  const int status = by_dtype(dtypes[0], [&](auto t) {
+    return backward<decltype(t), false>(params[0], params[1], ch, l, s, params[7], dgamma.data(), dbeta.data(), nullptr);
+  });
   if (status != 0) return status;
   narrow(dgamma, dtypes[8], params[8]);
   narrow(dbeta, dtypes[9], params[9]);
@@ -336,9 +331,7 @@ int BnPreluForward(int nparam, void** params, int* ndims, int64_t** shapes, cons
   const Scalars s = lrelu::read_params<Scalars>(params[6]);
   Channels ch = read_channels(params, dtypes, 1, l.channels, 0.0f);
   if (!read_weight_slopes(params, ndims, shapes, dtypes, 5, l.channels, &ch.slope)) return 1;
-  if (is(dtypes[0], "float32")) return forward<float>(params[0], ch, l, s, params[7]);
-  if (is(dtypes[0], "float16")) return forward<half>(params[0], ch, l, s, params[7]);
-  return 1;
+  return by_dtype(dtypes[0], [&](auto t) { return forward<decltype(t)>(params[0], ch, l, s, params[7]); });
 }
 
 // Inputs: x, dy, gamma, beta, mean, var, weight, scalars; outputs: dx, dgamma, dbeta, dweight (dtype of weight;
@@ -355,12 +348,10 @@ int BnPreluBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
   if (!read_weight_slopes(params, ndims, shapes, dtypes, 6, l.channels, &ch.slope)) return 1;
   const size_t C = static_cast<size_t>(l.channels);
   std::vector<float> dgamma(C), dbeta(C), dslope(C);
-  int status = 1;
-  if (is(dtypes[0], "float32")) {
-    status = backward<float, true>(params[0], params[1], ch, l, s, params[8], dgamma.data(), dbeta.data(), dslope.data());
-  } else if (is(dtypes[0], "float16")) {
-    status = backward<half, true>(params[0], params[1], ch, l, s, params[8], dgamma.data(), dbeta.data(), dslope.data());
-  }
+  const int status = by_dtype(dtypes[0], [&](auto t) {
+    return backward<decltype(t), true>(params[0], params[1], ch, l, s, params[8], dgamma.data(), dbeta.data(),
+                                       dslope.data());
+  });
   if (status != 0) return status;
   narrow(dgamma, dtypes[9], params[9]);
   narrow(dbeta, dtypes[10], params[10]);

@@ -3,7 +3,8 @@
 // tiling plan.
 //
 // The element formulas are written once over V (float, an 8-lane f8 or the widest vector fv) and a
-// rounding policy R: identity for float32, round-to-nearest-even to float16 for float16. map_elements
+// rounding policy R: identity for float32, round-to-nearest-even to float16 for float16 and to bfloat16 for
+// bfloat16 (bfloat16.h: integer rounding, subnormals kept, the same bits in every path). map_elements
 // writes a tile of an element-wise output in fv vectors (streaming stores for outputs far larger than the
 // cache, see kStreamMinBytes) and floats for the rest.
 #ifndef LRELU_OPS_CSRC_CPU_KERNEL_COMMON_H_
@@ -22,6 +23,7 @@
 
 #include "../params.h"
 #include "../tiling.h"
+#include "bfloat16.h"
 #include "worker_pool.h"
 
 namespace lrelu {
@@ -106,6 +108,65 @@ inline double lane_sum(f8 v) {
   return s;
 }
 #endif
+// ---- bfloat16 vectors: widen by shifting the bits up, narrow by bf16::round_bits's integer rounding, written
+// once over GCC vector types: U is the uint32 vector as wide as the float vector V ----
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
+// The rounded bf16 bits of each float lane of v, one per 32-bit lane (bf16::round_bits on each lane).
+template <typename U, typename V>
+inline U bf16_bits(V v) {
+  U u;
+  std::memcpy(&u, &v, sizeof u);
+  const U high = u >> 16;
+  const U rounded = (u + ((high & 1u) + 0x7FFFu)) >> 16;
+  const U nan = (high & 0x8000u) | 0x7FC0u;
+  return v != v ? nan : rounded;  // NaN compares unequal to itself
+}
+
+// The floats whose upper halves are the bf16 bits in each 32-bit lane.
+template <typename V, typename U>
+inline V bf16_widen(U bits) {
+  const U shifted = bits << 16;
+  V v;
+  std::memcpy(&v, &shifted, sizeof v);
+  return v;
+}
+
+struct Bf16Round {
+  static float apply(float v) { return bf16::round(v); }
+#if defined(__F16C__)
+  static f8 apply(f8 v) { return bf16_widen<f8>(bf16_bits<u32x8>(v)); }
+#endif
+#if defined(__AVX512F__)
+  static __m512 apply(__m512 v) { return bf16_widen<__m512>(bf16_bits<u32x16>(v)); }
+#endif
+};
+
+#if defined(__F16C__)
+inline f8 load8(const bf16* p) {
+#if defined(__AVX2__)
+  return bf16_widen<f8>(reinterpret_cast<u32x8>(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+      reinterpret_cast<const __m128i*>(p)))));
+#else
+  alignas(32) float lanes[8];
+  for (int i = 0; i < 8; ++i) lanes[i] = static_cast<float>(p[i]);
+  return _mm256_load_ps(lanes);
+#endif
+}
+inline void store8(bf16* p, f8 v) {
+#if defined(__AVX2__)
+  const __m256i bits = reinterpret_cast<__m256i>(bf16_bits<u32x8>(v));  // 8 x 32-bit; pack to 16 bits, then
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);  // join the halves
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+#else
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  for (int i = 0; i < 8; ++i) p[i] = bf16(lanes[i]);
+#endif
+}
+#endif
+
 #if LRELU_FV_LANES == 16
 template <> inline fv splat<fv>(float s) { return _mm512_set1_ps(s); }
 inline fv load_v(const float* p) { return _mm512_loadu_ps(p); }
@@ -114,24 +175,38 @@ inline void store_v(float* p, fv v) { _mm512_storeu_ps(p, v); }
 inline void store_v(half* p, fv v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
+inline fv load_v(const bf16* p) {
+  return bf16_widen<fv>(reinterpret_cast<u32x16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+      reinterpret_cast<const __m256i*>(p)))));
+}
+inline void store_v(bf16* p, fv v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(reinterpret_cast<__m512i>(
+      bf16_bits<u32x16>(v))));
+}
 inline void stream_v(float* p, fv v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned: one whole line
 #elif LRELU_FV_LANES == 8
 inline fv load_v(const float* p) { return load8(p); }
 inline fv load_v(const half* p) { return load8(p); }
+inline fv load_v(const bf16* p) { return load8(p); }
 inline void store_v(float* p, fv v) { store8(p, v); }
 inline void store_v(half* p, fv v) { store8(p, v); }
+inline void store_v(bf16* p, fv v) { store8(p, v); }
 #else
 inline fv load_v(const float* p) { return *p; }
 inline fv load_v(const half* p) { return static_cast<float>(*p); }
+inline fv load_v(const bf16* p) { return static_cast<float>(*p); }
 inline void store_v(float* p, fv v) { *p = v; }
 inline void store_v(half* p, fv v) { *p = static_cast<half>(v); }
+inline void store_v(bf16* p, fv v) { *p = bf16(v); }
 #endif
 
 template <typename T> struct RoundOf { using type = NoRound; };  // the rounding policy of a tensor dtype
 template <> struct RoundOf<half> { using type = HalfRound; };
+template <> struct RoundOf<bf16> { using type = Bf16Round; };
 
 inline float widen1(float v) { return v; }
 inline float widen1(half v) { return static_cast<float>(v); }
+inline float widen1(bf16 v) { return static_cast<float>(v); }
 
 // Unclamped LeakyReLU, rounded once by R. kMaxMin selects max(x,0) + slope*min(x,0). Both sides are
 // computed and then selected, which keeps the tile loops branch-free.
@@ -279,9 +354,9 @@ std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout&
 
 inline bool is(const char* dtype, const char* name) { return std::strcmp(dtype, name) == 0; }
 
-inline bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16"); }
+inline bool is_float(const char* dtype) { return is(dtype, "float32") || is(dtype, "float16") || is(dtype, "bfloat16"); }
 
-// True when inputs first .. first + count - 1 are float32 or float16.
+// True when inputs first .. first + count - 1 are float32, float16 or bfloat16.
 inline bool floats_ok(const char** dtypes, int first, int count) {
   for (int k = first; k < first + count; ++k) {
     if (!is_float(dtypes[k])) return false;
@@ -289,26 +364,41 @@ inline bool floats_ok(const char** dtypes, int first, int count) {
   return true;
 }
 
-// A per-channel tensor (float32 or float16, checked by floats_ok) as float32.
+// A per-channel tensor (float32, float16 or bfloat16, checked by floats_ok) as float32.
 inline std::vector<float> widen(const void* p, const char* dtype, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   if (is(dtype, "float32")) {
     std::memcpy(out.data(), p, sizeof(float) * static_cast<size_t>(n));
-  } else {
+  } else if (is(dtype, "float16")) {
     const half* h = static_cast<const half*>(p);
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+  } else {
+    const bf16* b = static_cast<const bf16*>(p);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(b[i]);
   }
   return out;
 }
 
-// Write float32 values to an output of dtype float32 or float16 (rounded to nearest even once).
+// Write float32 values to an output of dtype float32, float16 or bfloat16 (rounded to nearest even once).
 inline void narrow(const std::vector<float>& v, const char* dtype, void* out) {
   if (is(dtype, "float32")) {
     std::memcpy(out, v.data(), sizeof(float) * v.size());
-  } else {
+  } else if (is(dtype, "float16")) {
     half* h = static_cast<half*>(out);
     for (size_t i = 0; i < v.size(); ++i) h[i] = static_cast<half>(v[i]);
+  } else {
+    bf16* b = static_cast<bf16*>(out);
+    for (size_t i = 0; i < v.size(); ++i) b[i] = bf16(v[i]);
   }
+}
+
+// fn(T{}) with T the element type of a float32, float16 or bfloat16 tensor; 1 (bad dtype) otherwise.
+template <typename Fn>
+int by_dtype(const char* dtype, const Fn& fn) {
+  if (is(dtype, "float32")) return fn(float{});
+  if (is(dtype, "float16")) return fn(half{});
+  if (is(dtype, "bfloat16")) return fn(bf16{});
+  return 1;
 }
 
 }  // namespace cpu

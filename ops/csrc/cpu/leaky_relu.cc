@@ -1,7 +1,8 @@
 // LeakyReLU CPU kernels for MindSpore `ops.Custom(func_type="aot")`: forward (two formulations) and backward.
 //
 // y = x > 0 ? x : slope * x, then optionally clamped to [-clamp, clamp] with NaN kept.
-// float16 values are widened to float, multiplied by the float32 slope and rounded to half once.
+// float16 and bfloat16 values are widened to float, multiplied by the float32 slope and rounded once to the
+// tensor's dtype (round to nearest even).
 // The scalar parameters travel as one lrelu::ActParams (../params.h: slope, clamp (+inf = none), threads, ...)
 // in an int32 tensor of float32 bit patterns, rather than as primitive attributes, because a second
 // CustomRegOp registration with the same name keeps the first attribute value (measured with MindSpore 2.10:
@@ -92,22 +93,18 @@ int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const
   const int64_t n = element_count(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[1]);
   void* y = kInplace ? params[0] : params[2];
-  if (std::strcmp(dtypes[0], "float32") == 0) {
-    if (kInplace) *static_cast<float*>(params[2]) = 0.0f;
-    return forward<float, kMaxMin>(params[0], s, y, n);
-  }
-  if (std::strcmp(dtypes[0], "float16") == 0) {
-    if (kInplace) *static_cast<half*>(params[2]) = static_cast<half>(0.0f);
-    return forward<half, kMaxMin>(params[0], s, y, n);
-  }
-  return 1;
+  return by_dtype(dtypes[0], [&](auto t) {
+    using T = decltype(t);
+    if (kInplace) *static_cast<T*>(params[2]) = T(0.0f);
+    return forward<T, kMaxMin>(params[0], s, y, n);
+  });
 }
 
 }  // namespace
 
 extern "C" {
 
-// Inputs: x (float32|float16), scalars (ActParams); output: y (dtype of x).
+// Inputs: x (float32|float16|bfloat16), scalars (ActParams); output: y (dtype of x).
 int LeakyReluForwardSelect(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                            void* /*stream*/, void* /*extra*/) {
   return forward_entry<false, false>(nparam, params, ndims, shapes, dtypes);
@@ -135,9 +132,7 @@ int LeakyReluBackward(int nparam, void** params, int* ndims, int64_t** shapes, c
   if (nparam != 4 || std::strcmp(dtypes[0], dtypes[1]) != 0 || !lrelu::params_ok<Scalars>(dtypes[2], ndims[2], shapes[2])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[2]);
-  if (std::strcmp(dtypes[0], "float32") == 0) return backward<float>(params[0], params[1], s, params[3], n);
-  if (std::strcmp(dtypes[0], "float16") == 0) return backward<half>(params[0], params[1], s, params[3], n);
-  return 1;
+  return by_dtype(dtypes[0], [&](auto t) { return backward<decltype(t)>(params[0], params[1], s, params[3], n); });
 }
 
 // Index check without touching memory: runs the kernels' tile schedule (same plan, same threads) for n

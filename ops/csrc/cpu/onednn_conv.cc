@@ -23,11 +23,17 @@
 // DnnlConvActForward     (src, weights, bias (O,), geometry) -> LeakyReLU(conv + bias) [clamped], one primitive
 //                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
-// geometry: int32[11] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
-// layout, constant_weights} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW, 1 = NHWC,
-// where the activation shapes above read (N,H,W,C); constant_weights 1 (forward kinds, inference): the weights'
-// reordered copy is kept and reused while their bytes stay the same, compared on every call). Tensors are float32 or float16 (each on its own: amp casts every
-// floating input of a float16 cell); the primitives compute in float32, the reorders convert.
+// geometry: int32[12] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
+// layout, constant_weights, compute} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW,
+// 1 = NHWC, where the activation shapes above read (N,H,W,C); constant_weights 1 (forward kinds, inference): the
+// weights' reordered copy is kept and reused while their bytes stay the same, compared on every call; compute 1
+// for bfloat16, 0 for float32). Tensors are float32, float16 or bfloat16, each on its own (amp casts every
+// floating input of a float16 cell; precision=bf16 passes float32 weights, and float32 network inputs and outputs
+// at its edges). compute=1 makes a bfloat16 primitive (bf16 src/weights/dst, float32 accumulation; oneDNN picks
+// AMX or AVX512-BF16 kernels where the CPU has them) with float32 weight gradients and bias; compute=0 a float32
+// one. The reorders convert each tensor between its dtype and the primitive's, so a float32 weight or input is
+// rounded to bfloat16 once per call inside the reorder into the blocked layout, and an output (post-ops
+// included) is rounded once to its dtype.
 // DnnlPoolForward        (src, pool geometry) -> dst: max or average pooling, float32
 // pool geometry: int32[11] {algorithm (0 max, 1 average excluding padding, 2 average including it), kernel_h,
 // kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}.
@@ -46,53 +52,29 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
-#include "oneapi/dnnl/dnnl_threadpool.hpp"
-#include "oneapi/dnnl/dnnl_threadpool_iface.hpp"
+#include "bfloat16.h"
 #include "col2im.h"
+#include "dnnl_pool.h"
 #include "worker_pool.h"
 
 namespace {
+
+using lrelu::cpu::Concurrency;
+using lrelu::cpu::cpu_engine;
+using lrelu::cpu::Pool;
 
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 
 enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3, kPool = 4 };
 // {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout,
-// constant_weights}
-constexpr int64_t kGeometryLength = 11;
+// constant_weights, compute (1: bfloat16, 0: float32)}
+constexpr int64_t kGeometryLength = 12;
+constexpr int64_t kSmallPlane = 16;  // bf16 backward-weights into at most 4x4 outputs: one GEMM (gemm_weights)
 // {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
 constexpr int64_t kPoolGeometryLength = 11;
 enum Layout : int32_t { kNCHW = 0, kNHWC = 1 };
 
-thread_local bool in_parallel = false;
-
-// oneDNN's threadpool runtime hands every parallel region to this pool: `threads` workers of the library's
-// persistent WorkerPool, the caller being one of them; parallel_for returns when all n tasks have run
-// (synchronous pool, flags 0).
-class Pool : public dnnl::threadpool_interop::threadpool_iface {
- public:
-  explicit Pool(int threads) : threads_(threads) {}
-  int get_num_threads() const override { return threads_; }
-  bool get_in_parallel() const override { return in_parallel; }
-  uint64_t get_flags() const override { return 0; }
-  void parallel_for(int n, const std::function<void(int, int)>& fn) override {
-    const int workers = n < threads_ ? n : threads_;
-    lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
-      const bool outer = in_parallel;
-      in_parallel = true;
-      for (int i = first; i < n; i += workers) fn(i, n);
-      in_parallel = outer;
-    });
-  }
-
- private:
-  int threads_;
-};
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 // One edge of a primitive: the MindSpore tensor (plain layout) and, when oneDNN chose another layout,
 // the blocked buffer and the reorder between the two.
@@ -132,15 +114,17 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
   return e;
 }
 
-memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, tag::any); }
+memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory::data_type::f32) {
+  return memory::desc(dims, type, tag::any);
+}
 
 // The plain tag of an activation tensor (src, dst and their gradients) in the problem's layout.
 tag act_tag(Layout layout) { return layout == kNHWC ? tag::nhwc : tag::nchw; }
 
 // The descriptor oneDNN computes an activation in: its own choice for NCHW (blocked layouts beat plain
 // nchw), the tensor's nhwc itself for NHWC (no reorder).
-memory::desc act_desc(const memory::dims& dims, Layout layout) {
-  return layout == kNHWC ? memory::desc(dims, memory::data_type::f32, tag::nhwc) : any_desc(dims);
+memory::desc act_desc(const memory::dims& dims, Layout layout, memory::data_type type) {
+  return layout == kNHWC ? memory::desc(dims, type, tag::nhwc) : any_desc(dims, type);
 }
 
 // One kernel call's problem: logical src (N,C,H,W), weights (O,C,Kh,Kw), dst (N,O,Ho,Wo) (oneDNN's dims,
@@ -157,9 +141,12 @@ struct Problem {
   Layout layout;
   int64_t algorithm;
   bool constant_weights;
+  bool bf16;  // a bfloat16 problem (else float32)
+
+  memory::data_type compute() const { return bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
 
   std::vector<int64_t> key() const {
-    std::vector<int64_t> k = {kind, threads, layout, algorithm, constant_weights};
+    std::vector<int64_t> k = {kind, threads, layout, algorithm, constant_weights, bf16};
     for (const memory::dims* d : {&strides, &pad_l, &pad_r}) k.insert(k.end(), d->begin(), d->end());
     for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
     for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
@@ -191,19 +178,20 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 // reference one).
 dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
+  const memory::data_type t = p.compute();
   auto make = [&](const memory::desc& src, const memory::desc& dst) {
     return dnnl::convolution_backward_data::primitive_desc(cpu_engine(), dnnl::algorithm::convolution_direct, src,
-                                                           any_desc(p.wei), dst, p.strides, p.pad_l, p.pad_r, fwd,
-                                                           attr);
+                                                           any_desc(p.wei, t), dst, p.strides, p.pad_l, p.pad_r,
+                                                           fwd, attr);
   };
-  if (p.layout == kNCHW && fwd.src_desc() != memory::desc(p.src, memory::data_type::f32, tag::nchw)) {
+  if (p.layout == kNCHW && fwd.src_desc() != memory::desc(p.src, t, tag::nchw)) {
     try {
       auto pd = make(fwd.src_desc(), fwd.dst_desc());
       if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return pd;
     } catch (const dnnl::error&) {
     }
   }
-  return make(act_desc(p.src, p.layout), act_desc(p.dst, p.layout));
+  return make(act_desc(p.src, p.layout, t), act_desc(p.dst, p.layout, t));
 }
 
 // The pooling forward of a kPool problem: src and dst in the tensors' own layout (oneDNN's pooling kernels
@@ -235,11 +223,13 @@ std::unique_ptr<Entry> create(const Problem& p) {
   dnnl::primitive_attr attr = p.kind == kForwardAct ? act_attr(p) : dnnl::primitive_attr();
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& t = p.types;
+  const memory::data_type ct = p.compute();
   const memory::desc bias = p.kind == kForwardAct ? memory::desc({p.dst[1]}, memory::data_type::f32, tag::a)
                                                   : memory::desc();
   const auto fwd = dnnl::convolution_forward::primitive_desc(
       cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      act_desc(p.src, p.layout), any_desc(p.wei), bias, act_desc(p.dst, p.layout), p.strides, p.pad_l, p.pad_r,
+      act_desc(p.src, p.layout, ct), any_desc(p.wei, ct), bias, act_desc(p.dst, p.layout, ct), p.strides, p.pad_l,
+      p.pad_r,
       attr);
   memory::desc scratch;
   if (p.kind == kForward || p.kind == kForwardAct) {
@@ -258,9 +248,10 @@ std::unique_ptr<Entry> create(const Problem& p) {
     entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], plain, pd.diff_src_desc(), false);
     scratch = pd.scratchpad_desc();
   } else {
+    // float32 weight gradients also from bf16 activations: no rounding of the sums before the optimiser.
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p.src, p.layout), any_desc(p.wei),
-        act_desc(p.dst, p.layout), p.strides, p.pad_l, p.pad_r, fwd, attr);
+        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p.src, p.layout, ct), any_desc(p.wei),
+        act_desc(p.dst, p.layout, ct), p.strides, p.pad_l, p.pad_r, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
     entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, pd.src_desc(), true),
                  make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], plain, pd.diff_dst_desc(), true)};
@@ -270,22 +261,6 @@ std::unique_ptr<Entry> create(const Problem& p) {
   entry->scratch = memory(scratch, cpu_engine());
   return entry;
 }
-
-// oneDNN splits a primitive's work for the creating thread's "max concurrency" (thread-local, set by
-// whoever used oneDNN on this thread before, e.g. MindSpore's own kernels): create for the pool's size.
-class Concurrency {
- public:
-  explicit Concurrency(int threads) {
-    if (dnnl_threadpool_interop_get_max_concurrency(&saved_) != dnnl_success) saved_ = 0;
-    dnnl_threadpool_interop_set_max_concurrency(threads);
-  }
-  ~Concurrency() {
-    if (saved_ > 0) dnnl_threadpool_interop_set_max_concurrency(saved_);
-  }
-
- private:
-  int saved_ = 0;
-};
 
 // Constant-weight problems get one entry per weights buffer (a network's layers of equal shapes would otherwise
 // share one entry and reorder each other's weights every call); past this many such entries, further buffers share
@@ -370,7 +345,7 @@ void backward_data_few_channels(const Problem& p, const float* dy, const float* 
 
 // The GEMM + col2im path takes NCHW, square kernels, one stride and one padding on every side.
 bool few_channels_path(const Problem& p) {
-  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
+  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.bf16 || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
       p.strides[0] != p.strides[1] || p.pad_l[0] != p.pad_l[1] || p.pad_l != p.pad_r) {
     return false;
   }
@@ -380,11 +355,129 @@ bool few_channels_path(const Problem& p) {
   return true;
 }
 
+// Backward-weights of a bf16 problem into an output plane of at most kSmallPlane positions (DCGAN's 8x8 -> 4x4
+// layers, G's 4x4 -> 8x8 ones and its 1x1 -> 4x4 first layer) as one bf16 GEMM with float32 sums:
+//   dW (O, C K K) = dY (O, N Ho Wo) @ patches (N Ho Wo, C K K),
+// dY transposed from (N, O, Ho Wo) and the patches gathered from x (im2col), both rounded to bf16 where they
+// come as float32, so it computes what the bf16 primitive computes, in another summation order. oneDNN's
+// convolution kernels are slow there (scripts/bench_conv_layouts.cc bf16: Xeon with AMX, 1 thread, CPU time,
+// batch 64): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32, 21 as this GEMM;
+// 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; 64 -> 128 8x8 -> 4x4 3.6, 2.4 and 3.0 ms. Into 8x8
+// planes the AMX kernel is faster again (128 -> 256: 26 ms, the GEMM 37).
+struct GemmWeights {
+  std::mutex mu;
+  Pool pool;
+  dnnl::stream stream;
+  dnnl::matmul prim;
+  memory a, b, c;  // bf16 (O, NQ), bf16 (NQ, CKK), float32 (O, CKK)
+  memory scratch;
+  explicit GemmWeights(int threads)
+      : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
+};
+
+// The GEMM takes NCHW, square kernels, one stride and one padding on every side (the DCGAN layers).
+bool gemm_weights_path(const Problem& p) {
+  return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= kSmallPlane && p.layout == kNCHW &&
+         p.wei[2] == p.wei[3] && p.strides[0] == p.strides[1] && p.pad_l[0] == p.pad_l[1] && p.pad_l == p.pad_r;
+}
+
+// The bf16 bits of element i of a float32, float16 or bfloat16 tensor (rounded to nearest even once).
+inline uint16_t bits_at(const float* d, int64_t i) { return lrelu::cpu::bf16::round_bits(d[i]); }
+inline uint16_t bits_at(const _Float16* d, int64_t i) { return lrelu::cpu::bf16::round_bits(static_cast<float>(d[i])); }
+inline uint16_t bits_at(const lrelu::cpu::bf16* d, int64_t i) { return d[i].bits; }
+
+// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
+template <typename Fn>
+void with_type(memory::data_type t, const void* data, const Fn& fn) {
+  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
+  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
+  else fn(static_cast<const float*>(data));
+}
+
+GemmWeights& gemm_weights(const Problem& p) {
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::unique_ptr<GemmWeights>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<GemmWeights>& slot = cache[p.key()];
+  if (!slot) {
+    const Concurrency for_pool(p.threads);
+    slot = std::make_unique<GemmWeights>(p.threads);
+    const int64_t o = p.wei[0], ckk = p.wei[1] * p.wei[2] * p.wei[3], nq = p.dst[0] * p.dst[2] * p.dst[3];
+    const memory::desc a({o, nq}, memory::data_type::bf16, tag::ab), b({nq, ckk}, memory::data_type::bf16, tag::ab),
+        c({o, ckk}, memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto pd = dnnl::matmul::primitive_desc(cpu_engine(), a, b, c, attr);
+    slot->prim = dnnl::matmul(pd);
+    slot->a = memory(a, cpu_engine());
+    slot->b = memory(b, cpu_engine());
+    slot->c = memory(c, cpu_engine());
+    slot->scratch = memory(pd.scratchpad_desc(), cpu_engine());
+  }
+  return *slot;
+}
+
+// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo), out: diff_weights (O, C, K, K), dtypes p.types.
+void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void* dw) {
+  GemmWeights& g = gemm_weights(p);
+  const std::lock_guard<std::mutex> lock(g.mu);
+  const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0], k = p.wei[2];
+  const int64_t ho = p.dst[2], wo = p.dst[3], q = ho * wo, ckk = c * k * k;
+  const int64_t stride = p.strides[0], pad = p.pad_l[0];
+  uint16_t* a = static_cast<uint16_t*>(g.a.get_data_handle());
+  uint16_t* b = static_cast<uint16_t*>(g.b.get_data_handle());
+  const int workers = static_cast<int>(n < p.threads ? n : p.threads);
+  with_type(p.types[0], x, [&](auto xs) {
+    with_type(p.types[1], dy, [&](auto dys) {
+      lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
+        for (int64_t i = first; i < n; i += workers) {
+          for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
+            for (int64_t j = 0; j < q; ++j) a[oc * n * q + i * q + j] = bits_at(dys, (i * o + oc) * q + j);
+          }
+          // b[(i, oh, ow), (ci, kh, kw)] = x[i, ci, oh s - p + kh, ow s - p + kw], 0 in the padding
+          for (int64_t oh = 0; oh < ho; ++oh) {
+            for (int64_t ow = 0; ow < wo; ++ow) {
+              uint16_t* row = b + ((i * ho + oh) * wo + ow) * ckk;
+              for (int64_t ci = 0; ci < c; ++ci) {
+                for (int64_t kh = 0; kh < k; ++kh) {
+                  const int64_t ih = oh * stride - pad + kh;
+                  uint16_t* dst = row + (ci * k + kh) * k;
+                  for (int64_t kw = 0; kw < k; ++kw) {
+                    const int64_t iw = ow * stride - pad + kw;
+                    const bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
+                    dst[kw] = inside ? bits_at(xs, ((i * c + ci) * h + ih) * w + iw) : 0;
+                  }
+                }
+              }
+            }
+          }
+        }
+      });
+    });
+  });
+  const bool direct = p.types[2] == memory::data_type::f32;  // float32 OIHW is the GEMM's (O, C K K) row-major
+  memory out = direct ? memory(g.c.get_desc(), cpu_engine(), dw) : g.c;
+  g.prim.execute(g.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, out},
+                            {DNNL_ARG_SCRATCHPAD, g.scratch}});
+  g.stream.wait();
+  if (!direct) {  // a bf16 or float16 weight: its gradient rounded once
+    const float* sums = static_cast<const float*>(g.c.get_data_handle());
+    for (int64_t i = 0; i < o * ckk; ++i) {
+      if (p.types[2] == memory::data_type::bf16) {
+        static_cast<lrelu::cpu::bf16*>(dw)[i] = lrelu::cpu::bf16(sums[i]);
+      } else {
+        static_cast<_Float16*>(dw)[i] = static_cast<_Float16>(sums[i]);
+      }
+    }
+  }
+}
+
 memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + ndim); }
 
 bool float_type(const char* dtype, memory::data_type* t) {
   if (std::strcmp(dtype, "float32") == 0) *t = memory::data_type::f32;
   else if (std::strcmp(dtype, "float16") == 0) *t = memory::data_type::f16;
+  else if (std::strcmp(dtype, "bfloat16") == 0) *t = memory::data_type::bf16;
   else return false;
   return true;
 }
@@ -433,7 +526,7 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   if (g[9] != kNCHW && g[9] != kNHWC) return 1;
   Problem p{kind, {}, {}, {}, {g[0], g[1]}, {g[2], g[4]}, {g[3], g[5]}, g[6] > 1 ? g[6] : 1, {},
             float_at(g, 7), float_at(g, 8), static_cast<Layout>(g[9]), 0,
-            g[10] != 0 && (kind == kForward || kind == kForwardAct)};
+            g[10] != 0 && (kind == kForward || kind == kForwardAct), g[11] != 0};
   if (!tensor_types(nparam, geo, dtypes, &p.types)) return 1;
   // (src, weights, dst) dims from the kernel's first two inputs and its output.
   const Layout l = p.layout;
@@ -447,6 +540,14 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   if (few_channels_path(p)) {
     backward_data_few_channels(p, static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
                                static_cast<float*>(params[out]));
+    return 0;
+  }
+  if (gemm_weights_path(p)) {
+    try {
+      backward_weights_gemm(p, params[0], params[1], params[out]);
+    } catch (const dnnl::error&) {
+      return 2;
+    }
     return 0;
   }
   return execute(p, params, out);
@@ -464,7 +565,7 @@ int pool_entry_point(int nparam, void** params, int* ndims, int64_t** shapes, co
   const Layout l = static_cast<Layout>(g[10]);
   Problem p{kPool, act_dims(shapes[0], l), {g[1], g[2]}, act_dims(shapes[2], l), {g[3], g[4]}, {g[5], g[7]},
             {g[6], g[8]}, g[9] > 1 ? g[9] : 1, {memory::data_type::f32, memory::data_type::f32}, 0.0f, 0.0f, l,
-            g[0], false};
+            g[0], false, false};
   return execute(p, params, 2);
 }
 
@@ -508,7 +609,7 @@ int DnnlPoolForward(int nparam, void** params, int* ndims, int64_t** shapes, con
   return pool_entry_point(nparam, params, ndims, shapes, dtypes);
 }
 
-// Inputs: y, dy (same shape and dtype, float32|float16), geometry; output: dz like y.
+// Inputs: y, dy (same shape and dtype, float32|float16|bfloat16), geometry; output: dz like y.
 int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
   if (nparam != 4 || ndims[2] != 1 || shapes[2][0] != kGeometryLength || std::strcmp(dtypes[2], "int32") != 0 ||
       std::strcmp(dtypes[0], dtypes[1]) != 0 || std::strcmp(dtypes[0], dtypes[3]) != 0 || ndims[0] != ndims[1]) {
@@ -533,11 +634,17 @@ int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
     run(static_cast<float*>(nullptr));
   } else if (std::strcmp(dtypes[0], "float16") == 0) {
     run(static_cast<_Float16*>(nullptr));
+  } else if (std::strcmp(dtypes[0], "bfloat16") == 0) {
+    run(static_cast<lrelu::cpu::bf16*>(nullptr));
   } else {
     return 1;
   }
   return 0;
 }
+
+// The most capable instruction set oneDNN dispatches to on this CPU (a dnnl_cpu_isa_t bit mask; lowered by
+// $ONEDNN_MAX_CPU_ISA, read once per process).
+int64_t LreluDnnlCpuIsa() { return static_cast<int64_t>(dnnl_get_effective_cpu_isa()); }
 
 // The oneDNN this library calls: {major, minor, patch} of the loaded library, {major, minor, patch} of the
 // headers it was compiled with; `path` receives the file the dynamic linker bound dnnl_version to.
