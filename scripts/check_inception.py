@@ -77,7 +77,7 @@ def generated_images(checkpoint: str | None, n: int) -> tuple[np.ndarray, str]:
     """n uint8 samples of a DCGAN: --checkpoint's, else of a 300-step MNIST run trained here."""
     from mindspore import Tensor
 
-    from gan.checkpoint import generator_from_checkpoint, latest_checkpoint
+    from gan.checkpoint import generator_from_checkpoint, latest_checkpoint, resolve_checkpoint
     from gan.fid_input import quantize
 
     if checkpoint is None:
@@ -89,8 +89,7 @@ def generated_images(checkpoint: str | None, n: int) -> tuple[np.ndarray, str]:
         checkpoint, source = str(latest_checkpoint(run_dir)), "DCGAN-32 MNIST, 300 steps, seed 0 (made here)"
     else:
         source = checkpoint
-    path = Path(checkpoint)
-    net, conf = generator_from_checkpoint(latest_checkpoint(path) if path.is_dir() else path)
+    net, conf = generator_from_checkpoint(resolve_checkpoint(checkpoint))
     z = np.random.default_rng(1).standard_normal((n, conf.model.nz, 1, 1), dtype=np.float32)
     return quantize(net(Tensor(z)).asnumpy()), source
 

@@ -115,8 +115,8 @@ def read_generator(path: Path, n: int, seed: int) -> np.ndarray:
     """n samples of a checkpoint's generator from the run's fixed latents, quantised to uint8 (N, H, W, C)."""
     from mindspore import Tensor
 
-    from scripts.generate import resolve_checkpoint, sample_batches
-    from gan.checkpoint import generator_from_checkpoint
+    from scripts.generate import sample_batches
+    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
     from gan.fid import as_uint8
 
     net, conf = generator_from_checkpoint(resolve_checkpoint(path))
@@ -128,15 +128,15 @@ def checkpoint_image_size(spec: str) -> int | None:
     """model.image_size of a checkpoint spec, None for other kinds."""
     if spec.startswith("data:") or spec.endswith(".npz") or not Path(spec).exists():
         return None
-    from scripts.generate import resolve_checkpoint
-    from gan.checkpoint import load_training_checkpoint
+    from gan.checkpoint import load_training_checkpoint, resolve_checkpoint
     from gan.config import config_from_yaml
 
     path = Path(spec)
     if path.is_dir() and not _is_run(path):
         return None
-    _, meta = load_training_checkpoint(resolve_checkpoint(path))
-    return config_from_yaml(meta["config"]).model.image_size
+    checkpoint = resolve_checkpoint(path)
+    _, meta = load_training_checkpoint(checkpoint)
+    return config_from_yaml(meta["config"], checkpoint).model.image_size
 
 
 def _is_run(path: Path) -> bool:
