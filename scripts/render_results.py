@@ -931,6 +931,46 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> s
 
 # ---------------------------------------------------------------- the registry
 
+def precision_quality(report: dict) -> str:
+    """fp32 against bf16 at equal steps: each precision's last evaluation, mean (min-max) over its seeds."""
+    def cell(stats: dict, digits: int) -> str:
+        return f"{num(stats['mean'], digits)} ({num(stats['min'], digits)}-{num(stats['max'], digits)})"
+    rows = [[f"`{rec['recipe']}`", ",".join(str(s) for s in rec["seeds"]), cell(rec["class_coverage"], 1),
+             cell(rec["class_kl"], 3), cell(rec["mean_confidence"], 3), cell(rec["frechet_distance"], 1)]
+            for rec in report["recipes"]]
+    return (table(["run", "seeds", "class coverage", "class KL", "mean confidence", "Frechet distance"], rows)
+            + "\n\nMean (min-max) over the seeds of each run's evaluation at its last step (1,000 samples, the "
+            "project's MNIST classifier metrics; not FID).")
+
+
+def inception_parity(report: dict) -> str:
+    """The MindSpore Inception-v3 features against torch.jit.load of the same archive (scripts/check_inception.py)."""
+    f, r = report["features"], report["resize"]
+    pairs = ", ".join(f"{p['a']}-{p['b']} {p['ours']:.2f}" for p in report["fid"])
+    worst = max(p["relative"] for p in report["fid"])
+    rows = [["features: max \\|ours - torch\\| / largest \\|torch\\| feature",
+             f"{f['max_abs_diff']:.3g} / {f['feature_scale']:.3g} = {f['relative']:.2g}", f"<= {f['target']:g}"],
+            [f"FID between sets ({pairs}), ours vs torch's features", f"relative difference <= {worst:.2g}",
+             f"<= {report['fid'][0]['target']:g}"],
+            ["resize vs torch's grid_sample", f"max {r['max_abs_diff_0_255']:.3g} on 0..255 "
+             f"({r['max_abs_diff_input_units']:.2g} input units)", ""],
+            ["whole pipeline (our resize and network vs torch's resize and network)",
+             f"{r['end_to_end_feature_max_abs_diff']:.2g} max, {r['end_to_end_relative']:.2g} of the feature scale", ""]]
+    return (table(["check", "result", "target"], rows)
+            + f"\n\n{f['images']} images; torch {report['torch']}, MindSpore {report['mindspore']}, "
+              f"{report['convention']} convention, `{report['command']}`.")
+
+
+def script_renderer(module: str, function: str) -> Callable[..., str]:
+    """The renderer kept next to the benchmark that writes the JSON (scripts/MODULE.py's FUNCTION), imported only
+    when a table is rendered."""
+    def call(*reports: dict) -> str:
+        import importlib
+
+        return getattr(importlib.import_module(f"scripts.{module}"), function)(*reports)
+    return call
+
+
 @dataclass(frozen=True)
 class Table:
     """One rendered table: the docs/data files it reads (passed to `render` in this order, parsed)."""
@@ -979,6 +1019,12 @@ TABLES: dict[str, Table] = {
     "elu_idle": Table(("bench_op_elu_idle_16runs.json",), elu_idle),
     "elu_windows": Table(("bench_op_elu_overhead.json",), elu_windows),
     "call_overhead": Table(("bench_op_elu_overhead.json",), call_overhead),
+    # standard metrics (docs/metrics.md), bf16 quality (docs/precision.md), the swap (docs/operator.md)
+    "fid_speed": Table(("bench_fid.json",), script_renderer("bench_fid", "markdown")),
+    "fid_speed_run1": Table(("bench_fid_2threads_run1.json",), script_renderer("bench_fid", "markdown")),
+    "inception_parity": Table(("inception_parity.json",), inception_parity),
+    "precision_mnist": Table(("precision_mnist.json",), precision_quality),
+    "swap_exactness": Table(("swap_exactness.json",), script_renderer("swap_exactness", "render")),
     # training speed (docs/performance.md, docs/results.md)
     "train_idle": Table(("bench_train_g_once_idle.json",), train_idle),
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
