@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from gan.config import Config, ConfigError, PrecisionConfig, RuntimeConfig
+from gan.config import Config, ConfigError, RuntimeConfig
 
 HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -98,17 +98,19 @@ def set_kernel_threads(threads: int) -> None:
     _kernel_threads.append(threads)
 
 
-def check_precision_supported(precision: PrecisionConfig, device_target: str, conv_impl: str = "auto") -> None:
+def check_precision_supported(conf: Config) -> None:
     """Fail at start, with a clear message, when the device cannot run a convolution in the dtype. bf16 on CPU
-    needs the oneDNN convolutions and a CPU with bfloat16 dot-product instructions (gan.precision)."""
+    needs the oneDNN convolutions (model.conv_impl as gan.plan resolves it) and a CPU with bfloat16 dot-product
+    instructions (gan.precision)."""
+    precision, device_target = conf.precision, conf.runtime.device_target
     dtype = compute_dtype(precision.name)
     if dtype is None:
         return
     if precision.name == "bf16" and device_target == "CPU":
-        from gan.layers import resolve_conv_impl
+        from gan.plan import onednn_found, resolve_conv_impl
         from gan.precision import check_bf16_conv_impl, check_bf16_cpu
 
-        check_bf16_conv_impl(resolve_conv_impl(conv_impl, device_target))
+        check_bf16_conv_impl(resolve_conv_impl(conf.model.conv_impl, device_target, onednn_found(conf)))
         check_bf16_cpu()
         return
     import numpy as np
@@ -136,6 +138,6 @@ def prepare_run(conf: Config):
 
     setup_runtime(conf.runtime)
     world = setup_distributed(conf.distributed, conf.runtime.device_target, conf.runtime.collective_timeout_s)
-    check_precision_supported(conf.precision, conf.runtime.device_target, conf.model.conv_impl)
+    check_precision_supported(conf)
     ms.set_seed(conf.seed)
     return world

@@ -255,15 +255,12 @@ def fusion_applies(impl: str, fusion: str) -> bool:
 
 def precision_applies(impl: str, precision: str) -> bool:
     """False (with a note) where train.py refuses the precision: bf16 on CPU without oneDNN or bf16 instructions."""
-    from gan.config import ConfigError
-    from gan.layers import resolve_conv_impl
-    from gan.precision import check_bf16_conv_impl, check_bf16_cpu
+    from gan.runtime import check_precision_supported
 
     if precision != "bf16":
         return True
     try:
-        check_bf16_conv_impl(resolve_conv_impl(impl, "CPU"))
-        check_bf16_cpu()
+        check_precision_supported(bench_config(MODELS[0], impl, 8, precision=precision))
     except ConfigError as err:
         print(f"skipped conv_impl={impl} precision=bf16: {err}", flush=True)
         return False
