@@ -29,7 +29,7 @@ from gan.diagnostics import ProbedActivation, TrainingDiagnostics, attach, is_di
 from gan.images import image_grid, save_png
 from gan.outputs import write_dashboard
 from gan.recycle import LINEAR, Recycler
-from gan.run_dir import describe_error, hold, let_go, write_status
+from gan.run_dir import RunDirError, describe_error, hold, let_go, previous_run_files, write_status
 from gan.run_files import LOSSES_FILE, append_jsonl, losses_record
 from gan.streams import Purpose
 from gan.tensorboard_writer import TensorBoardWriter
@@ -108,12 +108,16 @@ class Diagnostics:
             raise ValueError(f"recycle={sorted(recycle)}: {unknown} is not a probed network (probed: {sorted(nets)})")
         self.run_dir = Path(run_dir)
         self.hparams = dict(hparams or {})
-        self.probes_of = {name: attach(net, example, name) for name, (net, example) in nets.items()}
-        self.probes = [p for probes in self.probes_of.values() for p in probes]
-        recyclers = [Recycler(nets[name][0], optimizer, init, seed, Purpose.RECYCLE)
-                     for name, optimizer in (recycle or {}).items()]
-        hold(self.run_dir, None)  # refuses a folder holding another run's files, or one in use
+        found = previous_run_files(self.run_dir)
+        if found:
+            raise RunDirError(f"{self.run_dir} already holds the files of another run ({', '.join(found)}); give "
+                              f"Diagnostics a new run_dir (nothing was changed there or in the networks)")
+        hold(self.run_dir, None)  # the run directory's lock, as train.py takes it (refused while another run holds it)
         try:
+            self.probes_of = {name: attach(net, example, name) for name, (net, example) in nets.items()}
+            self.probes = [p for probes in self.probes_of.values() for p in probes]
+            recyclers = [Recycler(nets[name][0], optimizer, init, seed, Purpose.RECYCLE)
+                         for name, optimizer in (recycle or {}).items()]
             write_status(self.run_dir, "running")
             self.tensorboard = TensorBoardWriter(self.run_dir, None, 0, progress=progress)
         except BaseException:
