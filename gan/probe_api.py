@@ -96,7 +96,8 @@ class Diagnostics:
                  criteria: Criteria = Criteria(), recycle: dict[str, nn.Adam] | None = None,
                  init: Callable[[str, nn.Cell, np.random.Generator], dict] = dcgan_init, seed: int = 0,
                  hparams: dict[str, bool | str | int | float] | None = None, progress: bool = False) -> None:
-        nets = {name: (net, example) for name, net, example in (("G", g, g_input), ("D", d, d_input)) if net is not None}
+        nets = {name: (net, example) for name, net, example in (("G", g, g_input), ("D", d, d_input))
+                if net is not None}
         if not nets:
             raise ValueError("Diagnostics needs g=..., d=... or both: the networks to probe")
         missing = [f"{name.lower()}_input" for name, (_, example) in nets.items() if example is None]

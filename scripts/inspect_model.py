@@ -5,12 +5,13 @@ range, share of negatives and float16 overflow, and the dashboard of that snapsh
         --data FOLDER --out inspect/ [--batches 4] [--batch-size 16] [--nz 16]
 
 FACTORY is `module:function`, importable from the current directory: called without arguments it returns (G, D),
-networks whose parameter names are the checkpoints' keys. MindSpore's activation layers are swapped for the project's
-(exact: ops.swap_activations) so they can be probed. Each batch runs G on N(0, 1) latents and D on the real images
-of the folder (resized to G's output size) and on G's images, with the gradients of the non-saturating BCE GAN loss
-and no update (BatchNorm on batch statistics; --eval: on its moving statistics). OUT gets diagnostics.jsonl,
-losses.jsonl, ranges.json, samples/, TensorBoard events and report.html, as a training run does.
-Checkpoints are untrusted: read with MindSpore's load_checkpoint (no unpickling), at most --max-ckpt-mib each.
+networks whose parameter names are the checkpoints' keys. MindSpore's activation layers are swapped for the
+project's (exact: ops.swap_activations) so they can be probed. Each batch runs G on N(0, 1) latents and D on the
+folder's real images (resized to G's output size) and on G's images, with the gradients of the GAN loss (--loss,
+default the non-saturating BCE) and no update (BatchNorm on batch statistics; --eval: its moving statistics).
+OUT gets diagnostics.jsonl, losses.jsonl, ranges.json, samples/, TensorBoard events and report.html, as a training
+run does. Checkpoints are untrusted: read with MindSpore's load_checkpoint (no unpickling), at most --max-ckpt-mib
+each.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from gan.loss_kinds import LOSS_KINDS  # MindSpore-free: --help stays quick
 
 EXIT_BAD_INPUT = 2
 
@@ -117,10 +120,11 @@ def ranges_table(ranges: dict[str, list]) -> str:
 def inspect(args: argparse.Namespace) -> int:
     """Run the inspection; InspectError for bad input."""
     import mindspore as ms
-    from mindspore import Tensor, nn, ops
+    from mindspore import Tensor, ops
 
     from gan.atomic import write_text_atomic
     from gan.data import FolderSource, to_model_range
+    from gan.losses import LOSSES
     from gan.probe_api import Diagnostics
     from ops import RangeRecorder, swap_activations
 
@@ -160,16 +164,14 @@ def inspect(args: argparse.Namespace) -> int:
             d(real), d(g(z))
     ranges = {"G": [r.to_dict() for r in g_ranges.ranges()], "D": [r.to_dict() for r in d_ranges.ranges()]}
 
-    bce = nn.BCEWithLogitsLoss()
+    loss = LOSSES[args.loss]  # the project's loss table (gan.losses), on D's logits
 
     def d_loss(real, z):
         real_logit, fake_logit = d(real), d(ops.stop_gradient(g(z)))
-        loss = bce(real_logit, ops.ones_like(real_logit)) + bce(fake_logit, ops.zeros_like(fake_logit))
-        return loss, ops.sigmoid(real_logit).mean(), ops.sigmoid(fake_logit).mean()
+        return loss.d(real_logit, fake_logit), ops.sigmoid(real_logit).mean(), ops.sigmoid(fake_logit).mean()
 
     def g_loss(z):
-        logit = d(g(z))
-        return bce(logit, ops.ones_like(logit))
+        return loss.g(d(g(z)))
 
     d_grad = ms.value_and_grad(d_loss, None, d.trainable_params(), has_aux=True)
     g_grad = ms.value_and_grad(g_loss, None, g.trainable_params())
@@ -202,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=4, help="batches to run (default 4)")
     parser.add_argument("--batch-size", type=int, default=16, help="images per batch (default 16)")
     parser.add_argument("--nz", type=int, default=100, help="G's latent size: z is (N, nz, 1, 1) (default 100)")
+    parser.add_argument("--loss", default="bce", choices=tuple(LOSS_KINDS),
+                        help="the GAN loss whose gradients are measured (gan.losses; default bce, non-saturating)")
     parser.add_argument("--step", type=int, default=1, help="the step the snapshot is labelled with (default 1)")
     parser.add_argument("--clamp", type=float, help="also report where outputs would exceed this clamp")
     parser.add_argument("--eval", action="store_true", help="BatchNorm on its moving statistics (default: batch)")

@@ -37,11 +37,11 @@ def snapshot(tmp_path_factory) -> dict[str, Path]:
 
 
 def args(snapshot, out: Path, **change) -> list[str]:
-    """CLI arguments for the snapshot, with `change` replacing options (None drops one)."""
+    """CLI arguments for the snapshot, with `change` replacing options (factory=: the factory)."""
+    factory = change.pop("factory", FACTORY)
     options = {"--g-ckpt": snapshot["g"], "--d-ckpt": snapshot["d"], "--data": snapshot["data"], "--out": out,
                "--nz": 16, "--batches": 2, "--batch-size": 8} | {f"--{k.replace('_', '-')}": v for k, v in change.items()}
-    return [change.get("factory", FACTORY)] + [str(x) for k, v in options.items() if v is not None and k != "--factory"
-                                               for x in (k, v)]
+    return [factory] + [str(x) for k, v in options.items() if v is not None for x in (k, v)]
 
 
 def test_inspects_a_checkpoint_it_wrote(snapshot, tmp_path):
