@@ -104,3 +104,14 @@ def test_a_data_folder_without_images_is_refused(snapshot, tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(args(snapshot, tmp_path / "out", nz=7)) == 2  # wrong latent size: named, before any output
     assert "--nz=7" in capsys.readouterr().err
+
+
+def test_the_loss_whose_gradients_are_measured_is_chosen(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "hinge", loss="hinge", batches=1, g_ckpt=None)) == 0
+    out = capsys.readouterr().out
+    assert "G: no checkpoint given" in out and "D: loaded 7 arrays" in out
+    record, = read_jsonl(tmp_path / "hinge" / "diagnostics.jsonl")
+    assert all(v["grad_passes"] > 0 and v["grad_score"] for v in record["layers"].values())
+    with pytest.raises(SystemExit):
+        main(args(snapshot, tmp_path / "x", loss="l2"))
+    assert "invalid choice: 'l2'" in capsys.readouterr().err
