@@ -27,6 +27,7 @@ from mindspore import Tensor, nn
 from gan.channel_stats import Criteria
 from gan.diagnostics import ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param, set_probing
 from gan.images import image_grid, save_png
+from gan.models import dcgan_values
 from gan.outputs import write_dashboard
 from gan.recycle import LINEAR, Recycler
 from gan.run_dir import RunDirError, describe_error, hold, let_go, previous_run_files, write_status
@@ -41,16 +42,10 @@ LOSS_TAGS = {"loss_d": "loss/d", "loss_g": "loss/g", "d_x": "prob/D_x", "d_g_z":
 
 
 def dcgan_init(name: str, cell: nn.Cell, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Fresh values of a recycled channel's layer, by layer type (a model-zoo network's layers are named 0, 1, ...):
-    conv/dense weights ~ N(0, 0.02) and zero biases, BatchNorm gamma ~ N(1, 0.02) and beta 0 (the DCGAN init)."""
-    if isinstance(cell, LINEAR):
-        bias = getattr(cell, "bias", None)
-        return {"weight": rng.normal(0.0, 0.02, cell.weight.shape).astype(np.float32)} | (
-            {} if bias is None else {"bias": np.zeros(bias.shape, np.float32)})
-    if isinstance(cell, nn.BatchNorm2d):
-        return {"gamma": rng.normal(1.0, 0.02, cell.gamma.shape).astype(np.float32),
-                "beta": np.zeros(cell.beta.shape, np.float32)}
-    return {}
+    """Fresh values of a recycled channel's layer: gan.models.dcgan_values (conv weights ~ N(0, 0.02), zero biases,
+    BatchNorm gamma ~ N(1, 0.02), beta 0) chosen by layer type, as a model-zoo network's layers are named 0, 1, ..."""
+    kind = "conv" if isinstance(cell, LINEAR) else "bn" if isinstance(cell, nn.BatchNorm2d) else name
+    return dcgan_values(kind, cell, rng)
 
 
 def network_params(net: nn.Cell) -> list[dict]:
@@ -117,6 +112,7 @@ class Diagnostics:
         try:
             self.probes_of = {name: attach(net, example, name) for name, (net, example) in nets.items()}
             self.probes = [p for probes in self.probes_of.values() for p in probes]
+            set_probing(self.probes, False)  # on only inside a check step's twin (TwinStep)
             recyclers = [Recycler(nets[name][0], optimizer, init, seed, Purpose.RECYCLE)
                          for name, optimizer in (recycle or {}).items()]
             write_status(self.run_dir, "running")
@@ -136,10 +132,13 @@ class Diagnostics:
         """The step `fn` as a TwinStep: compiled twice with ms.jit (jit=False: fn itself, run in PyNative); or
         `make` builds each twin (e.g. lambda: nn.TrainOneStepCell(net_with_loss, optimizer) in GRAPH_MODE)."""
         if (fn is None) == (make is None):
-            raise ValueError("Diagnostics.step needs the step function fn or a factory make=..., not both")
+            raise ValueError("Diagnostics.step needs either the step function fn or make=... (one, not both)")
+        if make is None and not jit and ms.get_context("mode") == ms.GRAPH_MODE:
+            raise ValueError("Diagnostics.step(fn, jit=False) runs fn in PyNative, but the context is GRAPH_MODE, "
+                             "where each Cell compiles once with the probes as they were: use jit=True, or make=... "
+                             "building a new step Cell per twin")
         if make is None:
             make = (lambda: ms.jit(fn)) if jit else (lambda: fn)
-        set_probing(self.probes, False)  # attach leaves them on; the plain twin must compile without them
         return TwinStep(self.probes, make)
 
     def is_check_step(self, step: int) -> bool:

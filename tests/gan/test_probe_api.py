@@ -178,6 +178,12 @@ def test_bad_input_is_refused_with_the_reason(tmp_path):
     diag = Diagnostics(tmp_path / "ok", g=project_nets()[0], g_input=z, every=2)
     with pytest.raises(ValueError, match="not both"):
         diag.step(lambda: None, make=lambda: None)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        with pytest.raises(ValueError, match="context is GRAPH_MODE"):
+            diag.step(lambda: None, jit=False)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
     with pytest.raises(ValueError, match="steps count from 1"):
         diag.record(0)
     diag.close()
