@@ -50,9 +50,23 @@ class Site:
     outgoing: nn.Cell | None  # next conv/dense, None when the activation is the network's output
 
 
+def probed_sequence(net: nn.Cell) -> nn.SequentialCell:
+    """The SequentialCell holding the probed activations of `net`: its `layers` (gan.models), else the one
+    SequentialCell holding all of them (a model-zoo network's `main`); ValueError when there is none such."""
+    if isinstance(getattr(net, "layers", None), nn.SequentialCell):
+        return net.layers
+    probes = [cell for _, cell in net.cells_and_names() if isinstance(cell, ProbedActivation)]
+    holders = [cell for _, cell in net.cells_and_names() if isinstance(cell, nn.SequentialCell)
+               and sum(isinstance(c, ProbedActivation) for c in cell.cells()) == len(probes) > 0]
+    if not holders:
+        raise ValueError(f"{type(net).__name__}: recycling needs its probed activations in one nn.SequentialCell "
+                         f"(conv/dense, BatchNorm, activation in order), found {len(probes)} probed layers elsewhere")
+    return holders[0]
+
+
 def sites(net: nn.Cell) -> dict[str, Site]:
-    """The Site of every probed activation of `net` (its `layers` SequentialCell, after gan.diagnostics.attach)."""
-    cells = list(net.layers.name_cells().items())
+    """The Site of every probed activation of `net` (in its `probed_sequence`, after gan.diagnostics.attach)."""
+    cells = list(probed_sequence(net).name_cells().items())
     found = {}
     for k, (name, cell) in enumerate(cells):
         if not isinstance(cell, ProbedActivation):

@@ -9,13 +9,14 @@ from tqdm import tqdm
 
 
 class TensorBoardWriter:
-    """TensorBoard scalars/images under `run_dir/tensorboard`, plus a one-line progress bar with ETA on the console."""
+    """TensorBoard scalars/images under `run_dir/tensorboard`, plus a one-line progress bar with ETA on the console
+    (`progress=False`: no bar, for a training loop of the user's own, gan.probe_api)."""
 
-    def __init__(self, run_dir: str | Path, total_steps: int, start_step: int) -> None:
+    def __init__(self, run_dir: str | Path, total_steps: int | None, start_step: int, progress: bool = True) -> None:
         # A resumed run hides the events of the steps it redoes (logged after its checkpoint, before a crash).
         self.writer = SummaryWriter(logdir=str(Path(run_dir) / "tensorboard"),
                                     purge_step=start_step + 1 if start_step else None)
-        self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True)
+        self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True, disable=not progress)
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         """Log each value as a TensorBoard scalar at `step`."""

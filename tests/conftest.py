@@ -34,3 +34,15 @@ def tiny_run() -> Callable:
         return run(compose_config(TINY + list(overrides)), run_dir)
 
     return train
+
+
+@pytest.fixture(scope="session")
+def own_loop_run(tmp_path_factory) -> Path:
+    """The run directory of scripts/examples/own_loop.py (a user's own loop with gan.probe_api): 6 steps, a check
+    every 2 (seconds)."""
+    from tests.helpers import run_script
+
+    run_dir = tmp_path_factory.mktemp("own_loop") / "run"
+    done = run_script("scripts/examples/own_loop.py", "--steps", "6", "--every", "2", "--run-dir", str(run_dir))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_dir

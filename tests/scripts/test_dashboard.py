@@ -275,6 +275,26 @@ def test_real_browser_30_runs_fit_1400_px_images_load_and_tabs_switch(tmp_path):
 
 
 @pytest.mark.slow
+def test_real_browser_renders_the_dashboard_of_a_users_own_loop(own_loop_run):
+    """The page scripts/examples/own_loop.py leaves (gan.probe_api) shows its layers as a train.py run's does."""
+    driver = chrome()
+    try:
+        driver.get((own_loop_run / "report.html").as_uri())
+        width, scroll = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+        assert scroll <= width, f"horizontal scroll: page {scroll} px wide in a {width} px window"
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])")
+        layers = ["G/2", "G/5", "D/1", "D/4"]
+        assert {f"{layer} neg_frac" for layer in layers} <= {alt for alt, *_ in images}
+        assert [i for i in images if not (i[1] and i[2] > 0 and i[3] > 0)] == []
+        charts = driver.execute_script("return document.querySelectorAll('svg.chart').length")
+        assert charts >= 4 * len(layers)  # dead, dormant, grad-dead, persistent per layer
+        assert all(layer in driver.page_source for layer in layers)
+    finally:
+        driver.quit()
+
+
+@pytest.mark.slow
 def test_cli_screenshot_option_renders_the_page(sweep, tmp_path):
     shot = tmp_path / "shots" / "report.png"
     done = subprocess.run([sys.executable, str(SCRIPT), str(sweep), "--out", str(tmp_path / "r.html"), "--screenshot",

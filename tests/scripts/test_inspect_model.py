@@ -1,0 +1,117 @@
+"""scripts/inspect_model.py: a snapshot's report and dashboard from a factory, its checkpoints and a folder of
+images; each bad input (factory, checkpoint, data folder) is a clear error with exit status 2."""
+import json
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+import pytest
+from PIL import Image
+
+from gan.probe_api import network_params
+from gan.run_files import read_jsonl
+from gan.run_reader import load_run
+from scripts.examples.model_zoo import DcganG
+from scripts.examples.own_loop import build
+from scripts.inspect_model import main
+from tests.helpers import run_script
+
+FACTORY = "scripts.examples.own_loop:build"
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory) -> dict[str, Path]:
+    """Checkpoints of the example's G and D (as its factory builds them) and a folder of 12 grey images."""
+    root = tmp_path_factory.mktemp("snapshot")
+    g, d = build(0)
+    ms.save_checkpoint(network_params(g), str(root / "g.ckpt"))
+    ms.save_checkpoint(network_params(d), str(root / "d.ckpt"))
+    images = root / "images" / "nested"
+    images.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        Image.fromarray(rng.integers(0, 256, (20, 24), np.uint8)).save(images / f"{i}.png")
+    (root / "empty").mkdir()
+    (root / "empty" / "notes.txt").write_text("no images here")
+    return {"g": root / "g.ckpt", "d": root / "d.ckpt", "data": root / "images", "empty": root / "empty"}
+
+
+def args(snapshot, out: Path, **change) -> list[str]:
+    """CLI arguments for the snapshot, with `change` replacing options (factory=: the factory)."""
+    factory = change.pop("factory", FACTORY)
+    options = {"--g-ckpt": snapshot["g"], "--d-ckpt": snapshot["d"], "--data": snapshot["data"], "--out": out,
+               "--nz": 16, "--batches": 2, "--batch-size": 8} | {f"--{k.replace('_', '-')}": v for k, v in change.items()}
+    return [factory] + [str(x) for k, v in options.items() if v is not None for x in (k, v)]
+
+
+def test_inspects_a_checkpoint_it_wrote(snapshot, tmp_path):
+    done = run_script("scripts/inspect_model.py", *args(snapshot, tmp_path / "out"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = tmp_path / "out"
+    assert "G: loaded 11 arrays" in done.stdout and "grad-dead" in done.stdout and "negative" in done.stdout
+    record, = read_jsonl(out / "diagnostics.jsonl")
+    assert list(record["layers"]) == ["G/2", "G/5", "D/1", "D/4"]
+    # 2 batches: G runs for D's fake batch and again for G's loss; D on real, fake, and fake again
+    assert {k: (v["passes"], v["grad_passes"]) for k, v in record["layers"].items()} == {
+        "G/2": (4, 2), "G/5": (4, 2), "D/1": (6, 6), "D/4": (6, 6)}
+    ranges = json.loads((out / "ranges.json").read_text())
+    assert [r["path"] for r in ranges["D"]] == ["main.1", "main.4"]
+    assert [r["path"] for r in ranges["G"]] == ["main.2", "main.5", "main.7"]  # the final Tanh too
+    for net, calls in (("G", 2), ("D", 4)):  # G on each batch's latents, D on its real and fake images
+        for r in ranges[net]:
+            assert r["calls"] == calls and 0 < r["negative_share"] < 1 and r["overflows_float16"] is False, r
+    run = load_run(out)
+    assert run.diagnostics and run.losses and run.sample is not None
+    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("factory, message", [
+    ("no_such_module_xyz:build", "cannot import module 'no_such_module_xyz' of factory 'no_such_module_xyz:build' "
+                                 "(function 'build'): ModuleNotFoundError"),
+    ("scripts.examples.own_loop:no_such_function", "has no function 'no_such_function'"),
+    ("scripts.examples.own_loop", "is not module:function"),
+    ("scripts.examples.own_loop:discs", "factory 'scripts.examples.own_loop:discs' failed: TypeError")])
+def test_a_factory_that_fails_is_named(snapshot, tmp_path, capsys, factory, message):
+    assert main(args(snapshot, tmp_path / "out", factory=factory)) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_checkpoint_that_does_not_match_names_keys_and_shapes(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "a", g_ckpt=snapshot["d"])) == 2
+    err = capsys.readouterr().err
+    assert "does not match G (DcganG)" in err and "missing keys [G.main.0.weight" in err
+    assert "unexpected keys [D.main.0.weight" in err
+    narrow = DcganG(16, 16, 1, 4)  # half the width: the same keys, other shapes
+    narrow.update_parameters_name("G.")
+    ms.save_checkpoint(network_params(narrow), str(tmp_path / "narrow.ckpt"))
+    assert main(args(snapshot, tmp_path / "b", g_ckpt=tmp_path / "narrow.ckpt")) == 2
+    assert "shape mismatches: [G.main.0.weight: checkpoint [16, 8, 4, 4], network [16, 16, 4, 4]" in \
+        capsys.readouterr().err
+    (tmp_path / "junk.ckpt").write_bytes(b"\x80\x04not a checkpoint" * 10)
+    assert main(args(snapshot, tmp_path / "c", d_ckpt=tmp_path / "junk.ckpt")) == 2
+    assert "is not a readable MindSpore checkpoint" in capsys.readouterr().err
+    assert main(args(snapshot, tmp_path / "d", d_ckpt=tmp_path / "missing.ckpt")) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(args(snapshot, tmp_path / "e", max_ckpt_mib=0.001)) == 2
+    assert "over --max-ckpt-mib=0.001" in capsys.readouterr().err
+
+
+def test_a_data_folder_without_images_is_refused(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "out", data=snapshot["empty"])) == 2
+    assert "holds no .jpg/.jpeg/.png/.webp files" in capsys.readouterr().err
+    assert main(args(snapshot, tmp_path / "out", data=tmp_path / "nowhere")) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(args(snapshot, tmp_path / "out", nz=7)) == 2  # wrong latent size: named, before any output
+    assert "--nz=7" in capsys.readouterr().err
+
+
+def test_the_loss_whose_gradients_are_measured_is_chosen(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "hinge", loss="hinge", batches=1, g_ckpt=None)) == 0
+    out = capsys.readouterr().out
+    assert "G: no checkpoint given" in out and "D: loaded 7 arrays" in out
+    record, = read_jsonl(tmp_path / "hinge" / "diagnostics.jsonl")
+    assert all(v["grad_passes"] > 0 and v["grad_score"] for v in record["layers"].values())
+    with pytest.raises(SystemExit):
+        main(args(snapshot, tmp_path / "x", loss="l2"))
+    assert "invalid choice: 'l2'" in capsys.readouterr().err
