@@ -961,6 +961,24 @@ def inception_parity(report: dict) -> str:
               f"{report['convention']} convention, `{report['command']}`.")
 
 
+def probe_overhead(report: dict) -> str:
+    """The user-loop diagnostics' cost per step against the same loop without them (scripts/bench_probe_overhead.py)."""
+    ratio, quart, n = report["ratio_to_without"], report["ratio_to_without_quartiles"], report["steps_per_round"]
+    rounds = report["rounds"]
+    amortised = report["amortised_overhead_pct"]
+    rows = [["ordinary step (plain twin)", f"{ratio['ordinary']:.3f} (quartiles {quart['ordinary'][0]:.2f}, "
+             f"{quart['ordinary'][2]:.2f})", str(rounds * n)],
+            ["check step (probed twin + `record`: read the probes, write jsonl and TensorBoard)",
+             f"{ratio['check']:.2f} (quartiles {quart['check'][0]:.2f}, {quart['check'][2]:.2f})",
+             str(rounds * report["checks_per_round"])],
+            ["amortised, a check every " + " / ".join(amortised) + " steps", " / ".join(f"+{v:.1f}%" for v in amortised.values()),
+             ""]]
+    load = report["load_average_before"][0]
+    return (table(["step", "median ratio to the loop without diagnostics", "pairs"], rows)
+            + f"\n\nMedian step {report['step_s_median']['without'] * 1e3:.0f} ms without diagnostics; load average "
+              f"{load:.1f} before the run on {report['cpu_count']} CPUs; MindSpore {report['mindspore']}.")
+
+
 def script_renderer(module: str, function: str) -> Callable[..., str]:
     """The renderer kept next to the benchmark that writes the JSON (scripts/MODULE.py's FUNCTION), imported only
     when a table is rendered."""
@@ -1025,6 +1043,7 @@ TABLES: dict[str, Table] = {
     "inception_parity": Table(("inception_parity.json",), inception_parity),
     "precision_mnist": Table(("precision_mnist.json",), precision_quality),
     "swap_exactness": Table(("swap_exactness.json",), script_renderer("swap_exactness", "render")),
+    "probe_overhead": Table(("probe_overhead.json",), probe_overhead),
     # training speed (docs/performance.md, docs/results.md)
     "train_idle": Table(("bench_train_g_once_idle.json",), train_idle),
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
