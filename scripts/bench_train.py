@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 from gan.config import Config, compose_config, to_config  # noqa: E402
 from gan.files import write_json_atomic  # noqa: E402
 from ops.fused import FUSION_KINDS  # noqa: E402
+from torch_dcgan import torch_models  # noqa: E402  (gan.models' DCGAN in PyTorch; imports torch when called)
 
 MODELS = ("dcgan32", "dcgan64")
 IMPLS = ("native", "auto", "gemm", "onednn")
@@ -79,35 +80,6 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
-
-
-def torch_models(cfg: Config) -> tuple:
-    """gan.models' DCGAN G and D rebuilt in PyTorch: same widths, slopes, BatchNorm placement, no conv bias."""
-    from torch import nn
-
-    from gan.models import layer_slopes, num_blocks
-
-    m, act, channels = cfg.model, cfg.act, cfg.data.channels
-    n = num_blocks(m.image_size)
-    g_default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
-    g_layers: list[nn.Module] = []
-    in_ch = m.nz
-    for i, slope in enumerate(layer_slopes("act.g_layers", act.g_layers, g_default, n)):
-        width = m.ngf * 2 ** (n - 1 - i)
-        stride, pad = (1, 0) if i == 0 else (2, 1)
-        g_layers += [nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False), nn.BatchNorm2d(width),
-                     nn.LeakyReLU(slope)]
-        in_ch = width
-    g = nn.Sequential(*g_layers, nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh())
-    d_layers: list[nn.Module] = []
-    in_ch = channels
-    for i, slope in enumerate(layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)):
-        width = m.ndf * 2 ** i
-        d_layers += [nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)] + ([nn.BatchNorm2d(width)] if i else [])
-        d_layers += [nn.LeakyReLU(slope)]
-        in_ch = width
-    d = nn.Sequential(*d_layers, nn.Conv2d(in_ch, 1, 4, 1, 0, bias=False), nn.Flatten(0))
-    return g, d
 
 
 def torch_step(cfg: Config) -> Callable[[int], None]:

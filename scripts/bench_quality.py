@@ -1,0 +1,285 @@
+"""Sample quality and speed of the DCGAN recipe in this app and in the project's PyTorch reference
+(scripts/torch_dcgan.py) at equal work: same networks, initial weights, data order, latents, optimiser, batch
+and steps. Per seed and implementation: train --steps steps, write --samples samples (the .npz of
+scripts/generate.py --npz, on the run's fixed latents), score them with one metric code path, record wall times.
+
+    python scripts/bench_quality.py --json F --seeds 0,1,2 --steps 10000 --samples 10000 --metrics fid \\
+        data=fashion_mnist
+    python scripts/bench_quality.py --json F --seeds 0 --steps 20000 --samples 2000 --sample-every 2000 ...
+                                                    # the metrics along the run: where they settle
+    python scripts/bench_quality.py --json F --impls app ...   # this app only (no PyTorch needed)
+
+The app side is `python train.py OVERRIDES seed=S train.steps=N` through gan.training.run, with its in-training
+evaluation and dead-channel checks off (the reference has neither: equal work), samples from the checkpoint by
+gan.checkpoint.generator_from_checkpoint (EMA off in both: the recipe has none). Runs alternate (app seed 0, torch
+seed 0, app seed 1, ...), one at a time, each in a process of its own, so the machine's load falls on both alike;
+each record holds the load average before and after it. The JSON is rewritten after every run; --resume keeps
+the finished runs of an interrupted benchmark with the same settings.
+
+Times: train_s is the step loop with its input fetching (gan.outputs.RunSummary.train_seconds for the app: graph
+compilation at the first step included, sample grids and checkpoints between steps excluded); process_s is the
+whole worker process (imports, data, compilation, training, outputs, writing the samples).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+os.environ.setdefault("GLOG_v", "3")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+IMPLS = ("app", "torch")
+# What the app's runs turn off: the reference trains and nothing else (scored afterwards by this script).
+APP_OFF = ("eval.enabled=false", "diagnostics.enabled=false")
+TRAIN_RECORD = "train.json"
+
+
+# ---------------------------------------------------------------- the workers (one process per run)
+
+def sample_steps(steps: int, every: int) -> list[int]:
+    """The steps that write samples: every `every` steps (0: none) and the last."""
+    return sorted(set(range(every, steps + 1, every) if every else ()) | {steps})
+
+
+def app_overrides(seed: int, steps: int, every: int, overrides: list[str]) -> list[str]:
+    """train.py's overrides of one app run: a checkpoint at every sample step (all kept), evaluation and
+    diagnostics off, then the user's OVERRIDES."""
+    due = sample_steps(steps, every)
+    return [f"seed={seed}", f"train.steps={steps}", f"train.ckpt_every={every or steps}",
+            f"train.keep_last={len(due)}", *APP_OFF, *overrides]
+
+
+def train_app(seed: int, steps: int, out: Path, samples: int, every: int, overrides: list[str]) -> dict:
+    """One app run in `out`/run (gan.training.run), then `samples` samples from each sample step's checkpoint."""
+    from mindspore import Tensor
+
+    from gan.checkpoint import checkpoint_path, generator_from_checkpoint
+    from gan.config import compose_config, to_config
+    from gan.training import run
+    from torch_dcgan import sample_file, write_samples
+
+    began = time.perf_counter()
+    cfg = compose_config(app_overrides(seed, steps, every, overrides))
+    summary = run(cfg, out / "run")
+    run_s = time.perf_counter() - began
+    conf = to_config(cfg)
+    files = {}
+    for step in sample_steps(steps, every):
+        net, _ = generator_from_checkpoint(checkpoint_path(out / "run", step), use_ema=False)
+        files[step] = str(write_samples(lambda z: net(Tensor(z)).asnumpy(), conf, samples, sample_file(out, step)))
+    last = summary.history[-1]
+    return {"impl": "app", "steps": steps, "train_s": summary.train_seconds, "run_s": run_s,
+            "sample_s": time.perf_counter() - began - run_s,
+            "img_per_s": steps * conf.train.batch_size / summary.train_seconds, "samples": files,
+            "final": {"loss_d": last.loss_d, "loss_g": last.loss_g, "d_real": last.d_real, "d_fake": last.d_fake},
+            "skipped_steps": summary.skipped_steps}
+
+
+def worker_command(impl: str, python: str, seed: int, steps: int, out: Path, samples: int, every: int,
+                   overrides: list[str]) -> list[str]:
+    """The command of one run: this script's --worker for the app, scripts/torch_dcgan.py train for PyTorch."""
+    if impl == "app":
+        return [python, str(Path(__file__).resolve()), "--worker", "--seed", str(seed), "--steps", str(steps),
+                "--out", str(out), "--samples", str(samples), "--sample-every", str(every), *overrides]
+    steps_list = ",".join(str(s) for s in sample_steps(steps, every))
+    return [python, str(ROOT / "scripts" / "torch_dcgan.py"), "train", "--steps", str(steps), "--out", str(out),
+            "--samples", str(samples), "--sample-steps", steps_list, f"seed={seed}", *overrides]
+
+
+def run_worker(command: list[str], out: Path, log: Path, timeout: float | None) -> dict:
+    """Run one worker to completion (its output to `log`); its train.json plus process_s and the load averages."""
+    load_before = os.getloadavg()
+    began = time.perf_counter()
+    with open(log, "w") as f:
+        result = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
+                                env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(ROOT)})
+    process_s = time.perf_counter() - began
+    if result.returncode != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
+        raise RuntimeError(f"{' '.join(command)} failed (exit {result.returncode}); end of {log}:\n{tail}")
+    record = json.loads((out / TRAIN_RECORD).read_text())
+    return {**record, "process_s": process_s, "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+# ---------------------------------------------------------------- metrics (one code path for both implementations)
+
+def load_samples(path: str | Path) -> np.ndarray:
+    """The float32 (N, C, H, W) samples of a scripts/generate.py --npz file."""
+    with np.load(path, allow_pickle=False) as archive:
+        return archive["samples"]
+
+
+def classifier_metrics(overrides: list[str]) -> Callable[[np.ndarray], dict]:
+    """The project's MNIST classifier metrics (gan.metrics.image_metrics); data=mnist only."""
+    from gan.classifier import load_classifier
+    from gan.config import compose_config, to_config
+    from gan.metrics import image_metrics
+
+    data = to_config(compose_config(overrides)).data.name
+    if data != "mnist":
+        raise ValueError(f"--metrics=classifier scores MNIST digits only, not data={data}")
+    classifier = load_classifier()  # trained first (minutes, once per machine) when it is not cached
+    return lambda samples: image_metrics(samples, classifier)
+
+
+METRICS: dict[str, Callable[[list[str]], Callable[[np.ndarray], dict]]] = {
+    "classifier": classifier_metrics,
+    "none": lambda overrides: lambda samples: {},
+}
+
+
+# ---------------------------------------------------------------- the benchmark
+
+def summarize(records: list[dict]) -> list[dict]:
+    """Per (implementation, step): every numeric metric and timing over seeds as {"mean", "se", "n", "values"}."""
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in records:
+        for point in r["points"]:
+            groups.setdefault((r["impl"], point["step"]), []).append({**point, **{k: r[k] for k in (
+                "train_s", "img_per_s", "process_s")}} if point["step"] == r["steps"] else point)
+    out = []
+    for (impl, step), points in sorted(groups.items()):
+        keys = sorted({k for p in points for k, v in p.items() if isinstance(v, (int, float)) and k != "step"})
+        stats = {}
+        for key in keys:
+            values = [float(p[key]) for p in points if key in p]
+            m = sum(values) / len(values)
+            sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+            stats[key] = {"mean": m, "se": sd / math.sqrt(len(values)), "n": len(values), "values": values}
+        out.append({"impl": impl, "step": step, **stats})
+    return out
+
+
+def settings_of(args: argparse.Namespace) -> dict:
+    """What must match for --resume to keep earlier records."""
+    return {"steps": args.steps, "samples": args.samples, "sample_every": args.sample_every,
+            "metrics": args.metrics, "overrides": args.overrides}
+
+
+def machine() -> dict:
+    from torch_dcgan import machine as describe
+
+    return describe()
+
+
+def commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def benchmark(args: argparse.Namespace, argv: list[str], score: Callable[[np.ndarray], dict]) -> dict:
+    """Every (seed, implementation) run, alternating, scored; the report is written after each run."""
+    from gan.files import write_json_atomic
+
+    report = {"command": "python scripts/bench_quality.py " + " ".join(argv), "settings": settings_of(args),
+              "seeds": args.seeds, "impls": args.impls, "app_disabled": list(APP_OFF), "commit": commit(),
+              "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+              "python": {"app": args.app_python, "torch": args.torch_python}, "records": []}
+    if args.resume and args.json.exists():
+        old = json.loads(args.json.read_text())
+        if old.get("settings") != report["settings"]:
+            raise SystemExit(f"--resume: {args.json} was written with other settings {old.get('settings')}; "
+                             f"use another --json or the same settings")
+        report["records"] = [r for r in old["records"] if r["seed"] in args.seeds and r["impl"] in args.impls]
+        report["started"] = old.get("started", report["started"])
+    done = {(r["impl"], r["seed"]) for r in report["records"]}
+    for seed in args.seeds:
+        for impl in args.impls:
+            if (impl, seed) in done:
+                continue
+            out = args.work / f"{impl}_seed{seed}"
+            out.mkdir(parents=True, exist_ok=True)
+            python = args.app_python if impl == "app" else args.torch_python
+            command = worker_command(impl, python, seed, args.steps, out, args.samples, args.sample_every,
+                                     args.overrides)
+            print(f"{impl} seed {seed}: {' '.join(command)}", flush=True)
+            record = run_worker(command, out, out / "worker.log", args.timeout)
+            began = time.perf_counter()
+            record["points"] = [{"step": int(step), **score(load_samples(path))}
+                                for step, path in sorted(record["samples"].items(), key=lambda kv: int(kv[0]))]
+            record.update(seed=seed, score_s=time.perf_counter() - began, command=command)
+            report["records"].append(record)
+            report["summary"] = summarize(report["records"])
+            report["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            write_json_atomic(args.json, report, indent=1)
+            last = record["points"][-1]
+            print(f"{impl} seed {seed}: train {record['train_s']:.1f} s ({record['img_per_s']:.0f} img/s), process "
+                  f"{record['process_s']:.1f} s, load {record['loadavg_before'][0]}-{record['loadavg_after'][0]}, "
+                  + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if k != "step"), flush=True)
+    return report
+
+
+def int_list(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, help="write the report here (required unless --worker)")
+    parser.add_argument("--seeds", type=int_list, default=[0, 1, 2], help="comma-separated seeds (default 0,1,2)")
+    parser.add_argument("--impls", default="app,torch", help=f"comma-separated subset of {IMPLS}, in run order")
+    parser.add_argument("--steps", type=int, default=1000, help="training steps of every run (default 1000)")
+    parser.add_argument("--samples", type=int, default=1000, help="samples scored per run and sample step")
+    parser.add_argument("--sample-every", type=int, default=0, help="also sample and score every this many steps")
+    parser.add_argument("--metrics", default="none", help=f"one of {list(METRICS)} (default none)")
+    parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "bench_quality",
+                        help="folder of the runs, their samples and logs (default outputs/bench_quality)")
+    parser.add_argument("--app-python", default=sys.executable, help="the app's interpreter (default this one)")
+    parser.add_argument("--torch-python", default=sys.executable, help="the interpreter with torch (default this one)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds one run may take (default no limit)")
+    parser.add_argument("--resume", action="store_true", help="keep the finished runs of --json (same settings)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one app run (worker_command)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("overrides", nargs="*", help="train.py overrides for both, e.g. data=fashion_mnist")
+    args = parser.parse_args(argv)
+    for name in ("steps", "samples"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}={getattr(args, name)} must be at least 1")
+    if args.sample_every < 0:
+        parser.error(f"--sample-every={args.sample_every} must be >= 0 (0: at the last step only)")
+    if args.worker:
+        args.out.mkdir(parents=True, exist_ok=True)
+        record = train_app(args.seed, args.steps, args.out, args.samples, args.sample_every, args.overrides)
+        (args.out / TRAIN_RECORD).write_text(json.dumps(record, indent=1) + "\n")
+        return 0
+    args.impls = [s for s in args.impls.split(",") if s]
+    bad = [i for i in args.impls if i not in IMPLS]
+    if bad or not args.impls:
+        parser.error(f"--impls: {bad or args.impls} not in {list(IMPLS)}")
+    if args.metrics not in METRICS:
+        parser.error(f"--metrics={args.metrics!r} is not one of {list(METRICS)}")
+    if args.json is None:
+        parser.error("--json is required")
+    if not args.seeds or any(s < 0 for s in args.seeds):
+        parser.error(f"--seeds={args.seeds}: give non-negative integers, e.g. 0,1,2")
+    try:
+        from torch_dcgan import recipe_config
+
+        if "torch" in args.impls:
+            recipe_config(args.overrides)  # refuse what the reference does not implement before any run
+        score = METRICS[args.metrics](args.overrides)
+    except ValueError as err:
+        parser.error(str(err))
+    benchmark(args, argv, score)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
