@@ -5,8 +5,8 @@ scripts/generate.py --npz, on the run's fixed latents), score them with one metr
 
     python scripts/bench_quality.py --json F --seeds 0,1,2 --steps 10000 --samples 10000 --metrics fid \\
         data=fashion_mnist
-    python scripts/bench_quality.py --json F --seeds 0 --steps 20000 --samples 2000 --sample-every 2000 ...
-                                                    # the metrics along the run: where they settle
+    python scripts/bench_quality.py ... --sample-every 2000 --curve-samples 2000   # also along the run
+    python scripts/bench_quality.py ... --rescore --metrics fid --score-samples 5000   # score the saved runs again
     python scripts/bench_quality.py --json F --impls app ...   # this app only (no PyTorch needed)
 
 The app side is `python train.py OVERRIDES seed=S train.steps=N` through gan.training.run, with its in-training
@@ -14,7 +14,9 @@ evaluation and dead-channel checks off (the reference has neither: equal work), 
 gan.checkpoint.generator_from_checkpoint (EMA off in both: the recipe has none). Runs alternate (app seed 0, torch
 seed 0, app seed 1, ...), one at a time, each in a process of its own, so the machine's load falls on both alike;
 each record holds the load average before and after it. The JSON is rewritten after every run; --resume keeps
-the finished runs of an interrupted benchmark with the same settings.
+the finished runs of an interrupted benchmark with the same settings, --rescore scores its saved samples again.
+The PyTorch runs get OMP_WAIT_POLICY=PASSIVE (--torch-env): with libgomp's default spinning, torch's two threads
+ran about 10x slower than with it on this shared, loaded machine, a slowdown that is not the framework's speed.
 
 Times: train_s is the step loop with its input fetching (gan.outputs.RunSummary.train_seconds for the app: graph
 compilation at the first step included, sample grids and checkpoints between steps excluded); process_s is the
@@ -43,6 +45,7 @@ IMPLS = ("app", "torch")
 # What the app's runs turn off: the reference trains and nothing else (scored afterwards by this script).
 APP_OFF = ("eval.enabled=false", "diagnostics.enabled=false")
 TRAIN_RECORD = "train.json"
+DEFAULT_TORCH_ENV = ["OMP_WAIT_POLICY=PASSIVE"]
 
 
 # ---------------------------------------------------------------- the workers (one process per run)
@@ -97,13 +100,14 @@ def worker_command(impl: str, python: str, seed: int, steps: int, out: Path, sam
             "--samples", str(samples), "--sample-steps", steps_list, f"seed={seed}", *overrides]
 
 
-def run_worker(command: list[str], out: Path, log: Path, timeout: float | None) -> dict:
-    """Run one worker to completion (its output to `log`); its train.json plus process_s and the load averages."""
+def run_worker(command: list[str], out: Path, log: Path, timeout: float | None, env: dict[str, str]) -> dict:
+    """Run one worker to completion (its output to `log`, `env` added to the environment); its train.json plus
+    process_s and the load averages."""
     load_before = os.getloadavg()
     began = time.perf_counter()
     with open(log, "w") as f:
         result = subprocess.run(command, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
-                                env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(ROOT)})
+                                env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(ROOT), **env})
     process_s = time.perf_counter() - began
     if result.returncode != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
@@ -115,15 +119,21 @@ def run_worker(command: list[str], out: Path, log: Path, timeout: float | None) 
 
 # ---------------------------------------------------------------- metrics (one code path for both implementations)
 
-def load_samples(path: str | Path) -> np.ndarray:
-    """The float32 (N, C, H, W) samples of a scripts/generate.py --npz file."""
+Scorer = Callable[[np.ndarray], dict]
+
+
+def load_samples(path: str | Path, n: int | None = None) -> np.ndarray:
+    """The first n (all: None) float32 (N, C, H, W) samples of a scripts/generate.py --npz file."""
     with np.load(path, allow_pickle=False) as archive:
-        return archive["samples"]
+        samples = archive["samples"]
+    if n is not None and len(samples) < n:
+        raise ValueError(f"{path} holds {len(samples)} samples, fewer than the {n} to score")
+    return samples[:n]
 
 
-def classifier_metrics(overrides: list[str]) -> Callable[[np.ndarray], dict]:
+def classifier_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     """The project's MNIST classifier metrics (gan.metrics.image_metrics); data=mnist only."""
-    from gan.classifier import load_classifier
+    from gan.classifier import cache_path, load_classifier
     from gan.config import compose_config, to_config
     from gan.metrics import image_metrics
 
@@ -131,13 +141,24 @@ def classifier_metrics(overrides: list[str]) -> Callable[[np.ndarray], dict]:
     if data != "mnist":
         raise ValueError(f"--metrics=classifier scores MNIST digits only, not data={data}")
     classifier = load_classifier()  # trained first (minutes, once per machine) when it is not cached
-    return lambda samples: image_metrics(samples, classifier)
+    return (lambda samples: image_metrics(samples, classifier)), {"classifier": str(cache_path().name)}
 
 
-METRICS: dict[str, Callable[[list[str]], Callable[[np.ndarray], dict]]] = {
+METRICS: dict[str, Callable[[list[str]], tuple[Scorer, dict]]] = {
     "classifier": classifier_metrics,
-    "none": lambda overrides: lambda samples: {},
+    "none": lambda overrides: ((lambda samples: {}), {}),
 }
+
+
+def score_record(record: dict, score: Scorer, final_samples: int, curve_samples: int) -> None:
+    """record["points"]: the metrics of every sample step's file, on its first final_samples samples at the last
+    step and curve_samples before."""
+    began = time.perf_counter()
+    points = []
+    for step, path in sorted(record["samples"].items(), key=lambda kv: int(kv[0])):
+        n = final_samples if int(step) == record["steps"] else curve_samples
+        points.append({"step": int(step), "n_samples": n, **score(load_samples(path, n))})
+    record["points"], record["score_s"] = points, time.perf_counter() - began
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -147,8 +168,8 @@ def summarize(records: list[dict]) -> list[dict]:
     groups: dict[tuple[str, int], list[dict]] = {}
     for r in records:
         for point in r["points"]:
-            groups.setdefault((r["impl"], point["step"]), []).append({**point, **{k: r[k] for k in (
-                "train_s", "img_per_s", "process_s")}} if point["step"] == r["steps"] else point)
+            timings = {k: r[k] for k in ("train_s", "img_per_s", "process_s")} if point["step"] == r["steps"] else {}
+            groups.setdefault((r["impl"], point["step"]), []).append({**point, **timings})
     out = []
     for (impl, step), points in sorted(groups.items()):
         keys = sorted({k for p in points for k, v in p.items() if isinstance(v, (int, float)) and k != "step"})
@@ -162,10 +183,15 @@ def summarize(records: list[dict]) -> list[dict]:
     return out
 
 
-def settings_of(args: argparse.Namespace) -> dict:
-    """What must match for --resume to keep earlier records."""
+def training_settings(args: argparse.Namespace) -> dict:
+    """What the runs depend on: --resume and --rescore refuse a report written with others."""
     return {"steps": args.steps, "samples": args.samples, "sample_every": args.sample_every,
-            "metrics": args.metrics, "overrides": args.overrides}
+            "overrides": args.overrides, "torch_env": args.torch_env}
+
+
+def scoring_settings(args: argparse.Namespace, about: dict) -> dict:
+    return {"metrics": args.metrics, "final_samples": args.score_samples or args.samples,
+            "curve_samples": args.curve_samples or args.score_samples or args.samples, **about}
 
 
 def machine() -> dict:
@@ -182,22 +208,48 @@ def commit() -> str | None:
         return None
 
 
-def benchmark(args: argparse.Namespace, argv: list[str], score: Callable[[np.ndarray], dict]) -> dict:
-    """Every (seed, implementation) run, alternating, scored; the report is written after each run."""
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def earlier_report(args: argparse.Namespace) -> dict:
+    """The report in --json, which must have been written with this command's training settings."""
+    old = json.loads(args.json.read_text())
+    if old.get("settings") != training_settings(args):
+        raise SystemExit(f"{args.json} was written with other settings {old.get('settings')}, not "
+                         f"{training_settings(args)}; use another --json or the same settings")
+    return old
+
+
+def score_all(report: dict, args: argparse.Namespace, score: Scorer, about: dict, argv: list[str]) -> None:
+    """Score every record of the report again with this command's metrics (--rescore), saving after each."""
     from gan.files import write_json_atomic
 
-    report = {"command": "python scripts/bench_quality.py " + " ".join(argv), "settings": settings_of(args),
+    report["scoring"] = {**scoring_settings(args, about), "command": "python scripts/bench_quality.py " + " ".join(argv),
+                         "started": now(), "machine": machine()}
+    for record in report["records"]:
+        score_record(record, score, report["scoring"]["final_samples"], report["scoring"]["curve_samples"])
+        report["summary"] = summarize(report["records"])
+        write_json_atomic(args.json, report, indent=1)
+        print(f"scored {record['impl']} seed {record['seed']}: {record['points'][-1]}", flush=True)
+    report["scoring"]["finished"] = now()
+    write_json_atomic(args.json, report, indent=1)
+
+
+def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: dict) -> dict:
+    """Every (seed, implementation) run, alternating, each scored; the report is written after each run."""
+    from gan.files import write_json_atomic
+
+    report = {"command": "python scripts/bench_quality.py " + " ".join(argv), "settings": training_settings(args),
               "seeds": args.seeds, "impls": args.impls, "app_disabled": list(APP_OFF), "commit": commit(),
-              "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-              "python": {"app": args.app_python, "torch": args.torch_python}, "records": []}
+              "started": now(), "machine": machine(), "python": {"app": args.app_python, "torch": args.torch_python},
+              "scoring": scoring_settings(args, about), "records": []}
     if args.resume and args.json.exists():
-        old = json.loads(args.json.read_text())
-        if old.get("settings") != report["settings"]:
-            raise SystemExit(f"--resume: {args.json} was written with other settings {old.get('settings')}; "
-                             f"use another --json or the same settings")
+        old = earlier_report(args)
         report["records"] = [r for r in old["records"] if r["seed"] in args.seeds and r["impl"] in args.impls]
         report["started"] = old.get("started", report["started"])
     done = {(r["impl"], r["seed"]) for r in report["records"]}
+    scoring = report["scoring"]
     for seed in args.seeds:
         for impl in args.impls:
             if (impl, seed) in done:
@@ -207,15 +259,14 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Callable[[np.nda
             python = args.app_python if impl == "app" else args.torch_python
             command = worker_command(impl, python, seed, args.steps, out, args.samples, args.sample_every,
                                      args.overrides)
+            env = dict(e.split("=", 1) for e in args.torch_env) if impl == "torch" else {}
             print(f"{impl} seed {seed}: {' '.join(command)}", flush=True)
-            record = run_worker(command, out, out / "worker.log", args.timeout)
-            began = time.perf_counter()
-            record["points"] = [{"step": int(step), **score(load_samples(path))}
-                                for step, path in sorted(record["samples"].items(), key=lambda kv: int(kv[0]))]
-            record.update(seed=seed, score_s=time.perf_counter() - began, command=command)
+            record = {**run_worker(command, out, out / "worker.log", args.timeout, env), "seed": seed,
+                      "command": command, "env": env}
+            score_record(record, score, scoring["final_samples"], scoring["curve_samples"])
             report["records"].append(record)
             report["summary"] = summarize(report["records"])
-            report["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            report["finished"] = now()
             write_json_atomic(args.json, report, indent=1)
             last = record["points"][-1]
             print(f"{impl} seed {seed}: train {record['train_s']:.1f} s ({record['img_per_s']:.0f} img/s), process "
@@ -235,9 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int_list, default=[0, 1, 2], help="comma-separated seeds (default 0,1,2)")
     parser.add_argument("--impls", default="app,torch", help=f"comma-separated subset of {IMPLS}, in run order")
     parser.add_argument("--steps", type=int, default=1000, help="training steps of every run (default 1000)")
-    parser.add_argument("--samples", type=int, default=1000, help="samples scored per run and sample step")
-    parser.add_argument("--sample-every", type=int, default=0, help="also sample and score every this many steps")
+    parser.add_argument("--samples", type=int, default=1000, help="samples written per run and sample step")
+    parser.add_argument("--sample-every", type=int, default=0, help="also sample every this many steps")
     parser.add_argument("--metrics", default="none", help=f"one of {list(METRICS)} (default none)")
+    parser.add_argument("--score-samples", type=int, default=None,
+                        help="samples scored at the last step (default --samples)")
+    parser.add_argument("--curve-samples", type=int, default=None,
+                        help="samples scored at the earlier sample steps (default --score-samples)")
+    parser.add_argument("--rescore", action="store_true",
+                        help="train nothing: score the runs of --json again with these metrics and counts")
+    parser.add_argument("--torch-env", action="append", default=None, metavar="KEY=VALUE",
+                        help="environment of the PyTorch runs (default OMP_WAIT_POLICY=PASSIVE: libgomp's spinning "
+                             "threads slow torch about 10x on a loaded machine)")
     parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "bench_quality",
                         help="folder of the runs, their samples and logs (default outputs/bench_quality)")
     parser.add_argument("--app-python", default=sys.executable, help="the app's interpreter (default this one)")
@@ -249,9 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("overrides", nargs="*", help="train.py overrides for both, e.g. data=fashion_mnist")
     args = parser.parse_args(argv)
-    for name in ("steps", "samples"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name}={getattr(args, name)} must be at least 1")
+    for name in ("steps", "samples", "score_samples", "curve_samples"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')}={value} must be at least 1")
+        if name.endswith("_samples") and value is not None and value > args.samples:
+            parser.error(f"--{name.replace('_', '-')}={value} is more than the --samples={args.samples} written")
+    args.torch_env = DEFAULT_TORCH_ENV if args.torch_env is None else args.torch_env
+    if any("=" not in e for e in args.torch_env):
+        parser.error(f"--torch-env {args.torch_env}: give KEY=VALUE")
     if args.sample_every < 0:
         parser.error(f"--sample-every={args.sample_every} must be >= 0 (0: at the last step only)")
     if args.worker:
@@ -274,10 +340,15 @@ def main(argv: list[str] | None = None) -> int:
 
         if "torch" in args.impls:
             recipe_config(args.overrides)  # refuse what the reference does not implement before any run
-        score = METRICS[args.metrics](args.overrides)
+        score, about = METRICS[args.metrics](args.overrides)
     except ValueError as err:
         parser.error(str(err))
-    benchmark(args, argv, score)
+    if args.rescore:
+        if not args.json.exists():
+            parser.error(f"--rescore: {args.json} does not exist (run the benchmark first)")
+        score_all(earlier_report(args), args, score, about, argv)
+    else:
+        benchmark(args, argv, score, about)
     return 0
 
 

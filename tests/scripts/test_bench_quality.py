@@ -19,6 +19,9 @@ import torch_dcgan  # noqa: E402  (imports no torch at module level)
 @pytest.mark.parametrize("argv,message", [(["--impls", "jax"], "jax"), (["--steps", "0"], "--steps=0"),
                                           (["--metrics", "inception"], "inception"),
                                           (["--sample-every", "-1"], "--sample-every=-1"),
+                                          (["--samples", "10", "--score-samples", "20"], "--score-samples=20"),
+                                          (["--torch-env", "OMP"], "KEY=VALUE"),
+                                          (["--rescore"], "does not exist"),
                                           (["train.loss=hinge"], "train.loss='hinge'"),
                                           (["--metrics", "classifier", "data=shapes"], "data=shapes")])
 def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
