@@ -33,7 +33,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 os.environ.setdefault("GLOG_v", "3")
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +46,7 @@ IMPLS = ("app", "torch")
 APP_OFF = ("eval.enabled=false", "diagnostics.enabled=false")
 TRAIN_RECORD = "train.json"
 DEFAULT_TORCH_ENV = ["OMP_WAIT_POLICY=PASSIVE"]
+VOLATILE = ("command", "started", "finished", "machine")  # of report["scoring"]: when and where, not how
 
 
 # ---------------------------------------------------------------- the workers (one process per run)
@@ -119,7 +120,13 @@ def run_worker(command: list[str], out: Path, log: Path, timeout: float | None, 
 
 # ---------------------------------------------------------------- metrics (one code path for both implementations)
 
-Scorer = Callable[[np.ndarray], dict]
+# samples, counts -> {n: metrics of the first n samples} for each n of counts (features computed once)
+Scorer = Callable[[np.ndarray, Sequence[int]], dict[int, dict]]
+
+
+def per_prefix(metrics: Callable[[np.ndarray], dict]) -> Scorer:
+    """A Scorer from a function of samples that has nothing to share between the prefixes."""
+    return lambda samples, counts: {n: metrics(samples[:n]) for n in counts}
 
 
 def load_samples(path: str | Path, n: int | None = None) -> np.ndarray:
@@ -141,45 +148,52 @@ def classifier_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     if data != "mnist":
         raise ValueError(f"--metrics=classifier scores MNIST digits only, not data={data}")
     classifier = load_classifier()  # trained first (minutes, once per machine) when it is not cached
-    return (lambda samples: image_metrics(samples, classifier)), {"classifier": str(cache_path().name)}
+    return per_prefix(lambda samples: image_metrics(samples, classifier)), {"classifier": cache_path().name}
 
 
 METRICS: dict[str, Callable[[list[str]], tuple[Scorer, dict]]] = {
     "classifier": classifier_metrics,
-    "none": lambda overrides: ((lambda samples: {}), {}),
+    "none": lambda overrides: (per_prefix(lambda samples: {}), {}),
 }
 
 
 def score_record(record: dict, score: Scorer, final_samples: int, curve_samples: int) -> None:
-    """record["points"]: the metrics of every sample step's file, on its first final_samples samples at the last
-    step and curve_samples before."""
+    """record["points"]: the metrics of every sample step's file on its first curve_samples samples (the curve), and
+    at the last step on its first final_samples too (the benchmark's figure)."""
     began = time.perf_counter()
     points = []
     for step, path in sorted(record["samples"].items(), key=lambda kv: int(kv[0])):
-        n = final_samples if int(step) == record["steps"] else curve_samples
-        points.append({"step": int(step), "n_samples": n, **score(load_samples(path, n))})
+        counts = sorted({curve_samples, final_samples} if int(step) == record["steps"] else {curve_samples})
+        scores = score(load_samples(path, max(counts)), counts)
+        points += [{"step": int(step), "n_samples": n, **scores[n]} for n in counts]
     record["points"], record["score_s"] = points, time.perf_counter() - began
+
+
+def final_point(record: dict, final_samples: int) -> dict:
+    """The record's point at its last step on final_samples samples."""
+    return next(p for p in record["points"] if p["step"] == record["steps"] and p["n_samples"] == final_samples)
 
 
 # ---------------------------------------------------------------- the benchmark
 
 def summarize(records: list[dict]) -> list[dict]:
-    """Per (implementation, step): every numeric metric and timing over seeds as {"mean", "se", "n", "values"}."""
-    groups: dict[tuple[str, int], list[dict]] = {}
+    """Per (implementation, step, samples scored): every numeric metric over seeds as {"mean", "se", "n", "values"};
+    the last step's also holds the timings."""
+    groups: dict[tuple[str, int, int], list[dict]] = {}
     for r in records:
         for point in r["points"]:
             timings = {k: r[k] for k in ("train_s", "img_per_s", "process_s")} if point["step"] == r["steps"] else {}
-            groups.setdefault((r["impl"], point["step"]), []).append({**point, **timings})
+            groups.setdefault((r["impl"], point["step"], point["n_samples"]), []).append({**point, **timings})
     out = []
-    for (impl, step), points in sorted(groups.items()):
-        keys = sorted({k for p in points for k, v in p.items() if isinstance(v, (int, float)) and k != "step"})
+    for (impl, step, n), points in sorted(groups.items()):
+        keys = sorted({k for p in points for k, v in p.items() if isinstance(v, (int, float))} - {"step", "n_samples"})
         stats = {}
         for key in keys:
             values = [float(p[key]) for p in points if key in p]
             m = sum(values) / len(values)
             sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
             stats[key] = {"mean": m, "se": sd / math.sqrt(len(values)), "n": len(values), "values": values}
-        out.append({"impl": impl, "step": step, **stats})
+        out.append({"impl": impl, "step": step, "n_samples": n, **stats})
     return out
 
 
@@ -231,7 +245,8 @@ def score_all(report: dict, args: argparse.Namespace, score: Scorer, about: dict
         score_record(record, score, report["scoring"]["final_samples"], report["scoring"]["curve_samples"])
         report["summary"] = summarize(report["records"])
         write_json_atomic(args.json, report, indent=1)
-        print(f"scored {record['impl']} seed {record['seed']}: {record['points'][-1]}", flush=True)
+        print(f"scored {record['impl']} seed {record['seed']}: "
+              f"{final_point(record, report['scoring']['final_samples'])}", flush=True)
     report["scoring"]["finished"] = now()
     write_json_atomic(args.json, report, indent=1)
 
@@ -246,6 +261,10 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: d
               "scoring": scoring_settings(args, about), "records": []}
     if args.resume and args.json.exists():
         old = earlier_report(args)
+        kept = {k: v for k, v in old["scoring"].items() if k not in VOLATILE}
+        if kept != report["scoring"]:
+            raise SystemExit(f"--resume: {args.json} was scored with {kept}, this command scores with "
+                             f"{report['scoring']}; resume with the same scoring (--rescore changes it afterwards)")
         report["records"] = [r for r in old["records"] if r["seed"] in args.seeds and r["impl"] in args.impls]
         report["started"] = old.get("started", report["started"])
     done = {(r["impl"], r["seed"]) for r in report["records"]}
@@ -268,7 +287,7 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: d
             report["summary"] = summarize(report["records"])
             report["finished"] = now()
             write_json_atomic(args.json, report, indent=1)
-            last = record["points"][-1]
+            last = final_point(record, scoring["final_samples"])
             print(f"{impl} seed {seed}: train {record['train_s']:.1f} s ({record['img_per_s']:.0f} img/s), process "
                   f"{record['process_s']:.1f} s, load {record['loadavg_before'][0]}-{record['loadavg_after'][0]}, "
                   + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if k != "step"), flush=True)

@@ -39,16 +39,32 @@ def test_sample_steps_and_app_overrides() -> None:
     assert overrides[-1] == "data=mnist"  # the user's overrides come last
 
 
-def test_summary_over_seeds() -> None:
-    records = [{"impl": "app", "seed": s, "steps": 4, "train_s": t, "img_per_s": 64 * 4 / t, "process_s": t + 5,
-                "points": [{"step": 2, "fid": f + 10}, {"step": 4, "fid": f}]}
-               for s, (t, f) in enumerate([(1.0, 20.0), (2.0, 22.0), (3.0, 27.0)])]
-    rows = {(r["impl"], r["step"]): r for r in bench_quality.summarize(records)}
-    last = rows[("app", 4)]
-    assert last["fid"]["mean"] == pytest.approx(23.0)
-    assert last["fid"]["se"] == pytest.approx(np.std([20, 22, 27], ddof=1) / np.sqrt(3))
-    assert last["train_s"]["values"] == [1.0, 2.0, 3.0]
-    assert "train_s" not in rows[("app", 2)] and rows[("app", 2)]["fid"]["mean"] == pytest.approx(33.0)
+def test_scores_and_summary_over_seeds(tmp_path: Path) -> None:
+    """Every sample step is scored on the curve's count, the last step also on the final count, from one file."""
+    calls: list[tuple[int, tuple]] = []
+
+    def score(samples, counts):
+        calls.append((len(samples), tuple(counts)))
+        return {n: {"mean_pixel": float(samples[:n].mean())} for n in counts}
+    records = []
+    for seed, t in enumerate([1.0, 2.0, 3.0]):
+        files = {}
+        for step in (2, 4):
+            files[str(step)] = str(tmp_path / f"s{seed}_{step}.npz")
+            np.savez(files[str(step)], samples=np.full((10, 1, 2, 2), seed + step, np.float32))
+        records.append({"impl": "app", "seed": seed, "steps": 4, "train_s": t, "img_per_s": 64 * 4 / t,
+                        "process_s": t + 5, "samples": files})
+        bench_quality.score_record(records[-1], score, final_samples=8, curve_samples=3)
+    assert calls[:2] == [(3, (3,)), (8, (3, 8))]
+    assert bench_quality.final_point(records[0], 8) == {"step": 4, "n_samples": 8, "mean_pixel": 4.0}
+    rows = {(r["impl"], r["step"], r["n_samples"]): r for r in bench_quality.summarize(records)}
+    assert set(rows) == {("app", 2, 3), ("app", 4, 3), ("app", 4, 8)}
+    last = rows[("app", 4, 8)]
+    assert last["mean_pixel"]["mean"] == pytest.approx(5.0) and last["mean_pixel"]["values"] == [4.0, 5.0, 6.0]
+    assert last["mean_pixel"]["se"] == pytest.approx(np.std([4, 5, 6], ddof=1) / np.sqrt(3))
+    assert last["train_s"]["values"] == [1.0, 2.0, 3.0] and "train_s" not in rows[("app", 2, 3)]
+    with pytest.raises(ValueError, match="holds 10 samples, fewer than the 11"):
+        bench_quality.load_samples(records[0]["samples"]["4"], 11)
 
 
 def test_torch_reference_refuses_other_recipes() -> None:
@@ -62,7 +78,7 @@ def test_torch_reference_refuses_other_recipes() -> None:
 @pytest.mark.slow
 def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     """Two tiny app runs (seeds 0 and 1) as the benchmark runs them: records with timings and load, samples that are
-    scripts/generate.py's for the run's checkpoint, and --resume keeping what is done."""
+    scripts/generate.py's for the run's checkpoint, --resume keeping what is done, --rescore scoring again."""
     out, work = tmp_path / "bench.json", tmp_path / "work"
     argv = ["--json", str(out), "--impls", "app", "--seeds", "0,1", "--steps", "4", "--sample-every", "2",
             "--samples", "24", "--work", str(work), *tiny_overrides]
@@ -71,7 +87,7 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     report = json.loads(out.read_text())
     assert [(r["impl"], r["seed"]) for r in report["records"]] == [("app", 0), ("app", 1)]
     record = report["records"][0]
-    assert [p["step"] for p in record["points"]] == [2, 4]
+    assert [(p["step"], p["n_samples"]) for p in record["points"]] == [(2, 24), (4, 24)]
     assert 0 < record["train_s"] < record["process_s"] and record["img_per_s"] > 0
     assert len(record["loadavg_before"]) == 3 and len(record["loadavg_after"]) == 3
     assert {(r["impl"], r["step"]) for r in report["summary"]} == {("app", 2), ("app", 4)}
@@ -89,3 +105,13 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     result = run_script("scripts/bench_quality.py", *argv, "--resume", timeout=300)
     assert result.returncode == 0 and "seed 0:" not in result.stdout, result.stdout + result.stderr
     assert json.loads(out.read_text())["records"] == report["records"]
+    # --rescore scores the saved samples again on other counts, training nothing
+    result = run_script("scripts/bench_quality.py", *argv, "--rescore", "--score-samples", "20", "--curve-samples",
+                        "10", timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rescored = json.loads(out.read_text())
+    assert [(p["step"], p["n_samples"]) for p in rescored["records"][0]["points"]] == [(2, 10), (4, 10), (4, 20)]
+    assert rescored["records"][0]["train_s"] == record["train_s"] and rescored["scoring"]["final_samples"] == 20
+    # ... and --resume now refuses to mix those scores with runs scored the first way
+    result = run_script("scripts/bench_quality.py", *argv, "--resume", timeout=300)
+    assert result.returncode == 1 and "--rescore changes it" in result.stderr, result.stdout + result.stderr
