@@ -151,18 +151,42 @@ def classifier_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     return per_prefix(lambda samples: image_metrics(samples, classifier)), {"classifier": cache_path().name}
 
 
+def fid_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
+    """FID, KID and precision/recall in Inception features (gan.fid) against the reference a training run of
+    OVERRIDES uses (gan.evaluation.standard_metrics: its first eval.fid_reference training images, eval.fid_convention),
+    the samples' features computed once for all counts."""
+    from gan.config import compose_config, to_config
+    from gan.evaluation import standard_metrics
+    from gan.fid import FeatureSet, compare
+    from gan.runtime import setup_runtime
+    from gan.tasks import build_task
+
+    conf = to_config(compose_config([*overrides, "eval.enabled=true", "eval.fid=true"]))
+    setup_runtime(conf.runtime)
+    metrics = standard_metrics(conf, build_task(conf), say=lambda text: print(text, flush=True))
+
+    def score(samples: np.ndarray, counts: Sequence[int]) -> dict[int, dict]:
+        features = metrics.features(samples, progress=True).features
+        return {n: compare(metrics.reference.features, FeatureSet.of(features[:n])) for n in counts}
+
+    return score, metrics.describe()
+
+
 METRICS: dict[str, Callable[[list[str]], tuple[Scorer, dict]]] = {
+    "fid": fid_metrics,
     "classifier": classifier_metrics,
     "none": lambda overrides: (per_prefix(lambda samples: {}), {}),
 }
 
 
-def score_record(record: dict, score: Scorer, final_samples: int, curve_samples: int) -> None:
-    """record["points"]: the metrics of every sample step's file on its first curve_samples samples (the curve), and
-    at the last step on its first final_samples too (the benchmark's figure)."""
+def score_record(record: dict, score: Scorer, final_samples: int, curve_samples: int, curve: bool = True) -> None:
+    """record["points"]: the metrics of every sample step's file on its first curve_samples samples (the curve; with
+    curve=False the last step's only), and at the last step on its first final_samples too (the benchmark's figure)."""
     began = time.perf_counter()
     points = []
     for step, path in sorted(record["samples"].items(), key=lambda kv: int(kv[0])):
+        if not curve and int(step) != record["steps"]:
+            continue
         counts = sorted({curve_samples, final_samples} if int(step) == record["steps"] else {curve_samples})
         scores = score(load_samples(path, max(counts)), counts)
         points += [{"step": int(step), "n_samples": n, **scores[n]} for n in counts]
@@ -205,7 +229,8 @@ def training_settings(args: argparse.Namespace) -> dict:
 
 def scoring_settings(args: argparse.Namespace, about: dict) -> dict:
     return {"metrics": args.metrics, "final_samples": args.score_samples or args.samples,
-            "curve_samples": args.curve_samples or args.score_samples or args.samples, **about}
+            "curve_samples": args.curve_samples or args.score_samples or args.samples,
+            "curve_seeds": args.curve_seeds, **about}
 
 
 def machine() -> dict:
@@ -226,27 +251,46 @@ def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def earlier_report(args: argparse.Namespace) -> dict:
-    """The report in --json, which must have been written with this command's training settings."""
-    old = json.loads(args.json.read_text())
+def earlier_report(args: argparse.Namespace, path: Path) -> dict:
+    """The report in `path`, which must have been written with this command's training settings."""
+    old = json.loads(path.read_text())
     if old.get("settings") != training_settings(args):
-        raise SystemExit(f"{args.json} was written with other settings {old.get('settings')}, not "
+        raise SystemExit(f"{path} was written with other settings {old.get('settings')}, not "
                          f"{training_settings(args)}; use another --json or the same settings")
     return old
 
 
-def score_all(report: dict, args: argparse.Namespace, score: Scorer, about: dict, argv: list[str]) -> None:
-    """Score every record of the report again with this command's metrics (--rescore), saving after each."""
+def same_scoring(report: dict, scoring: dict) -> bool:
+    return {k: v for k, v in report.get("scoring", {}).items() if k not in VOLATILE} == scoring
+
+
+def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[str]) -> None:
+    """--rescore: the runs of --from (default --json) scored with this command's metrics into --json, saving after
+    each; runs --json already holds with this scoring (the same sample files) are kept, so a rescore can follow a
+    benchmark that is still running."""
     from gan.files import write_json_atomic
 
-    report["scoring"] = {**scoring_settings(args, about), "command": "python scripts/bench_quality.py " + " ".join(argv),
-                         "started": now(), "machine": machine()}
-    for record in report["records"]:
-        score_record(record, score, report["scoring"]["final_samples"], report["scoring"]["curve_samples"])
-        report["summary"] = summarize(report["records"])
-        write_json_atomic(args.json, report, indent=1)
-        print(f"scored {record['impl']} seed {record['seed']}: "
-              f"{final_point(record, report['scoring']['final_samples'])}", flush=True)
+    report = earlier_report(args, args.source)
+    scoring = scoring_settings(args, about)
+    done = {}
+    if args.json.exists() and args.json != args.source:
+        target = earlier_report(args, args.json)
+        if same_scoring(target, scoring):
+            done = {(r["impl"], r["seed"], json.dumps(r["samples"])): r for r in target["records"]}
+    report["scoring"] = {**scoring, "command": "python scripts/bench_quality.py " + " ".join(argv), "started": now(),
+                         "machine": machine()}
+    for i, record in enumerate(report["records"]):
+        key = (record["impl"], record["seed"], json.dumps(record["samples"]))
+        if key in done:
+            report["records"][i] = done[key]
+            continue
+        score_record(record, score, scoring["final_samples"], scoring["curve_samples"],
+                     curve=record["seed"] in args.curve_seeds)
+        report["summary"] = summarize(report["records"][:i + 1])
+        write_json_atomic(args.json, {**report, "records": report["records"][:i + 1]}, indent=1)
+        print(f"scored {record['impl']} seed {record['seed']}: {final_point(record, scoring['final_samples'])}",
+              flush=True)
+    report["summary"] = summarize(report["records"])
     report["scoring"]["finished"] = now()
     write_json_atomic(args.json, report, indent=1)
 
@@ -260,10 +304,9 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: d
               "started": now(), "machine": machine(), "python": {"app": args.app_python, "torch": args.torch_python},
               "scoring": scoring_settings(args, about), "records": []}
     if args.resume and args.json.exists():
-        old = earlier_report(args)
-        kept = {k: v for k, v in old["scoring"].items() if k not in VOLATILE}
-        if kept != report["scoring"]:
-            raise SystemExit(f"--resume: {args.json} was scored with {kept}, this command scores with "
+        old = earlier_report(args, args.json)
+        if not same_scoring(old, report["scoring"]):
+            raise SystemExit(f"--resume: {args.json} was scored with {old.get('scoring')}, this command scores with "
                              f"{report['scoring']}; resume with the same scoring (--rescore changes it afterwards)")
         report["records"] = [r for r in old["records"] if r["seed"] in args.seeds and r["impl"] in args.impls]
         report["started"] = old.get("started", report["started"])
@@ -282,7 +325,8 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: d
             print(f"{impl} seed {seed}: {' '.join(command)}", flush=True)
             record = {**run_worker(command, out, out / "worker.log", args.timeout, env), "seed": seed,
                       "command": command, "env": env}
-            score_record(record, score, scoring["final_samples"], scoring["curve_samples"])
+            score_record(record, score, scoring["final_samples"], scoring["curve_samples"],
+                         curve=seed in args.curve_seeds)
             report["records"].append(record)
             report["summary"] = summarize(report["records"])
             report["finished"] = now()
@@ -312,8 +356,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="samples scored at the last step (default --samples)")
     parser.add_argument("--curve-samples", type=int, default=None,
                         help="samples scored at the earlier sample steps (default --score-samples)")
+    parser.add_argument("--curve-seeds", type=int_list, default=None,
+                        help="seeds whose earlier sample steps are scored (default all; the last step always is)")
     parser.add_argument("--rescore", action="store_true",
-                        help="train nothing: score the runs of --json again with these metrics and counts")
+                        help="train nothing: score the runs of --from again with these metrics and counts into --json")
+    parser.add_argument("--from", dest="source", type=Path, default=None,
+                        help="--rescore: the benchmark report to read (default --json)")
     parser.add_argument("--torch-env", action="append", default=None, metavar="KEY=VALUE",
                         help="environment of the PyTorch runs (default OMP_WAIT_POLICY=PASSIVE: libgomp's spinning "
                              "threads slow torch about 10x on a loaded machine)")
@@ -362,10 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         score, about = METRICS[args.metrics](args.overrides)
     except ValueError as err:
         parser.error(str(err))
+    args.curve_seeds = args.seeds if args.curve_seeds is None else args.curve_seeds
     if args.rescore:
-        if not args.json.exists():
-            parser.error(f"--rescore: {args.json} does not exist (run the benchmark first)")
-        score_all(earlier_report(args), args, score, about, argv)
+        args.source = args.source or args.json
+        if not args.source.exists():
+            parser.error(f"--rescore: {args.source} does not exist (run the benchmark first)")
+        score_all(args, score, about, argv)
     else:
         benchmark(args, argv, score, about)
     return 0

@@ -63,6 +63,8 @@ def test_scores_and_summary_over_seeds(tmp_path: Path) -> None:
     assert last["mean_pixel"]["mean"] == pytest.approx(5.0) and last["mean_pixel"]["values"] == [4.0, 5.0, 6.0]
     assert last["mean_pixel"]["se"] == pytest.approx(np.std([4, 5, 6], ddof=1) / np.sqrt(3))
     assert last["train_s"]["values"] == [1.0, 2.0, 3.0] and "train_s" not in rows[("app", 2, 3)]
+    bench_quality.score_record(records[0], score, final_samples=8, curve_samples=3, curve=False)  # --curve-seeds
+    assert [(p["step"], p["n_samples"]) for p in records[0]["points"]] == [(4, 3), (4, 8)]
     with pytest.raises(ValueError, match="holds 10 samples, fewer than the 11"):
         bench_quality.load_samples(records[0]["samples"]["4"], 11)
 
