@@ -971,11 +971,13 @@ def _scoring_text(report: dict) -> str:
             f"({sc['n_reference']:,} images), {sc['convention']} convention, {sc['extractor']}")
 
 
-def _runs_text(report: dict) -> str:
-    loads = [x for r in report["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
-    m = report["machine"]
+def _runs_text(*reports: dict) -> str:
+    """Where the runs ran, the load at their starts and ends, and their order."""
+    loads = [x for rep in reports for r in rep["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+    m = reports[0]["machine"]
+    order = "; runs alternated app, PyTorch, seed by seed" if len(reports[0]["impls"]) > 1 else ""
     return (f"{m['cores']} cores of an {m['cpu']} shared with other jobs (load average {min(loads):.1f}-"
-            f"{max(loads):.1f} at the runs' starts and ends); runs alternated app, PyTorch, seed by seed")
+            f"{max(loads):.1f} at the runs' starts and ends){order}")
 
 
 def quality_vs_torch(report: dict) -> str:
@@ -1033,29 +1035,23 @@ def quality_headline(report: dict) -> str:
             f"the same recipe in PyTorch ({d:+.1f}, {t:.1f} SE), training in {1 / speed:.2f}x PyTorch's time.")
 
 
-def _train_overrides(command: list[str]) -> str:
-    """A recorded `python train.py ...` command without its seed and run directory: "python train.py data=X"."""
-    args = command[command.index(next(a for a in command if a.endswith("train.py"))) + 1:]
-    return " ".join(["python train.py"] + [a for a in args if not a.startswith(("seed=", "hydra.run.dir="))])
-
-
-def fid_default_runs(report: dict) -> str:
-    """The standard metrics `python train.py` reports at the end of its default run, per command, over seeds."""
-    groups: dict[str, list[dict]] = {}
-    for run in report["runs"]:
-        groups.setdefault(_train_overrides(run["command"]), []).append(run)
+def fid_default_runs(*reports: dict) -> str:
+    """The standard metrics of the default run (`python train.py [data=...]`, 1,000 steps) per dataset, over seeds."""
     rows = []
-    for command, runs in groups.items():
-        values = [embedded(r) for r in runs]
-        fid = metric(values, "fid")
-        seeds = [next(a for a in r["command"] if a.startswith("seed=")).split("=", 1)[1] for r in runs]
-        rows.append([f"`{command}`", ", ".join(seeds), f"**{pm(fid, 1)}**", _seeds(fid, 1),
-                     pm([1000 * k for k in metric(values, "kid")], 2), pm(metric(values, "precision"), 3),
-                     pm(metric(values, "recall"), 3), f"{values[0]['n_generated']:,} vs {values[0]['n_reference']:,}"])
-    header = ["command", "seeds", "FID", "per seed", "KID x 10^3", "precision", "recall", "samples vs real images"]
-    return (table(header, rows) + "\n\nThe standard metrics each default run (1,000 steps) reports at its end: "
-            "`eval.fid_samples` generated samples against the first `eval.fid_reference` training images (all 4,000 "
-            f"of mnist's training split), mean ± SE over seeds; {conditions(report)}.")
+    for report in reports:
+        _, points = _final_points(report, "app")
+        fid = metric(points, "fid")
+        sc = report["scoring"]
+        rows.append([f"`{' '.join(['python train.py', *report['settings']['overrides']])}`",
+                     ", ".join(str(s) for s in report["seeds"]), f"**{pm(fid, 1)}**", _seeds(fid, 1),
+                     pm([1000 * k for k in metric(points, "kid")], 2), pm(metric(points, "precision"), 3),
+                     pm(metric(points, "recall"), 3), f"{sc['final_samples']:,} vs {sc['reference']}"])
+    header = ["run", "seeds", "FID", "per seed", "KID x 10^3", "precision", "recall", "samples vs real images"]
+    first = reports[0]
+    return (table(header, rows) + f"\n\n{first['settings']['steps']:,} steps (the default length), mean ± SE over "
+            f"seeds; samples of each run's last checkpoint on its fixed latents, as many as a run's own end-of-run "
+            f"FID takes (`eval.fid_samples`), against the reference it uses; {first['scoring']['convention']} "
+            f"convention. {_runs_text(*reports)}.")
 
 
 def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> str:
@@ -1172,7 +1168,8 @@ TABLES: dict[str, Table] = {
     "quality_vs_torch": Table(("bench_quality_fashion_mnist.json",), quality_vs_torch),
     "quality_curve": Table(("bench_quality_fashion_mnist.json",), quality_curve),
     "quality_headline": Table(("bench_quality_fashion_mnist.json",), quality_headline),
-    "fid_default_runs": Table(("fid_default_runs.json",), fid_default_runs),
+    "fid_default_runs": Table(("bench_quality_default_mnist.json", "bench_quality_default_fashion_mnist.json"),
+                              fid_default_runs),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
