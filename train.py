@@ -17,14 +17,18 @@ INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps ca
 @hydra.main(config_path="configs", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     """Run training in Hydra's run directory and return the objective for sweepers; exit 130 if interrupted
-    (Ctrl-C or SIGTERM), after the checkpoint is saved."""
+    (Ctrl-C or SIGTERM), after the checkpoint is saved, or aborted (a second Ctrl-C), without saving."""
     threads = job_threads(HydraConfig.get().launcher)  # parallel launchers (joblib): share the cores
     if threads is not None and cfg.runtime.threads is None:
         limit_threads_env(threads)
         cfg.runtime.threads = threads
-    from gan.training import run  # imported here so `--help` and config errors do not load MindSpore
+    from gan.training import TrainingAborted, run  # imported here so `--help` and config errors do not load MindSpore
 
-    summary = run(cfg, HydraConfig.get().runtime.output_dir)
+    try:
+        summary = run(cfg, HydraConfig.get().runtime.output_dir)
+    except TrainingAborted as aborted:
+        print(f"\n{aborted}", file=sys.stderr, flush=True)
+        sys.exit(INTERRUPTED_EXIT)
     if summary.interrupted:
         sys.exit(INTERRUPTED_EXIT)
     return summary.objective

@@ -12,26 +12,34 @@ missing) and the caller's meta.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 import numpy as np
 
-from gan.files import umask_mode
+from gan.atomic import umask_mode
+from gan.run_files import CHECKPOINT_DIR
 
 FORMAT = "lrelu-gan-checkpoint"
 FORMAT_VERSION = 1
 TRAINING_FORMAT = "lrelu-gan/dcgan/1"  # meta["format"] of a training run's checkpoints (gan.outputs writes them)
 MARKER_KEY = "__lrelu_gan_checkpoint__"
-CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"step_(\d+)\.ckpt")
 _TEMP_PREFIX = ".partial-"  # temporary files of unfinished writes; never taken for checkpoints
 _CRC_TRAILER = b"crc_num"  # MindSpore ends a file saved with crc_check=True with this tag + 10 bytes of CRC
 _SUPPORTED_KINDS = "biuf"  # bool, signed/unsigned integers, floats
+# Checkpoint keys of a training run: the parameters of G, D and G's EMA copy under these prefixes (the D step
+# runs G too, so names must be unique in one graph), and per network ("g", "d") its optimiser's and loss scaler's
+# own Parameters. Every checkpoint already written holds these names: renaming one orphans them all.
+G_PREFIX, D_PREFIX, EMA_PREFIX = "generator.", "discriminator.", "ema."
+OPTIMIZER_PREFIXES = {"g": "opt_g.", "d": "opt_d."}
+SCALER_PREFIXES = {"g": "scaler_g.", "d": "scaler_d."}
 
 
 class CheckpointError(RuntimeError):
@@ -58,6 +66,42 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The checkpoint with the highest step in run_dir, or None if there is none."""
     found = _checkpoints(run_dir)
     return found[-1][1] if found else None
+
+
+SUPERSEDED_DIR = "superseded"  # checkpoints/superseded/: checkpoints past the step a run resumed at
+
+
+def set_aside_later(run_dir: str | Path, step: int) -> list[str]:
+    """Before a run resumes at `step`: move its checkpoints of later steps (an abandoned continuation, whose
+    records the resume drops) into checkpoints/superseded/, where resume=auto, generate.py and pruning do not
+    look, instead of deleting them; returns their names."""
+    later = [path for s, path in _checkpoints(run_dir) if s > step]
+    if not later:
+        return []
+    folder = Path(run_dir) / CHECKPOINT_DIR / SUPERSEDED_DIR
+    folder.mkdir(exist_ok=True)
+    for path in later:
+        target = folder / path.name
+        n = 1
+        while target.exists():  # set aside once before: keep both
+            target, n = folder / f"{path.stem}.{n}{path.suffix}", n + 1
+        os.replace(path, target)
+    return [path.name for path in later]
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """`path` if it is not a folder (a missing file is reported by the loader, naming it); for a run directory or
+    its checkpoints/ folder, the newest step_*.ckpt in it (generate.py, export.py, quantize.py take either).
+    ValueError saying what to pass when a folder holds none."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    newest = latest_checkpoint(path.parent if path.name == CHECKPOINT_DIR else path)
+    if newest is not None:
+        return newest
+    others = sorted(p.name for p in path.rglob("*.ckpt"))[:5]
+    hint = f"; it holds {others}: pass one of those files" if others else ""
+    raise ValueError(f"{path} is a directory without training checkpoints ({CHECKPOINT_DIR}/step_*.ckpt){hint}")
 
 
 def prune_checkpoints(run_dir: str | Path, keep: int) -> list[Path]:
@@ -116,7 +160,8 @@ def save_checkpoint(path: str | Path, arrays: dict[str, np.ndarray], meta: dict)
         os.replace(temp, path)
     except BaseException:
         for leftover in (temp, temp.with_suffix(".tmp")):  # .tmp: MindSpore's own temporary name
-            leftover.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only folder fails this too: the write's error is the news
+                leftover.unlink(missing_ok=True)
         raise
     _fsync(path.parent)
 
@@ -192,16 +237,15 @@ def load_training_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], d
 
 def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
     """(generator, Config) of a training checkpoint: its EMA copy when present and `use_ema`, in inference mode."""
-    from gan.config import config_from_yaml, resolve_fusion  # here: loading arrays needs neither configs nor networks
-    from gan.layers import resolve_conv_impl
+    from gan.config import config_from_yaml  # here: loading arrays needs neither configs nor networks
     from gan.models import NETWORKS
+    from gan.plan import build_plan
 
     arrays, meta = load_training_checkpoint(path)
-    conf = config_from_yaml(meta["config"])
-    impl = resolve_conv_impl(conf.model.conv_impl, conf.runtime.device_target)
-    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), impl,
-                                              resolve_fusion(conf, impl))
-    prefix = "ema." if use_ema and any(k.startswith("ema.") for k in arrays) else "generator."
+    conf = config_from_yaml(meta["config"], path)
+    g = build_plan(conf).g  # G as the run's config builds it on this machine
+    net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), g.conv_impl, g.fusion)
+    prefix = EMA_PREFIX if use_ema and any(k.startswith(EMA_PREFIX) for k in arrays) else G_PREFIX
     net.update_parameters_name(prefix)
     for p in net.get_parameters():
         if p.name not in arrays:
@@ -209,3 +253,13 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
         p.set_data(ms.Tensor(arrays[p.name]))
     net.set_train(False)
     return net, conf
+
+
+def generator_from_argument(argument: str | Path, use_ema: bool = True):
+    """(generator, Config, checkpoint file) of a command line's checkpoint argument: a .ckpt file, or a run
+    directory standing for its newest checkpoint (resolve_checkpoint), which stderr then names."""
+    path = resolve_checkpoint(argument)
+    net, conf = generator_from_checkpoint(path, use_ema=use_ema)
+    if path != Path(argument):
+        print(f"using {path}, the newest checkpoint in {argument}", file=sys.stderr)
+    return net, conf, path

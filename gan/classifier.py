@@ -30,14 +30,13 @@ from mindspore import nn, ops
 
 from gan.checkpoint import load_checkpoint, save_checkpoint
 from gan.data import load_mnist_5k
+from gan.streams import Purpose, stream
 
 logger = logging.getLogger("gan.classifier")
 
 CLASSIFIER_VERSION = "mlp-v1"  # bump when the network, the data split or the input layout changes
 NUM_CLASSES = 10
 DIGIT_SIZE = 28
-_AUGMENT_PURPOSE = 0xC1A55  # third word of the rng key of the shift augmentation
-_INIT_PURPOSE = 0x1A17
 _PREDICT_BATCH = 1000
 
 
@@ -80,7 +79,7 @@ class DigitNet(nn.Cell):
 
     def __init__(self, hidden: tuple[int, ...], dropout: float, seed: int = 0):
         super().__init__()
-        rng = np.random.default_rng([seed, _INIT_PURPOSE])
+        rng = np.random.default_rng([seed, Purpose.CLASSIFIER_INIT])
         widths = (DIGIT_SIZE * DIGIT_SIZE, *hidden)
         layers: list[nn.Cell] = []
         for fan_in, fan_out in zip(widths[:-1], widths[1:]):
@@ -176,7 +175,7 @@ def train_classifier(config: ClassifierConfig = ClassifierConfig()) -> Classifie
     train_labels = train_y.astype(np.int32)
     for epoch in range(config.epochs):
         net.set_train(True)
-        rng = np.random.default_rng([config.seed, epoch, _AUGMENT_PURPOSE])
+        rng = stream(config.seed, epoch, Purpose.CLASSIFIER_AUGMENT)
         order = rng.permutation(len(train_x))
         images = to_unit_range(random_shift(train_x[order], config.max_shift, rng))
         labels = train_labels[order]
@@ -230,12 +229,17 @@ def read_classifier(path: str | Path, config: ClassifierConfig) -> Classifier:
 
 def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = ClassifierConfig(),
                     directory: str | Path | None = None) -> Classifier:
-    """The cached classifier for `config`, training and caching it on first use (one process at a time)."""
+    """The cached classifier for `config`, training and caching it on first use (one process at a time). A cache
+    entry that cannot be read (truncated, corrupt, of another config) is trained again with one warning, as the
+    kernel cache rebuilds a bad library, instead of failing every run until someone deletes it."""
     path = cache_path(config, directory)
     if path.exists():
-        return read_classifier(path, config)
+        try:
+            return read_classifier(path, config)
+        except RuntimeError:  # CheckpointError included; retrained below, under the lock
+            pass
     if not train_if_missing:
-        raise FileNotFoundError(f"no trained classifier at {path}; run `python scripts/train_classifier.py`")
+        raise FileNotFoundError(f"no usable trained classifier at {path}; run `python scripts/train_classifier.py`")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = open(path.with_suffix(".lock"), "w")
@@ -246,8 +250,12 @@ def load_classifier(train_if_missing: bool = True, config: ClassifierConfig = Cl
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sweep jobs: the first trains, the others wait and read
         if path.exists():
-            return read_classifier(path, config)
-        logger.info("training the MNIST classifier for image metrics (first use; cached at %s)", path)
+            try:
+                return read_classifier(path, config)
+            except RuntimeError as err:
+                logger.warning("the cached MNIST classifier %s is unusable (%s); training it again", path, err)
+        else:
+            logger.info("training the MNIST classifier for image metrics (first use; cached at %s)", path)
         classifier = train_classifier(config)
         save_classifier(classifier, path)
         return classifier

@@ -1,7 +1,8 @@
 """Structured configs: one dataclass per config group, registered in Hydra's ConfigStore as the schema.
 
 Hydra rejects unknown keys and values of the wrong type while composing (the message names the full
-key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object` builds the dataclasses.
+key); `__post_init__` checks value ranges and choices when `OmegaConf.to_object` builds the dataclasses, and
+`Config.__post_init__` the rules of what may be built together (gan.plan). Importable without MindSpore.
 """
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from typing import Any, List, Optional
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
+
+from gan.activation_kinds import ACT_PARAMS, ACTIVATION_KINDS
+from gan.loss_kinds import LOSS_KINDS
+from gan.untrusted import UntrustedFileError, load_yaml
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -100,7 +105,7 @@ class DataConfig:
     num_images: Optional[int] = None
 
     def __post_init__(self) -> None:
-        _choice("data.name", self.name, ("mnist", "folder", "shapes") + POINT_DATASETS)
+        _choice("data.name", self.name, ("mnist", "fashion_mnist", "folder", "shapes") + POINT_DATASETS)
         _choice("data.channels", self.channels, (1, 3))
         _positive("data.num_workers", self.num_workers)
         _positive("data.num_images", self.num_images, allow_none=True)
@@ -108,13 +113,6 @@ class DataConfig:
             raise ConfigError("data=folder needs data.root=PATH (a folder of jpg/png/webp images)")
 
 
-# act.{d,g}_kind -> the act.* parameters of that kind (relu: leaky_relu with slope 0; leaky_relu's slopes are
-# act.negative_slope and the per-network keys). HPARAM_KEYS and the dashboard read the kinds from here.
-ACT_KIND_PARAMS = {"leaky_relu": (), "relu": (), "prelu": ("prelu_init",), "rrelu": ("rrelu_lower", "rrelu_upper"),
-                   "elu": ("elu_alpha",), "adaptive": ("adaptive_init",)}
-ACT_KINDS = tuple(ACT_KIND_PARAMS)
-BN_ACT_KINDS = ("leaky_relu", "relu", "prelu")  # the kinds fusion=bn_act fuses with BatchNorm
-PENALTY_ACT_KINDS = ("leaky_relu", "relu")  # the kinds whose op is differentiable twice (WGAN-GP, R1 need it)
 _FLOAT32_TINY, _FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
 
 
@@ -128,7 +126,8 @@ def _float32(key: str, value: float) -> None:
 
 @dataclass
 class ActConfig:
-    """Activations of D and G: the kind of each network and its parameters (gan.models.make_activation).
+    """Activations of D and G: the kind of each network (a row of gan.activation_kinds, which names the fields
+    below that are its parameters; gan.models.make_activation builds it) and the kinds' parameters.
 
     leaky_relu slopes: one global value, optionally one per layer for D and for G; relu is leaky_relu with
     slope 0 through the same op. Slopes are in [0, 1], as the op accepts them (1 = identity).
@@ -151,7 +150,7 @@ class ActConfig:
         slopes = [("act.negative_slope", self.negative_slope), ("act.g_negative_slope", self.g_negative_slope)]
         slopes += [(f"act.d_layers[{i}]", s) for i, s in enumerate(self.d_layers or [])]
         slopes += [(f"act.g_layers[{i}]", s) for i, s in enumerate(self.g_layers or [])]
-        slopes += [("act.rrelu_lower", self.rrelu_lower), ("act.rrelu_upper", self.rrelu_upper)]
+        slopes += [(f"act.{p.key}", getattr(self, p.key)) for p in ACT_PARAMS if p.unit]
         for key, slope in slopes:
             if slope is not None and not 0.0 <= slope <= 1.0:
                 raise ConfigError(f"{key}={slope!r} must be in [0, 1] (0 = ReLU, 1 = identity)")
@@ -159,17 +158,16 @@ class ActConfig:
             raise ConfigError(f"act.rrelu_lower={self.rrelu_lower!r} must be <= act.rrelu_upper={self.rrelu_upper!r}")
         for net in ("d", "g"):
             kind = getattr(self, f"{net}_kind")
-            _choice(f"act.{net}_kind", kind, ACT_KINDS)
-            if kind != "leaky_relu" and getattr(self, f"{net}_layers") is not None:
+            _choice(f"act.{net}_kind", kind, tuple(ACTIVATION_KINDS))
+            if not ACTIVATION_KINDS[kind].layer_slopes and getattr(self, f"{net}_layers") is not None:
                 raise ConfigError(f"act.{net}_layers sets per-layer LeakyReLU slopes, but act.{net}_kind={kind!r}; "
                                   f"use act.{net}_kind=leaky_relu or act.{net}_layers=null")
-        for key in ("prelu_init", "elu_alpha", "adaptive_init"):
-            value = getattr(self, key)
+        numbers = [(f"act.{p.key}", getattr(self, p.key)) for p in ACT_PARAMS if not p.unit]
+        for key, value in numbers:
             if not math.isfinite(value):
-                raise ConfigError(f"act.{key}={value!r} must be a finite number")
+                raise ConfigError(f"{key}={value!r} must be a finite number")
         _positive("act.clamp", self.clamp, allow_none=True)
-        for key, value in slopes + [(f"act.{k}", getattr(self, k)) for k in ("prelu_init", "elu_alpha",
-                                                                              "adaptive_init", "clamp")]:
+        for key, value in slopes + numbers + [("act.clamp", self.clamp)]:
             if value is not None:
                 _float32(key, value)
 
@@ -191,9 +189,9 @@ class PrecisionConfig:
 
 
 class Fusion(StrEnum):
-    """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); mirrors ops.FUSION_KINDS."""
+    """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); gan.plan.FUSION_KINDS says what each builds."""
 
-    auto = "auto"  # the fastest kind this run allows (resolve_fusion): conv_act or bn_act on CPU, else none
+    auto = "auto"  # the fastest kind this run allows (gan.plan.resolve_fusion): conv_act or bn_act on CPU, else none
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only
@@ -252,8 +250,7 @@ class TrainConfig:
         if isinstance(self.lr_decay, bool) or not 0.0 <= self.lr_decay <= 1.0:
             raise ConfigError(f"train.lr_decay={self.lr_decay!r} must be in [0, 1] (the share of the run at its end "
                               f"over which the learning rates fall linearly to 0; 0 = constant)")
-        from gan.losses import LOSSES  # here, not at the top: config stays importable without MindSpore
-        _choice("train.loss", self.loss, tuple(LOSSES))
+        _choice("train.loss", self.loss, tuple(LOSS_KINDS))
         _positive("train.gp_weight", self.gp_weight)
         if not self.r1_gamma >= 0:
             raise ConfigError(f"train.r1_gamma={self.r1_gamma!r} must be >= 0 (0 = off)")
@@ -267,7 +264,7 @@ class TrainConfig:
 
 def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: float, persist_checks: int) -> None:
     """ConfigError naming the key unless the three shares are numbers in [0, 1] and persist_checks an integer >= 1
-    (the one check, for the config group and for gan.diagnostics.Criteria built in code)."""
+    (the one check, for the config group and for gan.channel_stats.Criteria built in code)."""
     for key, value in (("tau", tau), ("tau_grad", tau_grad), ("dead_neg_frac", dead_neg_frac)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"diagnostics.{key}={value!r} is not allowed: it must be a number in [0, 1]")
@@ -279,7 +276,7 @@ def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: flo
 HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
                "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
                "d_norm": ("model", "d_norm"), "d_maxout": ("model", "d_maxout"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
-               "g_kind": ("act", "g_kind"), **{key: ("act", key) for keys in ACT_KIND_PARAMS.values() for key in keys},
+               "g_kind": ("act", "g_kind"), **{p.key: ("act", p.key) for p in ACT_PARAMS},
                "recycle": ("diagnostics", "recycle")}
 
 
@@ -313,23 +310,44 @@ class DiagnosticsConfig:
                               "the dead-channel checks")
 
 
+FID_CONVENTIONS = ("stylegan", "clean")  # gan.fid_input.CONVENTIONS
+
+
 @dataclass
 class EvalConfig:
-    """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.evaluation).
+    """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.evaluation);
+    the standard Inception metrics (FID, KID, precision/recall; gan.fid) on `fid_samples` samples every `fid_every`
+    steps (0: at the end only) against the first `fid_reference` training images.
 
+    `fid`: null (default) computes them for data=mnist and fashion_mnist when the Inception weights are installed
+    (and says how to install them otherwise); true computes them for any image data and requires the weights (the
+    run stops at start without them); false turns them off.
     `objective` is the number train.py returns to sweepers: a metric name, "loss_g", or "auto"
-    (frechet_distance for mnist, reverse_kl for 2D data, loss_g for data without metrics).
+    (frechet_distance for mnist, fid for other images when FID runs, reverse_kl for 2D data, else loss_g).
     """
 
     enabled: bool = True
     interval: int = 500
     num_samples: int = 1000
     objective: str = "auto"
+    fid: Optional[bool] = None
+    fid_every: int = 0
+    fid_samples: int = 2000
+    fid_reference: int = 10_000
+    fid_convention: str = "stylegan"
 
     def __post_init__(self) -> None:
         _positive("eval.interval", self.interval)
         if isinstance(self.num_samples, bool) or self.num_samples < 2:
             raise ConfigError(f"eval.num_samples={self.num_samples!r} must be an integer >= 2")
+        if isinstance(self.fid_every, bool) or self.fid_every < 0:
+            raise ConfigError(f"eval.fid_every={self.fid_every!r} must be an integer >= 0 (0: at the end only)")
+        for key in ("fid_samples", "fid_reference"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or value < 4:
+                raise ConfigError(f"eval.{key}={value!r} must be an integer >= 4 (precision/recall use k=3 "
+                                  f"neighbours)")
+        _choice("eval.fid_convention", self.fid_convention, FID_CONVENTIONS)
 
 
 @dataclass
@@ -351,6 +369,30 @@ class RuntimeConfig:
         _choice("runtime.mode", self.mode, ("graph", "pynative"))
         _choice("runtime.device_target", self.device_target, ("CPU", "GPU", "Ascend"))
         _positive("runtime.threads", self.threads, allow_none=True)
+
+
+MIN_CLAMP = 0.01  # act.clamp below this saturates nearly every unit (check_clamp says why)
+FP16_MAX = 65504.0  # float16's largest finite value
+
+
+def check_clamp(act: ActConfig, precision: PrecisionConfig) -> None:
+    """ConfigError for an act.clamp that defeats itself, naming why: so small that nearly every activation
+    saturates (then it passes no gradient and training collapses), or with precision=fp16 above float16's range
+    (an fp16 activation overflows to inf before the clamp could cut it)."""
+    clamp = act.clamp
+    if clamp is None:
+        return
+    if clamp < MIN_CLAMP:
+        raise ConfigError(
+            f"act.clamp={clamp!r} is below {MIN_CLAMP}: the activations' outputs are cut to [-clamp, clamp] and pass "
+            f"no gradient where cut, while BatchNorm keeps the pre-activations at unit scale, so nearly every unit "
+            f"saturates (at clamp 0.01 with slope 0.2, 97.6% of unit-normal inputs; at 1e-30 D's output is constant "
+            f"and it stops learning); use act.clamp=null (no clamp) or a value >= {MIN_CLAMP} (StyleGAN2 uses 256)")
+    if precision.name == "fp16" and clamp > FP16_MAX:
+        raise ConfigError(
+            f"act.clamp={clamp!r} with precision=fp16: float16's largest finite value is {FP16_MAX:g}, so an fp16 "
+            f"activation overflows to inf before it could reach the clamp, which then prevents no overflow; use "
+            f"act.clamp<={FP16_MAX:g} (StyleGAN2 clamps at 256 in fp16) or act.clamp=null")
 
 
 @dataclass
@@ -382,68 +424,21 @@ class Config:
         if points and self.distributed:
             raise ConfigError(f"distributed=true trains image data only; data={self.data.name} is drawn per step "
                               "and would repeat the same points on every rank")
-        from gan.losses import LOSSES
-        t = self.train
-        penalty = LOSSES[t.loss].gradient_penalty or t.r1_gamma > 0  # then D runs gemm (gan.training)
-        if LOSSES[t.loss].gradient_penalty and self.model.d_norm == "batch":
-            raise ConfigError(f"train.loss={t.loss} with model.d_norm=batch: the gradient penalty constrains each "
-                              "sample's gradient, but BatchNorm makes D's output for one sample depend on the whole "
-                              "batch, so the penalty is not the one WGAN-GP defines (its critic has no BatchNorm); "
-                              "use model.d_norm=none or model.d_norm=spectral")
-        if penalty and self.act.d_kind not in PENALTY_ACT_KINDS:
-            raise ConfigError(f"act.d_kind={self.act.d_kind!r} with a gradient penalty (train.loss=wgan_gp or "
-                              f"train.r1_gamma>0): the penalty differentiates D twice, and only the kinds "
-                              f"{list(PENALTY_ACT_KINDS)} have a second derivative (the other activation kernels "
-                              f"have first derivatives only); use one of them in D, or drop the penalty")
-        if penalty and self.model.conv_impl == "onednn":
-            raise ConfigError("model.conv_impl=onednn with a gradient penalty (train.loss=wgan_gp or train.r1_gamma>0):"
-                              " the penalty differentiates D twice and the oneDNN convolution kernels have first "
-                              "derivatives only; use model.conv_impl=auto (D then runs gemm), gemm or native")
-        if t.r1_gamma > 0 and self.fusion.name in (Fusion.bn_act, Fusion.conv_act) and self.model.d_norm == "batch":
-            raise ConfigError(f"train.r1_gamma>0 with fusion={self.fusion.name} and model.d_norm=batch: a gradient penalty "
-                              "differentiates D twice, and the fused BatchNorm + LeakyReLU kernel has a first "
-                              "derivative only; use fusion=none, or model.d_norm=none|spectral (D then has no "
-                              "BatchNorm to fuse)")
-        if self.model.d_maxout and (self.act.d_kind != "leaky_relu" or self.act.d_layers is not None):
-            raise ConfigError(f"model.d_maxout={self.model.d_maxout} replaces D's activation by maxout units, so "
-                              f"act.d_kind={self.act.d_kind!r} / act.d_layers={self.act.d_layers!r} would be "
-                              f"ignored; keep act.d_kind=leaky_relu and act.d_layers=null, or set model.d_maxout=0")
-        if self.model.d_maxout and self.diagnostics.recycle and "D" in self.diagnostics.recycle_nets:
-            raise ConfigError(f"diagnostics.recycle=true on D with model.d_maxout={self.model.d_maxout}: dead-channel "
-                              f"diagnostics and recycling probe the project's activation cells, and D's maxout units "
-                              f"are not one; set diagnostics.recycle_nets=[G] or model.d_maxout=0")
-        if self.fusion.name in ("bn_act", "conv_act") and self.model.d_maxout and self.model.d_norm == "batch":
-            raise ConfigError(f"fusion={self.fusion.name} with model.d_maxout={self.model.d_maxout} and "
-                              f"model.d_norm=batch: the fused kernels fuse BatchNorm with {list(BN_ACT_KINDS)} only, "
-                              f"not with maxout units; use fusion=none or fusion=auto")
-        if self.fusion.name in ("bn_act", "conv_act"):
-            for net in ("d", "g"):
-                kind = getattr(self.act, f"{net}_kind")
-                if kind not in BN_ACT_KINDS:
-                    raise ConfigError(f"fusion={self.fusion.name} fuses BatchNorm with {list(BN_ACT_KINDS)} only, got "
-                                      f"act.{net}_kind={kind!r}; use fusion=none for it")
+        from gan.plan import check_config  # what may be built together; here: gan.plan imports this module
+        check_config(self)
+        if self.distributed and self.eval.fid is not False and self.eval.fid_every:
+            raise ConfigError(f"eval.fid_every={self.eval.fid_every} with distributed=true: rank 0 computes FID alone "
+                              f"while the other ranks wait in the next step's collectives (runtime.collective_timeout_s)"
+                              f"; use eval.fid_every=0 (at the end) or eval.fid=false")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
+        check_clamp(self.act, self.precision)
 
 
 def to_config(cfg: DictConfig | Config) -> Config:
     """Validated dataclass view of a composed config (range and choice checks run in __post_init__)."""
     return cfg if isinstance(cfg, Config) else OmegaConf.to_object(cfg)
-
-
-def resolve_fusion(conf: Config, impl: str) -> str:
-    """The fusion kind a run builds: fusion.name, or for auto the fastest kind this run allows. On CPU that is
-    conv_act when the convolutions run through oneDNN (`impl`, model.conv_impl resolved), else bn_act; none
-    when an activation kind has no fused BatchNorm kernel (BN_ACT_KINDS; D's maxout units neither), with R1 on a
-    BatchNorm D (the fused kernel has no second derivative), and on GPU/Ascend (the fused kernels are CPU kernels)."""
-    if conf.fusion.name != Fusion.auto:
-        return conf.fusion.name.value
-    kinds_fuse = all(getattr(conf.act, f"{net}_kind") in BN_ACT_KINDS for net in ("d", "g")) and not conf.model.d_maxout
-    r1_on_batch_norm = conf.train.r1_gamma > 0 and conf.model.d_norm == "batch"
-    if conf.runtime.device_target != "CPU" or not kinds_fuse or r1_on_batch_norm:
-        return Fusion.none.value
-    return (Fusion.conv_act if impl == "onednn" else Fusion.bn_act).value
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
@@ -457,18 +452,19 @@ RESUME_MAY_CHANGE = frozenset({
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
     "data.num_workers", "model.conv_impl", "fusion.name",
     "diagnostics.enabled", "diagnostics.interval",
-    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective",
+    "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective", "eval.fid", "eval.fid_every",
+    "eval.fid_samples", "eval.fid_reference", "eval.fid_convention",
     "runtime.mode", "runtime.device_target", "runtime.device_id", "runtime.threads", "runtime.host_blocking",
     "runtime.collective_timeout_s", "runtime.rank_checksums",
 })
 
 
-def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values."""
+def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, enums as their values (a config as dotted keys: resume checks, dashboards)."""
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
     return flat
@@ -481,22 +477,45 @@ RECYCLE_SCHEDULE = frozenset({"diagnostics.enabled", "diagnostics.interval"})
 def experiment_changes(old: Config, new: Config) -> dict[str, list]:
     """{dotted key: [old, new]} for every key outside RESUME_MAY_CHANGE whose value differs (the check schedule
     included when either run recycles channels)."""
-    before, after = _flat(asdict(old)), _flat(asdict(new))
+    before, after = flatten(asdict(old)), flatten(asdict(new))
     recycles = old.diagnostics.recycle or new.diagnostics.recycle
     may_change = RESUME_MAY_CHANGE - RECYCLE_SCHEDULE if recycles else RESUME_MAY_CHANGE
     return {key: [before.get(key), after.get(key)] for key in sorted(before.keys() | after.keys())
             if key not in may_change and before.get(key) != after.get(key)}
 
 
-def config_from_yaml(text: str) -> Config:
-    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults)."""
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(text)))
+def _interpolations(node: Any, key: str = "") -> list[str]:
+    """Dotted keys of the strings in a parsed YAML tree that OmegaConf would resolve (`${...}`)."""
+    if isinstance(node, dict):
+        return [bad for k, v in node.items() for bad in _interpolations(v, f"{key}{k}.")]
+    if isinstance(node, list):
+        return [bad for i, v in enumerate(node) for bad in _interpolations(v, f"{key[:-1]}[{i}].")]
+    return [key[:-1]] if isinstance(node, str) and "${" in node else []
 
 
-def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config) -> dict[str, list]:
-    """The experiment keys a resume from `checkpoint` changes; ConfigError listing them unless
-    train.resume_override=true (then the caller logs them)."""
-    changes = experiment_changes(config_from_yaml(stored_yaml), new)
+def config_from_yaml(text: str, source: str | Path = "the stored config") -> Config:
+    """Rebuild a validated Config from the YAML stored in a checkpoint (keys it lacks take their defaults).
+
+    The checkpoint may come from someone else: the YAML is parsed with bounds (gan.untrusted.load_yaml) before
+    OmegaConf sees it, and OmegaConf interpolations are refused (resolvers such as oc.env would run on this
+    machine; a run's stored config is resolved, so it never holds one)."""
+    tree = load_yaml(text, source) or {}
+    if not isinstance(tree, dict):
+        raise UntrustedFileError(f"{source}: the stored config is a YAML {type(tree).__name__}, not a mapping")
+    bad = _interpolations(tree)
+    if bad:
+        raise UntrustedFileError(f"{source}: the stored config holds OmegaConf interpolations (${{...}}) at "
+                                 f"{', '.join(bad[:5])}; a stored config is resolved, so this file was not written "
+                                 f"by train.py, and its resolvers are not run")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(tree)))
+
+
+def check_resume(checkpoint: str | Path, stored_yaml: str, new: Config,
+                 other_changes: dict[str, list] | None = None) -> dict[str, list]:
+    """The experiment keys a resume from `checkpoint` changes, with `other_changes` found by the caller (such as
+    {"data.fingerprint": [old, new]}); ConfigError listing them unless train.resume_override=true (then the caller
+    logs them)."""
+    changes = {**experiment_changes(config_from_yaml(stored_yaml, checkpoint), new), **(other_changes or {})}
     if changes and not new.train.resume_override:
         listed = "\n".join(f"  {key}: {old!r} -> {value!r}" for key, (old, value) in changes.items())
         raise ConfigError(f"train.resume: {checkpoint} was trained with other settings, and these change the "

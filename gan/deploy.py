@@ -9,6 +9,7 @@ wherever MindSpore (or an ONNX runtime) does.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +17,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
+from gan.atomic import umask_mode
 from gan.layers import GemmConv2d, GemmConv2dTranspose, OnednnConv2d, OnednnConv2dTranspose
 from ops import BatchNormAct, LeakyReLU
 
@@ -53,7 +55,8 @@ def _plain_bn(cell: nn.BatchNorm2d) -> nn.BatchNorm2d:
 def _act(name: str, cell: nn.Cell, act: ActFactory) -> nn.Cell:
     """act(cell's slope); ExportError for a clamped activation, which has no built-in counterpart here."""
     if cell.clamp is not None:
-        raise ExportError(f"layer {name!r} has clamp={cell.clamp}; export supports act.clamp=null only")
+        raise ExportError(f"layer {name!r} has clamp={cell.clamp}: MindSpore's built-in LeakyReLU has no clamp, so "
+                          f"only generators trained with act.clamp=null can be rebuilt from built-in layers")
     return act(cell.negative_slope)
 
 
@@ -75,7 +78,8 @@ def portable_generator(net: nn.Cell, act: ActFactory = builtin_act) -> nn.Sequen
     for name, cell in net.layers.name_cells().items():
         replace = next((fn for types, fn in _REPLACEMENTS if isinstance(cell, types)), None)
         if replace is None:
-            raise ExportError(f"layer {name!r} ({type(cell).__name__}) has no built-in counterpart for export")
+            raise ExportError(f"layer {name!r} ({type(cell).__name__}) has no counterpart among MindSpore's built-in "
+                              f"layers")
         layers += replace(name, cell, act)
     portable = nn.SequentialCell(layers)
     portable.set_train(False)
@@ -100,7 +104,10 @@ def export_path(out: str | Path, fmt: str) -> Path:
 def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batch: int | None) -> Path:
     """Write `portable` as MINDIR or ONNX for latents (batch, nz, 1, 1); batch None = dynamic. Returns the path.
 
-    ExportError naming the exporter's complaint (for ONNX: the operator it could not convert).
+    MindSpore writes into a private temporary folder beside `out`, and the file is then moved into place: its
+    ONNX writer changes the mode of the folder it writes into to 0700 (with `--out generator.onnx`, the user's
+    working directory), so it gets a folder of its own. ExportError naming the exporter's complaint (for ONNX:
+    the operator it could not convert).
     """
     if fmt not in EXPORT_FORMATS:
         raise ExportError(f"format {fmt!r} is not one of {list(EXPORT_FORMATS)}")
@@ -108,15 +115,16 @@ def export_generator(portable: nn.Cell, nz: int, fmt: str, out: str | Path, batc
     path.parent.mkdir(parents=True, exist_ok=True)
     spec = ms.Tensor(shape=[batch, nz, 1, 1], dtype=ms.float32) if batch is None \
         else ms.Tensor(np.zeros((batch, nz, 1, 1), np.float32))
-    try:
-        ms.export(portable, spec, file_name=str(path.with_suffix("")) if path.suffix else str(path),
-                  file_format=fmt)
-    except (RuntimeError, TypeError, ValueError) as err:
-        path.unlink(missing_ok=True)
-        raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
-    if not path.exists():
-        raise ExportError(f"MindSpore's {fmt} exporter reported success but {path} does not exist")
-    os.chmod(path, 0o644)  # MindSpore leaves its files read-only (and the ONNX repair rewrites the file)
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as private:
+        staged = Path(private) / path.name
+        try:
+            ms.export(portable, spec, file_name=str(staged.with_suffix("")), file_format=fmt)
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise ExportError(f"MindSpore's {fmt} exporter failed on the generator: {err}") from err
+        if not staged.exists():
+            raise ExportError(f"MindSpore's {fmt} exporter reported success but wrote no {path.name}")
+        os.chmod(staged, umask_mode())  # MindSpore leaves its files read-only (and the ONNX repair rewrites the file)
+        os.replace(staged, path)
     return path
 
 

@@ -1,19 +1,19 @@
 """Dead-channel diagnostics for any MindSpore network built with the project's activations (graph and PyNative).
 
-Collection: `attach(net, example_input, "G")` wraps every activation cell of ops (PROBED_CELLS: LeakyReLU,
-fused BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU) of `net` in a `ProbedActivation` that, inside `construct`, adds per-channel statistics of the
-pre-activation x and of the output y to non-trainable Parameters (`ops.assign_add`), and taps dL/dy with
-`ops.InsertGradientOf`. Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
+Collection: `attach(net, example_input, "G")` wraps every activation cell of ops (PROBED_CELLS: the Cell of each
+activation kind, the fused BatchNormAct and conv + activation layers) of `net` in a `ProbedActivation` that,
+inside `construct`, adds per-channel statistics of the pre-activation x and of the output y to non-trainable
+Parameters (`ops.assign_add`), and taps dL/dy with `ops.InsertGradientOf`.
+Both work inside `ms.jit` and in PyNative, unlike Cell hooks, which graph mode
 ignores. The sums accumulate over every pass since the previous check (e.g. D's passes on real and fake
 batches) and `DeadChannelTracker.check` reads and resets them, so no activation tensor ever reaches the
 host. The probes work only when `enabled` (see `set_probing`): a training loop compiles its steps twice,
 with probes off for ordinary steps and on for check steps, so only check steps pay. Without `attach` the
 network is untouched.
 
-Statistics per layer and channel c at a check (formulas in docs/diagnostics.md):
-neg_frac[c] = share of x <= 0; dormant score = mean|y|[c] / mean over channels; grad score = mean|dL/dy|[c] /
-mean over channels; dead = neg_frac >= dead_neg_frac; persistently dead = dead at `persist_checks`
-consecutive checks; still-dead share = dead now among those dead at the previous check.
+The statistics of a check, the records and their heatmaps are MindSpore-free numpy (gan.channel_stats, shared
+with the offline viewers); this module is the graph side (probes, `attach`) and the writer (TensorBoard,
+diagnostics.jsonl).
 
 Recycling (diagnostics.recycle, gan.recycle): a record's `dormant` channels can be re-initialised right after
 the check; the record then carries `recycled` and the logger writes `recycle` events and counts.
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
@@ -35,83 +34,29 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
-from gan.config import HPARAM_KEYS, check_diagnostics_thresholds
-from gan.dashboard import heatmap_image, network_summary
+import ops as lrelu_ops
+from gan.activation_kinds import ACTIVATION_KINDS
+from gan.channel_stats import (HIST_BINS, HIST_SCALE, HIST_U_MAX, SUMMARY_METRICS, Criteria, DeadChannelTracker,
+                               Histogram, LayerStats, channel_matrix, heatmap_image, json_values, network_of,
+                               network_summaries)
+from gan.config import HPARAM_KEYS
 from gan.layers import BiasAct, ConvAct
 from gan.run_files import DIAGNOSTICS_FILE, append_event, append_jsonl, read_jsonl
-from ops import ELU, AdaptiveLeakyReLU, BatchNormAct, BatchNormPReLU, LeakyReLU, PReLU, RReLU, batch_moments
+from ops import BatchNormAct, BatchNormPReLU, batch_moments
 
-# The project's activation cells (BatchNormAct: fused BN + LeakyReLU; ConvAct: a conv fused with its activation,
-# gan.layers), and the learnable slope tensor of those that learn one: recorded per channel at every check
-# ("slopes" in diagnostics.jsonl, TensorBoard histograms).
-PROBED_CELLS = (LeakyReLU, BatchNormAct, PReLU, RReLU, ELU, AdaptiveLeakyReLU, ConvAct)
-LEARNED_SLOPES = {PReLU: "weight", AdaptiveLeakyReLU: "alpha", BatchNormPReLU: "prelu_weight", BiasAct: "prelu_weight"}
+# The project's activation cells: every kind's Cell (gan.activation_kinds), BatchNormAct (fused BN + activation)
+# and ConvAct (a conv fused with its activation, gan.layers); and the learnable slope tensor of those that learn
+# one, recorded per channel at every check ("slopes" in diagnostics.jsonl, TensorBoard histograms).
+_KIND_CELLS = {getattr(lrelu_ops, row.cell): row.learnable for row in ACTIVATION_KINDS.values()}
+PROBED_CELLS = (*_KIND_CELLS, BatchNormAct, ConvAct)
+LEARNED_SLOPES = {cell: attr for cell, attr in _KIND_CELLS.items() if attr} | {BatchNormPReLU: "prelu_weight",
+                                                                            BiasAct: "prelu_weight"}
 PARAM_PREFIX = "diag_"  # attribute name of every probe Parameter, so any renaming keeps it as the last part
-# Histogram bins are uniform in u = asinh(v / HIST_SCALE): linear within +-1e-8, log-spaced (x1.65 per bin)
-# beyond; |v| above ~1e3 falls into the end bins. One fixed set of bins serves activations and gradients.
-HIST_SCALE = 1e-8
-HIST_U_MAX = 26.0
-HIST_BINS = 104
-HIST_EDGES = HIST_SCALE * np.sinh(np.linspace(-HIST_U_MAX, HIST_U_MAX, HIST_BINS + 1))
 
 
 def is_diagnostic_param(name: str) -> bool:
     """True for the probe Parameters added by `attach` (to exclude from checkpoints, EMA and optimizers)."""
     return name.rsplit(".", 1)[-1].startswith(PARAM_PREFIX)
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """Thresholds of the dead-channel statistics (config keys of the same names)."""
-
-    tau: float = 0.025
-    tau_grad: float = 0.025
-    dead_neg_frac: float = 0.99
-    persist_checks: int = 3
-
-    def __post_init__(self) -> None:
-        check_diagnostics_thresholds(self.tau, self.tau_grad, self.dead_neg_frac, self.persist_checks)
-
-    @classmethod
-    def from_config(cls, cfg: object) -> "Criteria":
-        """Criteria from any config object, taking the attributes named like the fields and defaults for the rest."""
-        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls) if hasattr(cfg, f.name)})
-
-
-@dataclass
-class Histogram:
-    """A fixed-bin histogram with moments, in the arguments of tensorboardX `add_histogram_raw`."""
-
-    min: float
-    max: float
-    num: float
-    sum: float
-    sum_squares: float
-    bucket_limits: list[float]
-    bucket_counts: list[float]
-
-    @classmethod
-    def from_sums(cls, counts: np.ndarray, extremes: np.ndarray, sums: np.ndarray) -> "Histogram | None":
-        """From accumulated bin counts, [-min, max] and [sum, sum of squares]; None when nothing was counted."""
-        nonzero = np.flatnonzero(counts)
-        if nonzero.size == 0 or not np.isfinite(np.concatenate([counts, extremes, sums])).all():
-            return None  # nothing counted, or NaN/inf values (JSON and TensorBoard hold neither)
-        lo, hi = nonzero[0], nonzero[-1] + 1  # drop empty end bins; TensorBoard takes the left edge from min
-        return cls(float(-extremes[0]), float(extremes[1]), float(counts.sum()), float(sums[0]), float(sums[1]),
-                   [float(v) for v in HIST_EDGES[lo + 1:hi + 1]], [float(v) for v in counts[lo:hi]])
-
-
-@dataclass
-class LayerStats:
-    """Per-channel statistics of one probed layer averaged over the passes since the previous check."""
-
-    neg_frac: np.ndarray
-    out_abs: np.ndarray
-    grad_abs: np.ndarray | None
-    passes: int
-    grad_passes: int
-    preact_hist: Histogram | None
-    grad_hist: Histogram | None
 
 
 class ProbedActivation(nn.Cell):
@@ -197,7 +142,7 @@ class ProbedActivation(nn.Cell):
         None for activations without a learnable slope."""
         name = next((n for cls, n in LEARNED_SLOPES.items() if isinstance(self.act, cls)), None)
         weight = None if name is None else getattr(self.act, name)
-        return None if weight is None else _round(weight.asnumpy().astype(np.float64))
+        return None if weight is None else json_values(weight.asnumpy().astype(np.float64))
 
     def probe_params(self) -> list[Parameter]:
         """The Parameters this probe writes."""
@@ -308,99 +253,28 @@ def set_gradient_taps(probes: list[ProbedActivation], enabled: bool) -> None:
         probe.tap_gradients = enabled
 
 
-def _share(mask: np.ndarray) -> float:
-    """Fraction of True entries."""
-    return float(mask.mean()) if mask.size else 0.0
-
-
-def _score(values: np.ndarray) -> np.ndarray:
-    """ReDo normalisation: each channel's value over the layer mean (all zeros for a silent layer)."""
-    mean = values.mean()
-    return values / mean if mean > 0 else np.zeros_like(values)
-
-
-def _round(values: np.ndarray) -> list[float]:
-    """Per-channel values as JSON floats with 6 significant digits (None for NaN/inf, which JSON lacks)."""
-    return [float(f"{v:.6g}") if math.isfinite(v) else None for v in values]
-
-
-class DeadChannelTracker:
-    """Turns per-check layer statistics into records, keeping the history that "persistently dead" needs."""
-
-    def __init__(self, criteria: Criteria = Criteria()) -> None:
-        self.criteria = criteria
-        self.streaks: dict[str, list[int]] = {}  # consecutive dead checks per channel
-        self.checks = 0
-
-    def check(self, step: int, probes: list[ProbedActivation]) -> dict:
-        """Read and reset the probes; return the JSON-serialisable record of this check."""
-        return self.update(step, {p.layer: p.collect() for p in probes})
-
-    def update(self, step: int, stats: dict[str, LayerStats]) -> dict:
-        """The record for `step` from layer statistics; layers without a forward pass since the last check are left out."""
-        c = self.criteria
-        layers = {}
-        for layer, s in stats.items():
-            if s.passes == 0:
-                continue
-            dead = s.neg_frac >= c.dead_neg_frac
-            previous = np.array(self.streaks.get(layer, [0] * len(dead)))
-            if previous.shape != dead.shape:
-                raise ValueError(f"layer {layer!r} has {dead.size} channels, its history has {previous.size}")
-            streak = np.where(dead, previous + 1, 0)
-            self.streaks[layer] = streak.tolist()
-            was_dead = previous > 0
-            dormant = _score(s.out_abs)
-            grad = None if s.grad_abs is None else _score(s.grad_abs)
-            layers[layer] = {
-                "channels": int(dead.size), "passes": s.passes, "grad_passes": s.grad_passes,
-                "dead_frac": _share(dead), "dormant_frac": _share(dormant <= c.tau),
-                "grad_dead_frac": None if grad is None else _share(grad <= c.tau_grad),
-                "persistent_frac": _share(streak >= c.persist_checks),
-                "still_dead_frac": _share(dead[was_dead]) if was_dead.any() else None,
-                "neg_frac": _round(s.neg_frac), "dormant_score": _round(dormant),
-                "grad_score": None if grad is None else _round(grad),
-                "dead": np.flatnonzero(dead).tolist(), "dormant": np.flatnonzero(dormant <= c.tau).tolist(),
-                "persistent": np.flatnonzero(streak >= c.persist_checks).tolist(),
-                "hist": {"preact": s.preact_hist and asdict(s.preact_hist),
-                         "grad": s.grad_hist and asdict(s.grad_hist)},
-            }
-        self.checks += 1
-        return {"step": int(step), "criteria": asdict(c), "layers": layers}
-
-    def state_dict(self) -> dict:
-        """JSON-serialisable history, for the checkpoint."""
-        return {"criteria": asdict(self.criteria), "checks": self.checks,
-                "streaks": {k: list(v) for k, v in self.streaks.items()}}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore the history of `state_dict` (the criteria stay those of this tracker)."""
-        self.checks = int(state["checks"])
-        self.streaks = {k: [int(n) for n in v] for k, v in state["streaks"].items()}
-
-
 class DiagnosticsLogger:
     """Writes check records to TensorBoard (scalars, histograms, heatmaps) and to run_dir/diagnostics.jsonl."""
 
-    SCALARS = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac", "still_dead_frac")
+    SCALARS = (*SUMMARY_METRICS, "still_dead_frac")
 
     def __init__(self, writer, run_dir: str | Path) -> None:
         self.writer = writer
         self.path = Path(run_dir) / DIAGNOSTICS_FILE
-        # Heatmap columns so far: a resumed run continues the picture from the records on disk.
-        self.neg_frac: dict[str, dict[int, list[float]]] = {}
+        # Heatmap columns so far, by step: a resumed run continues the picture from the records on disk.
+        self.columns: dict[int, dict] = {}
         for record in read_jsonl(self.path) if self.path.is_file() else []:
             self._remember(record)
         self.layout_written = False
 
     def _remember(self, record: dict) -> None:
-        """Keep the record's per-channel neg_frac for the heatmaps."""
-        for layer, values in record["layers"].items():
-            self.neg_frac.setdefault(layer, {})[record["step"]] = values["neg_frac"]
+        """Keep the record's per-channel neg_frac for the heatmaps (the rest of the record is on disk)."""
+        self.columns[record["step"]] = {"step": record["step"], "layers": {
+            layer: {"neg_frac": values["neg_frac"]} for layer, values in record["layers"].items()}}
 
     def _write_layout(self, layers: list[str]) -> None:
         """Custom-scalars layout: one category per network (G, D), one multiline chart per statistic."""
-        nets = sorted({layer.split("/")[0] for layer in layers})
+        nets = sorted({network_of(layer) for layer in layers})
         layout = {f"diagnostics {net}": {f"{net} {m}": ["Multiline", [f"diag/{net}/[^/]+/{m}$"]]
                                          for m in self.SCALARS} for net in nets}
         self.writer.add_custom_scalars(layout)
@@ -412,6 +286,7 @@ class DiagnosticsLogger:
         append_jsonl(self.path, record)
         self._remember(record)
         step, layers = record["step"], record["layers"]
+        columns = [self.columns[s] for s in sorted(self.columns)]
         if not self.layout_written and layers:
             self._write_layout(list(layers))
         for layer, values in layers.items():
@@ -421,33 +296,25 @@ class DiagnosticsLogger:
             for kind, hist in values["hist"].items():
                 if hist is not None:
                     self.writer.add_histogram_raw(f"diag_hist/{layer}/{kind}", global_step=step, **hist)
-            columns = self.neg_frac[layer]
-            matrix = np.array([columns[s] for s in sorted(columns)], np.float64).T
+            matrix, _ = channel_matrix(columns, layer)
             self.writer.add_image(f"diag_heatmap/{layer}", heatmap_image(matrix), step, dataformats="HWC")
         for layer, values in record.get("slopes", {}).items():
             self.writer.add_histogram(f"diag_slopes/{layer}", np.asarray(values, np.float64), step)
         for layer, channels in record.get("recycled", {}).items():
             self.writer.add_scalar(f"recycle/{layer}/count", len(channels), step)
             if channels:
-                append_event(self.path.parent, step, "recycle", {"net": layer.split("/")[0], "layer": layer,
+                append_event(self.path.parent, step, "recycle", {"net": network_of(layer), "layer": layer,
                                                                  "channels": channels, "count": len(channels)})
-        for net in sorted({layer.split("/")[0] for layer in layers}):
-            for metric in self.SCALARS[:4]:
-                value = network_summary(record, net, metric)
-                if value is not None:
-                    self.writer.add_scalar(f"diag/{net}/all/{metric}", value, step)
+        for net, shares in network_summaries(record).items():
+            for metric, value in shares.items():
+                self.writer.add_scalar(f"diag/{net}/all/{metric}", value, step)
         self.writer.flush()
 
 
 def final_metrics(record: dict) -> dict[str, float]:
-    """Channel-weighted G and D fractions of a record, as "diag/<net>/<metric>" metrics for `log_hparams`."""
-    metrics = {}
-    for net in sorted({layer.split("/")[0] for layer in record["layers"]}):
-        for metric in DiagnosticsLogger.SCALARS[:4]:
-            value = network_summary(record, net, metric)
-            if value is not None:
-                metrics[f"final/{net}_{metric}"] = value
-    return metrics
+    """Channel-weighted G and D fractions of a record, as "final/<net>_<metric>" metrics for `log_hparams`."""
+    return {f"final/{net}_{metric}": value for net, shares in network_summaries(record).items()
+            for metric, value in shares.items()}
 
 
 def log_hparams(writer, hparams: dict, metrics: dict) -> None:
@@ -507,7 +374,7 @@ class TrainingDiagnostics:
             self.logger.log(self.last)
         return self.last
 
-    def report(self) -> str:
+    def dead_channel_table(self) -> str:
         """The last check as a console table: per layer, the dead, dormant, grad-dead and persistent shares."""
         if self.last is None:
             return "dead channels: no check ran (diagnostics.enabled=false or fewer steps than diagnostics.interval)"

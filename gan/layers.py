@@ -19,9 +19,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.ops import constexpr
 
+from gan.plan import fusion_kind
 from ops import LeakyReLU, PReLU, bias_act, col2im, im2col, onednn
 
-CONV_IMPLS = ("auto", "native", "gemm", "onednn")
 # The MatMul primitive, not ops.matmul: its gradient uses transpose flags, while ops.matmul's gradient
 # materialises transposed copies of both operands (the largest cost of a training step on CPU here).
 _MM, _MM_TA, _MM_TB = ops.MatMul(), ops.MatMul(transpose_a=True), ops.MatMul(transpose_b=True)
@@ -33,29 +33,32 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
     return (shape[2] + 2 * p - k) // s + 1, (shape[3] + 2 * p - k) // s + 1
 
 
-def resolve_conv_impl(impl: str, device_target: str) -> str:
-    """Map `auto` to the fastest implementation for the device: on CPU onednn when its kernels build and load
-    here (else gemm), native elsewhere. `onednn` itself is CPU only (ValueError naming the device otherwise)."""
-    if impl not in CONV_IMPLS:
-        raise ValueError(f"model.conv_impl={impl!r} is not one of {CONV_IMPLS}")
-    if impl == "auto":
-        if device_target != "CPU":
-            return "native"
-        return "onednn" if onednn.available() else "gemm"
-    if impl == "onednn" and device_target != "CPU":
-        raise ValueError(f"model.conv_impl=onednn runs on CPU only, not on runtime.device_target={device_target!r}; "
-                         f"use model.conv_impl=auto")
-    if impl == "onednn":
-        onednn.dnnl_info()  # RuntimeError now, naming the missing headers or library, not at the first step
-    return impl
+class _ChannelBias:
+    """Mixin for the conv layers that add their bias themselves (after their own convolution)."""
+
+    def _plus_bias(self, y: Tensor, dtype: ms.Type) -> Tensor:
+        """y plus the layer's per-channel bias (cast to `dtype`, the input's), or y for a layer without one."""
+        return y + self.bias.astype(dtype).reshape(1, -1, 1, 1) if self.has_bias else y
 
 
-class _SquareConv:
-    """Mixin for the gemm layers: builds the native layer unchanged, keeps kernel/stride/padding as ints."""
+class _SquareConv(_ChannelBias):
+    """Mixin for the gemm and oneDNN layers: builds the native layer unchanged, keeps kernel/stride/padding as
+    ints."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._k, self._s, self._p = self.kernel_size[0], self.stride[0], self.padding
+
+
+class _ConvOnly(_SquareConv):
+    """Mixin for the Conv2d layers computed by their `conv_only(x, weight)`: the bias added after it."""
+
+    def construct(self, x: Tensor) -> Tensor:
+        return self.forward_with(x, self.weight)
+
+    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
+        """The layer on `weight` (its own, or spectral norm's weight / sigma)."""
+        return self._plus_bias(self.conv_only(x, weight), x.dtype)
 
 
 class NativeConv2d(nn.Conv2d):
@@ -70,15 +73,12 @@ class NativeConv2d(nn.Conv2d):
         return self.bias_add(y, self.bias.astype(x.dtype)) if self.has_bias else y
 
 
-class GemmConv2d(_SquareConv, nn.Conv2d):
+class GemmConv2d(_ConvOnly, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) computed as im2col + one weight matmul.
 
     A kernel that covers the whole unpadded input (D's last layer, 4x4 -> 1x1) is a dense layer: one
     MatMul on the flattened input, no im2col and no transpose.
     """
-
-    def construct(self, x: Tensor) -> Tensor:
-        return self.forward_with(x, self.weight)
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
@@ -90,12 +90,6 @@ class GemmConv2d(_SquareConv, nn.Conv2d):
         cols = im2col(x, k, s, p)                                            # (c kh kw, n ho wo)
         y = _MM(weight, cols)                                                # (o, n ho wo)
         return y.reshape(o, n, -1).transpose(1, 0, 2).reshape(n, o, *_out_hw(x.shape, k, s, p))
-
-    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = self.conv_only(x, weight)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
 
 
 class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
@@ -115,39 +109,25 @@ class GemmConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
         else:
             x_cn = x.reshape(n, c, h * w).transpose(1, 0, 2).reshape(c, n * h * w)
             y = col2im(_MM_TA(weight, x_cn), (n, o, ho, wo), k, s, p)          # cols: (o kh kw, n h w)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, o, 1, 1)
-        return y
+        return self._plus_bias(y, x.dtype)
 
 
-class OnednnConv2d(_SquareConv, nn.Conv2d):
+class OnednnConv2d(_ConvOnly, nn.Conv2d):
     """nn.Conv2d (pad mode 'pad', square kernel) as oneDNN's convolution primitive (float32 compute)."""
-
-    def construct(self, x: Tensor) -> Tensor:
-        return self.forward_with(x, self.weight)
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
         return onednn.conv2d(x, weight.astype(x.dtype), self._s, self._p)
-
-    def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
-        y = self.conv_only(x, weight)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
 
 
 class OnednnConv2dTranspose(_SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p)
-        if self.has_bias:
-            y = y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1)
-        return y
+        return self._plus_bias(onednn.conv_transpose2d(x, self.weight.astype(x.dtype), self._s, self._p), x.dtype)
 
 
-class ConvAct:
+class ConvAct(_ChannelBias):
     """Mixin of a Conv2d fused with the activation that follows it (`forward_with` computes both). The weight
     it uses is `effective_weight()` (SpectralNorm divides it by sigma); `preactivation(x)` is what the
     activation receives, conv + bias, recomputed by the dead-channel probes (gan.diagnostics) at check steps."""
@@ -159,8 +139,7 @@ class ConvAct:
         return self.forward_with(x, self.effective_weight())
 
     def preactivation(self, x: Tensor) -> Tensor:
-        y = self.conv_only(x, self.effective_weight())
-        return y + self.bias.astype(x.dtype).reshape(1, -1, 1, 1) if self.has_bias else y
+        return self._plus_bias(self.conv_only(x, self.effective_weight()), x.dtype)
 
 
 class OnednnConv2dAct(ConvAct, OnednnConv2d):
@@ -216,25 +195,19 @@ def fuse_conv_act(conv: nn.Cell, act: nn.Cell, fusion: str) -> nn.Cell | None:
     spectral_norm = isinstance(conv, SpectralNorm)
     base = next((_FUSIBLE[c] for c in type(conv).__mro__ if c in _FUSIBLE), None)
     leaky = type(act) is LeakyReLU
+    kind = fusion_kind(fusion)
     if base is None:
         return None
-    if fusion == "conv_act" and leaky and base is OnednnConv2d:
+    if kind.onednn_conv and leaky and base is OnednnConv2d:
         fused = OnednnConv2dAct
         kwargs = {"negative_slope": act.negative_slope, "clamp": act.clamp}
-    elif fusion in ("bn_act", "conv_act") and conv.has_bias and (leaky or type(act) is PReLU):
+    elif kind.fused_kernels and conv.has_bias and (leaky or type(act) is PReLU):
         fused = bias_act_class(base)
         kwargs = {"negative_slope": act.negative_slope if leaky else 0.0, "clamp": act.clamp,
                   "prelu": None if leaky else act}
     else:
         return None
     return _rebuild(conv, spectral(fused) if spectral_norm else fused, **kwargs)
-
-
-def check_fusion_impl(fusion: str, impl: str) -> None:
-    """ValueError naming both keys when fusion=conv_act runs with a conv impl other than onednn."""
-    if fusion == "conv_act" and impl != "onednn":
-        raise ValueError(f"fusion=conv_act fuses convolutions through oneDNN and needs model.conv_impl=onednn "
-                         f"(auto on CPU), not {impl!r}; use fusion=bn_act with other implementations")
 
 
 def _l2_normalise(v: Tensor) -> Tensor:
@@ -329,7 +302,8 @@ def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int
         classes = {"native": (spectral(NativeConv2d),), "gemm": (spectral(GemmConv2d),),
                    "onednn": (spectral(OnednnConv2d),)}
     if impl not in classes:
-        raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} (resolve 'auto' with resolve_conv_impl)")
+        raise ValueError(f"conv impl {impl!r} is not one of {tuple(classes)} "
+                         f"(resolve 'auto' with gan.plan.resolve_conv_impl)")
     for name, value, low in (("in_channels", in_channels, 1), ("out_channels", out_channels, 1),
                              ("kernel_size", kernel_size, 1), ("stride", stride, 1), ("padding", padding, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:

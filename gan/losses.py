@@ -1,7 +1,8 @@
 """GAN losses as a table (one short d/g pair per `train.loss`) and the gradient regularisers (WGAN-GP, R1).
 
 Every loss takes D's logits, shape (N,), and returns a scalar mean over the batch, computed in float32.
-Add a loss: one row in LOSSES plus its closed-form test (tests/gan/test_losses.py); docs/extending.md.
+Add a loss: one row in LOSSES, its name in gan.loss_kinds.LOSS_KINDS (which says, without MindSpore, whether it
+needs the gradient penalty) and its closed-form test (tests/gan/test_losses.py); docs/extending.md.
 """
 from __future__ import annotations
 
@@ -51,19 +52,18 @@ def wasserstein_d(real: Tensor, fake: Tensor) -> Tensor:
 
 
 class Loss(NamedTuple):
-    """One row of the table: D loss (logits_real, logits_fake), G loss (logits_fake), and whether the
-    loss needs the gradient penalty (`train.gp_weight`) and a D without BatchNorm."""
+    """One row of the table: D loss (logits_real, logits_fake) and G loss (logits_fake). Whether the loss needs
+    the gradient penalty (`train.gp_weight`) and a D without BatchNorm is its gan.loss_kinds.LOSS_KINDS row."""
 
     d: Callable[[Tensor, Tensor], Tensor]
     g: Callable[[Tensor], Tensor]
-    gradient_penalty: bool = False
 
 
 LOSSES: dict[str, Loss] = {
     "bce": Loss(bce_d, bce_g),
     "hinge": Loss(hinge_d, wasserstein_g),
     "lsgan": Loss(lsgan_d, lsgan_g),
-    "wgan_gp": Loss(wasserstein_d, wasserstein_g, gradient_penalty=True),
+    "wgan_gp": Loss(wasserstein_d, wasserstein_g),
 }
 
 

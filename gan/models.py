@@ -1,5 +1,7 @@
 """DCGAN and 2D MLP generators and discriminators, all built from one conv -> BatchNorm -> activation block;
-the activation of each layer comes from one factory (make_activation) reading act.d_kind / act.g_kind."""
+the activation of each layer comes from one factory (make_activation) building the row of act.d_kind /
+act.g_kind in gan.activation_kinds. The conv implementation and fusion kind of each network come from the
+build plan (gan.plan)."""
 from __future__ import annotations
 
 import zlib
@@ -10,21 +12,16 @@ from math import log2
 import numpy as np
 from mindspore import Tensor, nn
 
+import ops
+from gan.activation_kinds import ACTIVATION_KINDS
 from gan.config import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
 from gan.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
-from ops import ELU, AdaptiveLeakyReLU, LeakyReLU, PReLU, RReLU, norm_act_layers
+from gan.plan import fusion_kind
+from ops import LeakyReLU, norm_act_layers
 from ops.fused import SharedWeight
 
-# act.{d,g}_kind -> the layer's activation cell from (act config, LeakyReLU slope, channels, RReLU seed).
-# Learnable slopes are per channel; relu is LeakyReLU with slope 0 through the same op.
-ACTIVATION_KINDS: dict[str, Callable[[ActConfig, float, int, int], nn.Cell]] = {
-    "leaky_relu": lambda a, slope, channels, seed: LeakyReLU(slope, clamp=a.clamp),
-    "relu": lambda a, slope, channels, seed: LeakyReLU(0.0, clamp=a.clamp),
-    "prelu": lambda a, slope, channels, seed: PReLU(channels, a.prelu_init, clamp=a.clamp),
-    "rrelu": lambda a, slope, channels, seed: RReLU(a.rrelu_lower, a.rrelu_upper, clamp=a.clamp, seed=seed),
-    "elu": lambda a, slope, channels, seed: ELU(a.elu_alpha, clamp=a.clamp),
-    "adaptive": lambda a, slope, channels, seed: AdaptiveLeakyReLU(a.adaptive_init, channels, clamp=a.clamp),
-}
+# The Cells of the random kinds (RReLU): keyed per run seed and layer by seed_random_activations.
+RANDOM_CELLS = tuple(getattr(ops, row.cell) for row in ACTIVATION_KINDS.values() if row.random)
 
 
 def layer_seed(run_seed: int, layer: str) -> int:
@@ -33,20 +30,25 @@ def layer_seed(run_seed: int, layer: str) -> int:
 
 
 def make_activation(act: ActConfig, net: str, index: int, slope: float, channels: int) -> nn.Cell:
-    """The activation of layer `index` of network `net` ("d" or "g"), of kind act.{net}_kind.
-
-    RReLU layers get layer_seed(0, ...) here; `seed_random_activations` mixes in the run's seed.
-    """
+    """The activation of layer `index` of network `net` ("d" or "g"), of kind act.{net}_kind: its row's ops Cell
+    with the row's act.* parameters and constants, and the layer's LeakyReLU slope, channel count (learned
+    slopes are per channel) or seed as the row asks. Random kinds get layer_seed(0, ...) here;
+    `seed_random_activations` mixes in the run's seed."""
     kind = getattr(act, f"{net}_kind")
     if kind not in ACTIVATION_KINDS:
         raise ConfigError(f"act.{net}_kind={kind!r} is not allowed; choose one of {list(ACTIVATION_KINDS)}")
-    return ACTIVATION_KINDS[kind](act, slope, channels, layer_seed(0, f"{net}{index}"))
+    row = ACTIVATION_KINDS[kind]
+    args = dict(row.constants) | {p.arg: getattr(act, p.key) for p in row.params}
+    args |= {"negative_slope": slope} if row.layer_slopes else {}
+    args |= {"num_parameters": channels} if row.per_channel else {}
+    args |= {"seed": layer_seed(0, f"{net}{index}")} if row.random else {}
+    return getattr(ops, row.cell)(**args, clamp=act.clamp)
 
 
 def seed_random_activations(net: nn.Cell, run_seed: int) -> None:
-    """Key every RReLU of `net` by (run seed, its layer name): other seeds draw other slopes."""
+    """Key every random activation (RReLU) of `net` by (run seed, its layer name): other seeds draw other slopes."""
     for name, cell in net.cells_and_names():
-        if isinstance(cell, RReLU):
+        if isinstance(cell, RANDOM_CELLS):
             cell.reseed(layer_seed(run_seed, name))
 
 
@@ -65,6 +67,13 @@ def layer_slopes(key: str, per_layer: list[float] | None, default: float, count:
         raise ConfigError(f"{key} has {len(per_layer)} slopes {list(per_layer)} but this network has {count} "
                           f"LeakyReLU layers; give exactly {count} values or null")
     return [float(s) for s in per_layer]
+
+
+def network_slopes(act: ActConfig, net: str, count: int) -> list[float]:
+    """The LeakyReLU slope of each of the `count` activations of network `net` ("d" or "g"): act.<net>_layers when
+    given, else act.negative_slope everywhere (for G, act.g_negative_slope when it is set)."""
+    default = act.g_negative_slope if net == "g" and act.g_negative_slope is not None else act.negative_slope
+    return layer_slopes(f"act.{net}_layers", getattr(act, f"{net}_layers"), default, count)
 
 
 class Norm(NamedTuple):
@@ -96,8 +105,9 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
         layers[f"conv{index}"] = fused
         return
     layers[f"conv{index}"] = conv
-    for role, cell in norm_act_layers(fusion, width, act.negative_slope if leaky else slope, clamp=clamp,
-                                      sync=sync_bn, act=None if leaky else act).items():
+    for role, cell in norm_act_layers(width, act.negative_slope if leaky else slope,
+                                      fused=fusion_kind(fusion).fused_kernels, clamp=clamp, sync=sync_bn,
+                                      act=None if leaky else act).items():
         layers[f"{role}{index}"] = cell
 
 
@@ -108,8 +118,7 @@ class Generator(nn.Cell):
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
-        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
-        slopes = layer_slopes("act.g_layers", act.g_layers, default, n)
+        slopes = network_slopes(act, "g", n)
         widths = [model.ngf * 2 ** (n - 1 - i) for i in range(n)]
         norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
@@ -140,7 +149,7 @@ class Discriminator(nn.Cell):
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
         n = num_blocks(model.image_size)
-        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)
+        slopes = network_slopes(act, "d", n)
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels
@@ -220,8 +229,7 @@ class MLPGenerator(nn.Cell):
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
-        default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
-        slopes = layer_slopes("act.g_layers", act.g_layers, default, MLP_G_DEPTH)
+        slopes = network_slopes(act, "g", MLP_G_DEPTH)
         norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = model.nz
@@ -259,7 +267,7 @@ class MLPDiscriminator(nn.Cell):
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False) -> None:
         super().__init__()
-        slopes = layer_slopes("act.d_layers", act.d_layers, act.negative_slope, MLP_D_DEPTH)
+        slopes = network_slopes(act, "d", MLP_D_DEPTH)
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()
         in_ch = channels

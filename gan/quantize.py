@@ -25,7 +25,7 @@ from mindspore import nn
 
 from gan.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.config import Config
-from gan.deploy import portable_generator
+from gan.deploy import ExportError, portable_generator
 from gan.checkpoint import generator_from_checkpoint
 from ops import LeakyReLU, QuantizedLeakyReLU
 
@@ -39,7 +39,7 @@ CHUNK = 250  # latents per forward pass: bounds memory
 
 
 class QuantError(RuntimeError):
-    """A quantised-generator directory is missing, incomplete or inconsistent."""
+    """A quantised-generator directory is missing, incomplete or inconsistent, or a generator cannot be quantised."""
 
 
 @dataclass
@@ -76,8 +76,13 @@ def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
 
 
 def float_layers(net: nn.Cell) -> list[nn.Cell]:
-    """The generator as a flat list of float layers, each LeakyReLU the project's op with its trained slope."""
-    return list(portable_generator(net, act=LeakyReLU).cell_list)
+    """The generator as a flat list of float layers, each LeakyReLU the project's op with its trained slope;
+    QuantError naming a layer that int8 quantisation cannot rebuild (ELU, PReLU, ... or a clamp)."""
+    try:
+        return list(portable_generator(net, act=LeakyReLU).cell_list)
+    except ExportError as err:
+        raise QuantError(f"cannot quantise this generator: {err}; int8 quantisation supports generators whose "
+                         f"activations are LeakyReLU or ReLU (act.g_kind=leaky_relu|relu) without act.clamp") from None
 
 
 def calibrate(net: nn.Cell, z: np.ndarray) -> list[ActQuant]:

@@ -13,7 +13,7 @@ Spectral norm's u vector (the power-iteration estimate of the whole matrix's top
 per-channel quantity) is left as it is: the next iteration adapts it to the new weights. A learned slope of the
 activation (PReLU) is left too.
 
-The draws come from np.random.default_rng([seed, step, purpose, crc32(layer)]), so a resumed run recycles the
+The draws come from the stream (seed, step, Purpose.RECYCLE, crc32(layer)) (gan.streams), so a resumed run recycles the
 same channels with the same values. Parameters change in place (ops.assign), so compiled graphs keep working.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from gan.diagnostics import ProbedActivation
+from gan.streams import Purpose, stream
 
 LINEAR = (nn.Conv2d, nn.Conv2dTranspose, nn.Dense)  # layers whose weight has an output- and an input-channel axis
 # Moving statistics of a BatchNorm and the value a new channel starts from.
@@ -86,7 +87,7 @@ class Recycler:
     """Recycles the dormant channels of one network at each check (see the module docstring)."""
 
     def __init__(self, net: nn.Cell, optimizer: nn.Adam, values: Callable[[str, nn.Cell, np.random.Generator], dict],
-                 seed: int, purpose: int) -> None:
+                 seed: int, purpose: Purpose) -> None:
         self.sites = sites(net)
         self.values, self.seed, self.purpose = values, seed, purpose
         self.moments = {p.name: (m1, m2) for p, m1, m2 in zip(optimizer.parameters, optimizer.moment1,
@@ -94,7 +95,7 @@ class Recycler:
 
     def rng(self, step: int, layer: str) -> np.random.Generator:
         """The generator of the re-initialisation of `layer` at `step`: a pure function of (seed, step, layer)."""
-        return np.random.default_rng([self.seed, step, self.purpose, zlib.crc32(layer.encode())])
+        return stream(self.seed, step, self.purpose, zlib.crc32(layer.encode()))
 
     def _reset(self, param: Parameter, channels: list[int], axis: int, value: np.ndarray | float) -> None:
         """Write the slice and zero its Adam moments (parameters without moments, the moving statistics, have none)."""

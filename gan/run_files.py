@@ -1,4 +1,5 @@
-"""The files of a run directory and their jsonl records: names, append, read, and repair on resume.
+"""The files of a run directory and their jsonl records: names, append, read, and repair on resume. (Who may use
+a run directory, run.lock and status.json: gan.run_dir; atomic whole-file writes: gan.atomic.)
 
 Every `*.jsonl` file of a run holds one JSON object per line with an integer "step", appended and fsynced
 one line at a time, so a crash loses at most a partial last line. Resuming from the checkpoint of step S
@@ -8,7 +9,10 @@ run rewrites the later steps, never glues a record to a partial line, and never 
 `events.jsonl` records what happened to the run, one `{"step": int, "kind": str, "detail": {...}}` per
 event; kinds (`EVENT_KINDS`): `resume` (detail: {"checkpoint": path}), `resume_override` (detail:
 {"changed": {"dotted.key": [old, new], ...}}), `nonfinite_skip` (detail: {"network": ..., ...}), `recycle`
-(detail: {"net": "D", "layer": "D/act1", "channels": [indices], "count": n}; one per layer, gan.recycle).
+(detail: {"net": "D", "layer": "D/act1", "channels": [indices], "count": n}; one per layer, gan.recycle),
+`data_skip` (detail: {"file": path below data.root, "reason": ..., "count": images skipped so far}; an image
+that became unreadable during the run, gan.data). A `resume` that set later checkpoints aside lists them
+(detail "superseded": [names], gan.checkpoint.set_aside_later).
 """
 from __future__ import annotations
 
@@ -19,26 +23,27 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
+from gan.atomic import write_text_atomic
+from gan.untrusted import read_text, read_yaml
 
-from gan.files import write_atomic
-
+CHECKPOINT_DIR = "checkpoints"  # step_XXXXXXXX.ckpt files (gan.checkpoint)
 DIAGNOSTICS_FILE = "diagnostics.jsonl"  # one record per dead-channel check (gan.diagnostics)
 LOSSES_FILE = "losses.jsonl"  # one line per log step: {"step", "loss_d", "loss_g", "d_x", "d_g_z"}
 METRICS_FILE = "metrics.json"  # the latest evaluation's flat {name: number} (gan.evaluation)
 METRICS_HISTORY_FILE = "metrics.jsonl"  # one record {"step", <name>: value...} per evaluation
 EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps, recycled channels
-REPORT_FILE = "report.html"  # the run's dashboard page
+DASHBOARD_FILE = "report.html"  # the run's dashboard page (gan.outputs.write_dashboard; the name runs have used)
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
-EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "recycle")
+EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "recycle", "data_skip")
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
 OVERRIDES_FILE = ".hydra/overrides.yaml"  # the command-line overrides of a Hydra job
 log = logging.getLogger(__name__)
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write a UTF-8 text file atomically (temporary file in the same folder, fsync, rename)."""
-    return write_atomic(path, text.encode("utf-8"))
+def natural_order(paths: set[Path] | list[Path], root: Path) -> list[Path]:
+    """Folders below `root` in job order: numeric path parts as numbers (2 before 10), before named ones."""
+    return sorted(paths, key=lambda p: [(0, int(part), "") if part.isdigit() else (1, 0, part)
+                                        for part in p.relative_to(root).parts])
 
 
 def losses_record(step: int, loss_d: float, loss_g: float, d_x: float, d_g_z: float) -> dict:
@@ -71,7 +76,7 @@ def _parse(path: Path, number: int, line: str) -> dict:
 def read_records(path: str | Path) -> list[dict]:
     """Every record of a jsonl file in file order; a partial last line (a crash mid-append) is ignored."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -103,7 +108,7 @@ def truncate_jsonl(path: str | Path, step: int) -> int:
     path = Path(path)
     if not path.is_file():
         return 0
-    lines = path.read_text(encoding="utf-8").split("\n")  # last item: "" or a line without its newline
+    lines = read_text(path).split("\n")  # last item: "" or a line without its newline
     kept, bad = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -158,13 +163,26 @@ def nonfinite_detail(stats: Any) -> dict:
                            for net, value in (("D", stats.loss_scale_d), ("G", stats.loss_scale_g))}}
 
 
-def record_resume(run_dir: str | Path, step: int, checkpoint: str | Path, changes: dict[str, list]) -> None:
-    """A run resumes at `step`: truncate its jsonl files to that step, then log the `resume` event and, when
-    experiment settings changed under train.resume_override, the `resume_override` event."""
+def record_resume(run_dir: str | Path, step: int, checkpoint: str | Path, changes: dict[str, list],
+                  superseded: list[str] = ()) -> None:
+    """A run resumes at `step`: truncate its jsonl files to that step, then log the `resume` event (with the
+    later checkpoints set aside, `superseded`, when there were any) and, when experiment settings changed under
+    train.resume_override, the `resume_override` event."""
     truncate_for_resume(run_dir, step)
-    append_event(run_dir, step, "resume", {"checkpoint": str(checkpoint)})
+    detail = {"checkpoint": str(checkpoint), **({"superseded": list(superseded)} if superseded else {})}
+    append_event(run_dir, step, "resume", detail)
     if changes:
         append_event(run_dir, step, "resume_override", {"changed": changes})
+
+
+def record_restart(run_dir: str | Path) -> dict[str, int]:
+    """train.resume=auto in a run directory whose run saved no checkpoint: it starts over at step 0, so its
+    records are dropped as a resume drops those after its checkpoint (warned, naming the files)."""
+    dropped = truncate_for_resume(run_dir, 0)
+    if dropped:
+        log.warning("train.resume=auto: %s holds no checkpoint, so the run starts over at step 0; dropped the "
+                    "records of its earlier attempt: %s", run_dir, ", ".join(f"{n} ({k} lines)" for n, k in dropped.items()))
+    return dropped
 
 
 def read_events(run_dir: str | Path) -> list[dict]:
@@ -178,7 +196,7 @@ def read_overrides(run_dir: str | Path) -> dict[str, str]:
     path = Path(run_dir) / OVERRIDES_FILE
     if not path.is_file():
         return {}
-    items = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    items = read_yaml(path) or []
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a YAML list of key=value overrides, got {type(items).__name__}")
     overrides = {}

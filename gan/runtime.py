@@ -21,6 +21,15 @@ def compute_dtype(precision: str):
     return {"fp16": ms.float16, "bf16": ms.bfloat16}.get(precision)
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a container or `taskset` may allow fewer than the
+    machine has, and os.cpu_count() counts the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity interface on this platform
+        return os.cpu_count() or 1
+
+
 def job_threads(launcher: dict, cpu_count: int | None = None) -> int | None:
     """CPU threads one job may use when the launcher runs `n_jobs` jobs at once (joblib); None for serial launchers.
 
@@ -29,7 +38,7 @@ def job_threads(launcher: dict, cpu_count: int | None = None) -> int | None:
     n_jobs = launcher.get("n_jobs")
     if n_jobs is None:
         return None
-    cpus = cpu_count or os.cpu_count() or 1
+    cpus = cpu_count or available_cpus()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
         raise ValueError(f"hydra.launcher.n_jobs={n_jobs!r} is not allowed: use a positive integer or -1 (all cores)")
     parallel = cpus if n_jobs == -1 else n_jobs

@@ -1,7 +1,9 @@
 """The one-table summary of a Hydra sweep directory (per-job threads of parallel launchers: gan.runtime).
 
-No MindSpore here: the summary reads only files that jobs wrote (`.hydra/overrides.yaml`, `metrics.json`,
-`losses.jsonl`, `diagnostics.jsonl`).
+No MindSpore here: the summary reads only files that jobs wrote, as the dashboard's typed records
+(gan.run_reader: settings from `.hydra/overrides.yaml`, `metrics.json`, `losses.jsonl`, `diagnostics.jsonl`) plus
+`status.json`. Each row says how its job ended (finished, failed with its error, ...); failed jobs are left out of
+the seed groups (the dashboard's groups) and listed after them.
 """
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import json
 import math
 from pathlib import Path
 
-import yaml
-
-from gan.dashboard import SEED_KEY, SUMMARY_METRICS, group_runs, network_summary
-from gan.run_files import (DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_FILE, OVERRIDES_FILE, read_jsonl, read_overrides,
-                           write_text_atomic)
+from gan.atomic import write_text_atomic
+from gan.channel_stats import SUMMARY_METRICS, layer_order, network_of, network_summary
+from gan.run_dir import FAILED_STATES, job_state
+from gan.run_files import OVERRIDES_FILE, natural_order
+from gan.run_reader import SEED_KEY, Run, group_runs, load_run
+from gan.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 
@@ -26,31 +29,35 @@ def find_jobs(sweep_dir: str | Path) -> list[Path]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory; pass a Hydra multirun directory")
     jobs = [p.parent.parent for p in root.rglob(OVERRIDES_FILE)]
-    return sorted(jobs, key=lambda p: [int(part) if part.isdigit() else part for part in p.relative_to(root).parts])
+    return natural_order(jobs, root)
 
 
-def job_row(job_dir: Path, root: Path) -> dict:
-    """One summary row: job name, its overrides, final metrics, last losses and dead-channel fractions."""
-    row: dict = {"job": str(job_dir.relative_to(root)), **read_overrides(job_dir)}
-    metrics_path = job_dir / METRICS_FILE
-    if metrics_path.is_file():
-        row.update(json.loads(metrics_path.read_text(encoding="utf-8")))
-    losses = read_jsonl(job_dir / LOSSES_FILE) if (job_dir / LOSSES_FILE).is_file() else []
-    if losses:
-        row.update({"step": losses[-1]["step"], "loss_d": losses[-1]["loss_d"], "loss_g": losses[-1]["loss_g"]})
-    records = read_jsonl(job_dir / DIAGNOSTICS_FILE) if (job_dir / DIAGNOSTICS_FILE).is_file() else []
-    if records:
-        row.update({f"{net} {m}": network_summary(records[-1], net, m) for net in ("G", "D") for m in SUMMARY_METRICS})
+def load_jobs(sweep_dir: str | Path) -> list[Run]:
+    """The Run of every job of the sweep (gan.run_reader), named by its folder below it, in job order;
+    FileNotFoundError when it holds no Hydra job."""
+    root = Path(sweep_dir)
+    jobs = find_jobs(root)
+    if not jobs:
+        raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
+    return [load_run(job, str(job.relative_to(root))) for job in jobs]
+
+
+def job_row(run: Run) -> dict:
+    """One summary row: job name, how it ended (gan.run_dir.job_state: finished, failed with the error, ...), its
+    settings, final metrics, last losses and dead-channel fractions."""
+    row: dict = {"job": run.name, "status": job_state(run.dir)[1], **run.settings, **run.metrics}
+    if run.losses:
+        last = run.losses[-1]
+        row.update({"step": last["step"], "loss_d": last["loss_d"], "loss_g": last["loss_g"]})
+    if run.diagnostics:
+        row.update({f"{net} {m}": network_summary(run.diagnostics[-1], net, m) for net in ("G", "D")
+                    for m in SUMMARY_METRICS})
     return row
 
 
 def summarize(sweep_dir: str | Path) -> list[dict]:
     """Rows of every job of the sweep; FileNotFoundError when it holds no Hydra job."""
-    root = Path(sweep_dir)
-    jobs = find_jobs(root)
-    if not jobs:
-        raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
-    return [job_row(job, root) for job in jobs]
+    return [job_row(run) for run in load_jobs(sweep_dir)]
 
 
 def columns(rows: list[dict]) -> list[str]:
@@ -62,10 +69,10 @@ def columns(rows: list[dict]) -> list[str]:
 
 
 def _cell(value) -> str:
-    """Markdown cell: floats to 4 significant digits, missing values empty."""
+    """Markdown cell: floats to 4 significant digits, missing values empty; text on one line, its | escaped."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{value:.4g}" if isinstance(value, float) else " ".join(str(value).split()).replace("|", "\\|")
 
 
 def to_markdown(rows: list[dict]) -> str:
@@ -90,7 +97,7 @@ def optuna_best(sweep_dir: str | Path) -> str | None:
     path = Path(sweep_dir) / OPTUNA_RESULTS
     if not path.is_file():
         return None
-    results = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    results = read_yaml(path) or {}
     if "best_params" not in results or "best_value" not in results:
         raise ValueError(f"{path} has no best_params/best_value; is it hydra-optuna-sweeper's file?")
     params = ", ".join(f"{key}={_cell(value)}" for key, value in results["best_params"].items())
@@ -122,7 +129,7 @@ def _layer_values(records: list[dict]) -> dict[str, dict[str, list[tuple[int, fl
     """{layer or "G"/"D" (channel-weighted): {metric: [(step, value) per check]}} of one run's diagnostics."""
     series: dict[str, dict[str, list]] = {}
     for record in records:
-        names = list(record["layers"]) + sorted({layer.split("/")[0] for layer in record["layers"]})
+        names = list(record["layers"]) + sorted({network_of(layer) for layer in record["layers"]})
         for name in names:
             for metric in SUMMARY_METRICS:
                 value = (record["layers"][name].get(metric) if name in record["layers"]
@@ -135,43 +142,34 @@ def group_summary(sweep_dir: str | Path) -> dict:
     """Per group of jobs differing only in their seed (the dashboard's groups): final metrics and dead-channel
     statistics per layer as mean/std/min/max over the seeds, and the same statistics at every check step."""
     root = Path(sweep_dir)
-    jobs = find_jobs(root)
-    if not jobs:
-        raise FileNotFoundError(f"no Hydra job under {root}: a job directory holds {OVERRIDES_FILE}")
-    runs = []
-    for job in jobs:
-        diag = job / DIAGNOSTICS_FILE
-        metrics = job / METRICS_FILE
-        runs.append({"job": str(job.relative_to(root)), "settings": read_overrides(job),
-                     "metrics": json.loads(metrics.read_text(encoding="utf-8")) if metrics.is_file() else {},
-                     "series": _layer_values(read_jsonl(diag)) if diag.is_file() else {}})
-    groups, common, varied = group_runs(runs, [r["job"] for r in runs])
+    runs, failed = [], []
+    for run in load_jobs(root):
+        state, text = job_state(run.dir)
+        if state in FAILED_STATES:  # not a result: a group of it would be empty cells or a truncated run
+            failed.append({"job": run.name, "status": text})
+        else:
+            runs.append(run)
+    groups, common, varied = group_runs(runs)
     out = []
     for group in groups:
         members = group.runs
-        layers = sorted({name for r in members for name in r["series"]}, key=_layer_order)
+        series = [_layer_values(r.diagnostics) for r in members]
+        layers = sorted({name for s in series for name in s}, key=layer_order)
         final, over_time = {}, {}
         for layer in layers:
             for metric in SUMMARY_METRICS:
-                per_run = [dict(r["series"].get(layer, {}).get(metric, [])) for r in members]
+                per_run = [dict(s.get(layer, {}).get(metric, [])) for s in series]
                 steps = sorted({s for points in per_run for s in points})
                 if steps:
                     final.setdefault(layer, {})[metric] = spread([p[max(p)] for p in per_run if p])
                     over_time.setdefault(layer, {})[metric] = [
                         {"step": s, **(spread([p.get(s) for p in per_run]) or {"n": 0})} for s in steps]
-        metric_names = sorted({k for r in members for k, v in r["metrics"].items() if isinstance(v, (int, float))})
-        out.append({"label": group.label, "settings": {k: members[0]["settings"].get(k) for k in varied},
-                    "seeds": [r["settings"].get(SEED_KEY) for r in members], "jobs": [r["job"] for r in members],
-                    "metrics": {k: spread([r["metrics"].get(k) for r in members]) for k in metric_names},
+        metric_names = sorted({k for r in members for k, v in r.metrics.items() if isinstance(v, (int, float))})
+        out.append({"label": group.label, "settings": {k: members[0].settings.get(k) for k in varied},
+                    "seeds": [r.settings.get(SEED_KEY) for r in members], "jobs": [r.name for r in members],
+                    "metrics": {k: spread([r.metrics.get(k) for r in members]) for k in metric_names},
                     "final": final, "over_time": over_time})
-    return {"sweep": str(root.resolve().name), "common": common, "varied": varied, "groups": out}
-
-
-def _layer_order(name: str) -> tuple:
-    """G before D; a network's layers in order, then the network as a whole ("G", "D")."""
-    net, _, layer = name.partition("/")
-    digits = "".join(ch for ch in layer if ch.isdigit())
-    return net != "G", net, not layer, int(digits) if digits else -1, layer
+    return {"sweep": str(root.resolve().name), "common": common, "varied": varied, "groups": out, "failed": failed}
 
 
 def _mean_std(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
@@ -186,7 +184,7 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets:
     """Markdown tables of a group_summary(): one per dead-channel statistic (percent of channels at the last check,
     rows = groups, columns = the layers of `nets`), then one of the final quality metrics; mean ± std over the seeds."""
     groups = summary["groups"]
-    layers = sorted({name for g in groups for name in g["final"] if name.split("/")[0] in nets}, key=_layer_order)
+    layers = sorted({name for g in groups for name in g["final"] if name.split("/")[0] in nets}, key=layer_order)
     parts = []
     for metric in SUMMARY_METRICS:
         header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(layers) + " |"
@@ -200,6 +198,9 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets:
         rows = [f"| {g['label']} | {len(g['seeds'])} | "
                 + " | ".join(_mean_std(g["metrics"].get(k), 1, 3) for k in names) + " |" for g in groups]
         parts.append("\n".join([header, "|" + "---|" * (len(names) + 2), *rows]))
+    if summary.get("failed"):
+        parts.append("Jobs left out of the groups above:\n" + "\n".join(f"- job {f['job']}: {_cell(f['status'])}"
+                                                                       for f in summary["failed"]))
     return "\n\n".join(parts) + "\n"
 
 

@@ -13,17 +13,16 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
+from gan.classifier import cache_path, load_classifier
 from gan.config import POINT_DATASETS, Config
 from gan.data import ImageData, build_image_data
-from gan.classifier import cache_path, load_classifier
+from gan.images import image_grid
 from gan.metrics import HQ_STDS, image_metrics, mode_metrics
-from gan.report import image_grid
+from gan.streams import Purpose, stream
 from gan.toy2d import Mixture, get_mixture, sample_mixture
 
 IMAGE_METRICS = ("class_coverage", "class_kl", "mean_confidence", "frechet_distance")
 MODE_METRICS = ("modes", "hq_fraction", "reverse_kl")
-_POINTS_PURPOSE = 0x2D0  # third word of the rng key of a training batch of points
-_REAL_POINTS_PURPOSE = 0x2D1  # ... of the real points drawn in samples/real.png
 SCATTER_SIZE = 320
 _BACKGROUND, _MODE_COLOUR, _HQ_COLOUR, _OFF_COLOUR = (255, 255, 255), (0, 160, 0), (31, 119, 180), (214, 39, 40)
 
@@ -41,13 +40,13 @@ class PointData:
         self.batch_size = batch_size
         self.seed = seed
 
-    def _draw(self, n: int, step: int, purpose: int) -> np.ndarray:
-        points = sample_mixture(self.mixture.name, n, np.random.default_rng([self.seed, step, purpose]))
+    def _draw(self, n: int, step: int, purpose: Purpose) -> np.ndarray:
+        points = sample_mixture(self.mixture.name, n, stream(self.seed, step, purpose))
         return points.reshape(n, 2, 1, 1)
 
     def batch(self, step: int) -> np.ndarray:
         """The training batch of global step `step`."""
-        return self._draw(self.batch_size, step, _POINTS_PURPOSE)
+        return self._draw(self.batch_size, step, Purpose.POINTS)
 
     def batches(self, start_step: int = 0) -> Iterator[np.ndarray]:
         """Batches for steps start_step, start_step + 1, ... forever."""
@@ -58,7 +57,15 @@ class PointData:
 
     def sample(self, n: int) -> np.ndarray:
         """n real points (for samples/real.png), the same for every run of a seed."""
-        return self._draw(n, 0, _REAL_POINTS_PURPOSE)
+        return self._draw(n, 0, Purpose.REAL_POINTS)
+
+    def fingerprint(self) -> dict:
+        """The mixture's identity (drawn from code: nothing on disk can change under a run)."""
+        return {"dataset": self.mixture.name}
+
+    def new_unreadable(self) -> list[tuple[str, str]]:
+        """Drawn points never become unreadable."""
+        return []
 
 
 def as_points(samples: np.ndarray) -> np.ndarray:
@@ -93,6 +100,15 @@ def scatter_plot(points: np.ndarray, mixture: Mixture, size: int = SCATTER_SIZE)
     return np.asarray(image)
 
 
+def sample_picture(data_name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """What a run's sample grids draw for data `data_name`, without loading the data: a scatter plot over the
+    mixture's modes for 2D points, an image grid otherwise (the tasks' `picture`, generate.py)."""
+    if data_name in POINT_DATASETS:
+        mixture = get_mixture(data_name)
+        return lambda samples: scatter_plot(as_points(samples), mixture)
+    return image_grid
+
+
 class Task(Protocol):
     """The per-data-kind parts of a run."""
 
@@ -120,7 +136,7 @@ class ImageTask:
 
     def picture(self, samples: np.ndarray) -> np.ndarray:
         """A grid of NCHW images in [-1, 1]."""
-        return image_grid(samples)
+        return sample_picture(self.data.name)(samples)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Load the cached MNIST classifier, training it first (minutes, once per machine) if it is missing."""
@@ -147,7 +163,7 @@ class PointTask:
 
     def picture(self, samples: np.ndarray) -> np.ndarray:
         """Scatter plot of (N, 2, 1, 1) points over the modes."""
-        return scatter_plot(as_points(samples), self.data.mixture)
+        return sample_picture(self.data.mixture.name)(samples)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Nothing to load: the mode metrics are closed-form."""

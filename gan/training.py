@@ -2,12 +2,13 @@
 clipping, accumulation, EMA, spectral-norm power iteration), and `run`, the loop: step, outputs (gan.outputs),
 stop (Ctrl-C).
 
-Everything random is a pure function of (seed, step, purpose), so a resumed run replays exactly the
-batches, latents and updates of an uninterrupted one without saving RNG states.
+Everything random is a pure function of (seed, step, purpose) (gan.streams), so a resumed run replays exactly
+the batches, latents and updates of an uninterrupted one without saving RNG states.
 """
 from __future__ import annotations
 
 import math
+import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,46 +19,26 @@ import numpy as np
 from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
-from gan.checkpoint import CheckpointError, latest_checkpoint, load_training_checkpoint
-from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, resolve_fusion, to_config
+from gan.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
+                            latest_checkpoint, load_training_checkpoint, set_aside_later)
+from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
 from gan.distributed import World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
-from gan.layers import PowerIteration, check_fusion_impl, resolve_conv_impl
+from gan.layers import PowerIteration
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.outputs import RunOutputs, RunSummary
+from gan.plan import build_plan
 from gan.recycle import Recycler
-from gan.run_files import record_resume
+from gan.run_dir import claim_run_dir, previous_run_files
+from gan.run_files import record_restart, record_resume
 from gan.runtime import compute_dtype, prepare_run
-from gan.tasks import build_task
-from ops import global_norm, jit_level
+from gan.streams import Purpose, fixed_latents, latents, mixing_weights, stream
+from gan.data import ImageData
+from gan.tasks import PointData, build_task
+from ops import global_norm
 
-# Purposes of the random streams: np.random.default_rng([seed, step, purpose]).
-_Z, _FIXED_Z, _INIT_G, _INIT_D, _EVAL_Z, _GP_EPS, _RECYCLE = 1, 2, 3, 4, 5, 6, 7
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
-
-
-def latents(seed: int, step: int, purpose: int, n: int, nz: int, d_step: int = 0) -> np.ndarray:
-    """Standard-normal latents (n, nz, 1, 1), a pure function of (seed, step, purpose[, D step > 0])."""
-    return np.random.default_rng([seed, step, purpose] + ([d_step] if d_step else [])).standard_normal(
-        (n, nz, 1, 1), dtype=np.float32)
-
-
-def mixing_weights(seed: int, step: int, n: int, d_step: int = 0) -> np.ndarray:
-    """The gradient penalty's per-sample weights eps ~ U(0, 1), (n, 1, 1, 1), a pure function of (seed, step)."""
-    return np.random.default_rng([seed, step, _GP_EPS, d_step]).random((n, 1, 1, 1), dtype=np.float32)
-
-
-def fixed_latent_batches(seed: int, n: int, nz: int, batch: int) -> Iterator[np.ndarray]:
-    """fixed_latents(seed, n, nz) in consecutive batches of at most `batch` (the same values), never all n at once."""
-    rng = np.random.default_rng([seed, 0, _FIXED_Z])
-    for start in range(0, n, batch):
-        yield rng.standard_normal((min(batch, n - start), nz, 1, 1), dtype=np.float32)
-
-
-def fixed_latents(seed: int, n: int, nz: int) -> np.ndarray:
-    """The latent batch of a run's sample grids: fixed for the whole run, across resumes and in generate.py."""
-    return latents(seed, 0, _FIXED_Z, n, nz)
 
 
 def composed_global_norm(grads: tuple) -> Tensor:
@@ -157,20 +138,6 @@ class EMA(nn.Cell):
         return ops.zeros((), ms.float32)
 
 
-def discriminator_impl(cfg: Config, impl: str) -> str:
-    """D's conv implementation: `impl`, except that a gradient penalty (wgan_gp, R1) differentiates D twice and
-    the oneDNN kernels have first derivatives only, so model.conv_impl=auto takes gemm for D there."""
-    penalty = LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0
-    return "gemm" if penalty and impl == "onednn" and cfg.model.conv_impl == "auto" else impl
-
-
-def discriminator_fusion(cfg: Config, fusion: str) -> str:
-    """D's fusion kind: the run's `fusion` (resolved), except "none" with a gradient penalty (wgan_gp, R1), which
-    differentiates D twice: the fused kernels have first derivatives only, while the LeakyReLU op has its second
-    (D then has no BatchNorm to fuse: gan.config refuses a penalty with a fused BatchNorm D)."""
-    return "none" if LOSSES[cfg.train.loss].gradient_penalty or cfg.train.r1_gamma > 0 else fusion
-
-
 def _per_d_step(x: np.ndarray | Sequence[np.ndarray], name: str, d_steps: int) -> list[np.ndarray]:
     """One array per D step: a single array stands for d_steps=1."""
     arrays = [x] if isinstance(x, np.ndarray) else list(x)
@@ -238,28 +205,24 @@ class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
-        # model.conv_impl=auto and fusion=auto resolved for this device: what the run builds
-        self.conv_impl = impl = resolve_conv_impl(cfg.model.conv_impl, cfg.runtime.device_target)
-        self.fusion = fusion = resolve_fusion(cfg, impl)
-        check_fusion_impl(fusion, impl)
+        # What each network builds on this machine (conv impl, fusion, activation), decided once (gan.plan)
+        self.plan = plan = build_plan(cfg)
         self.nz = cfg.model.nz
-        level = jit_level(fusion, cfg.runtime.device_target)  # fusion=graph_kernel fails here on CPU
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
-        self.g = nets.generator(cfg.model, cfg.act, channels, impl, fusion, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, discriminator_impl(cfg, impl),
-                                    discriminator_fusion(cfg, fusion), self.sync_bn)
-        nets.init(self.g, np.random.default_rng([cfg.seed, 0, _INIT_G]))
-        nets.init(self.d, np.random.default_rng([cfg.seed, 0, _INIT_D]))
+        self.g = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion, self.sync_bn)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, plan.d.conv_impl, plan.d.fusion, self.sync_bn)
+        nets.init(self.g, stream(cfg.seed, 0, Purpose.INIT_G))
+        nets.init(self.d, stream(cfg.seed, 0, Purpose.INIT_D))
         for net in (self.g, self.d):
             seed_random_activations(net, cfg.seed)
         # Unique names: the D step also runs G, so both live in one graph.
-        self.g.update_parameters_name("generator.")
-        self.d.update_parameters_name("discriminator.")
+        self.g.update_parameters_name(G_PREFIX)
+        self.d.update_parameters_name(D_PREFIX)
         self.g_ema = None
         if cfg.train.ema_beta is not None:
-            self.g_ema = nets.generator(cfg.model, cfg.act, channels, impl, fusion)  # inference only
-            self.g_ema.update_parameters_name("ema.")
+            self.g_ema = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion)  # inference only
+            self.g_ema.update_parameters_name(EMA_PREFIX)
             for dst, src in zip(self.g_ema.get_parameters(), self.g.get_parameters()):
                 dst.set_data(src.data.copy())
         # MindSpore cells start in inference mode: BatchNorm must use (and update) batch statistics.
@@ -270,7 +233,7 @@ class GANTrainer:
         self.d_probes: list[ProbedActivation] = []
         if cfg.diagnostics.enabled:
             size = nets.sample_side(cfg.model)
-            if not cfg.model.d_maxout:  # maxout units are not the project's activation cells: G only then
+            if plan.d.probed:  # maxout units are not the project's activation cells: G only then
                 self.d_probes = attach(self.d, Tensor(np.zeros((2, channels, size, size), np.float32)), "D")
             self.probes = attach(self.g, Tensor(np.zeros((2, self.nz, 1, 1), np.float32)), "G") + self.d_probes
         self.g_run, self.d_run = self.g, self.d
@@ -289,11 +252,11 @@ class GANTrainer:
         # beta1_power, learning_rate, scale_value, ...) get unique names, which are also their checkpoint keys.
         for net, opt, scaler in (("g", self.opt_g, self.scaler_g), ("d", self.opt_d, self.scaler_d)):
             for param in optimizer_state(opt):
-                param.name = f"opt_{net}.{param.name}"
+                param.name = OPTIMIZER_PREFIXES[net] + param.name
             for attr, param in scaler_state(scaler).items():
-                param.name = f"scaler_{net}.{attr}"
+                param.name = SCALER_PREFIXES[net] + attr
         graph = cfg.runtime.mode == "graph"
-        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=level)) if graph else (lambda fn: fn)
+        self._compile: Callable = (lambda fn: ms.jit(fn, jit_level=plan.jit_level)) if graph else (lambda fn: fn)
         self.world, self.train_cfg, self.d_steps = world, t, t.d_steps
         self._norm_of = global_norm_for(cfg.runtime.device_target)
         self.loss = LOSSES[t.loss]
@@ -304,7 +267,7 @@ class GANTrainer:
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
         # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.recycle), keyed by (seed, step).
         optimizers = {"G": (self.g, self.opt_g), "D": (self.d, self.opt_d)}
-        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, _RECYCLE)
+        self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, Purpose.RECYCLE)
                           for net in cfg.diagnostics.recycle_nets] if cfg.diagnostics.recycle else []
 
     def recycle(self, step: int, record: dict) -> dict[str, list[int]]:
@@ -314,7 +277,7 @@ class GANTrainer:
     def _d_loss(self, r1: bool) -> Callable:
         """D's loss (real, fake, eps) -> (scaled loss, loss, D(x), D(G(z))) on a fake that carries no gradient,
         with the R1 penalty when r1 is True."""
-        loss_d, penalty, gp_weight = self.loss.d, self.loss.gradient_penalty, self.gp_weight
+        loss_d, penalty, gp_weight = self.loss.d, self.plan.gradient_penalty, self.gp_weight
         r1_weight = 0.5 * self.r1_gamma * self.r1_every  # lazy: the average over steps is gamma / 2 * E||grad||^2
         input_grad = input_gradient(self.d_run)
 
@@ -428,12 +391,12 @@ class GANTrainer:
             raise ValueError("train_step(probe=True) needs diagnostics.enabled=true (no probes are attached)")
         reals, zs = _per_d_step(real, "real", self.d_steps), _per_d_step(z, "z", self.d_steps)
         if eps is None:
-            if self.loss.gradient_penalty:
+            if self.plan.gradient_penalty:
                 raise ValueError("train_step: the gradient penalty of train.loss=wgan_gp needs eps")
             eps = [np.zeros((x.shape[0], 1, 1, 1), np.float32) for x in reals]
         epss = _per_d_step(eps, "eps", self.d_steps)
-        r1 = r1 and self.r1_gamma > 0
-        penalty = r1 or self.loss.gradient_penalty
+        r1 = r1 and self.plan.r1
+        penalty = r1 or self.plan.gradient_penalty  # this step differentiates D twice
         set_probing(self.probes, probe)
         d_step, g_step, d_and_g_step = self._steps_for(probe, r1)
         # D's gradient taps, read at each step's compile: off where D is differentiated twice (a penalty)
@@ -520,16 +483,24 @@ class GANTrainer:
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
 
 
+class TrainingAborted(KeyboardInterrupt):
+    """A second Ctrl-C (or SIGTERM): training stopped at once, without saving; the message names the newest
+    checkpoint (train.py prints it and exits 130)."""
+
+
 class _InterruptFlag:
-    """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step; a second aborts.
+    """First Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop after the current step, and says so; a
+    second aborts at once without saving (TrainingAborted), also while that checkpoint is being written.
 
     SIGTERM is handled too because MindSpore's runtime installs its own SIGINT handler on every jit call,
     and that handler turns Ctrl-C into a SIGTERM to this process.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    NOTICE = "\nstopping after this step (saving a checkpoint); Ctrl-C again to abort without saving\n"
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
         self.requested = False
         self._previous: dict = {}
 
@@ -543,8 +514,12 @@ class _InterruptFlag:
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
-            raise KeyboardInterrupt
+            newest = latest_checkpoint(self.run_dir)
+            raise TrainingAborted("aborted by a second Ctrl-C (or SIGTERM) without saving: nothing was saved since "
+                                  "the last checkpoint, " + (f"{newest}; resume from it with train.resume=auto"
+                                                             if newest else "and this run has none"))
         self.requested = True
+        os.write(2, self.NOTICE.encode())  # not print(): the handler may interrupt a write to sys.stderr
 
 
 def scheduled_lr(train: TrainConfig, step: int, end: int) -> float:
@@ -573,20 +548,41 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
-def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path) -> tuple[Path | None, int, dict]:
+def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path,
+                 data: ImageData | PointData) -> tuple[Path | None, int, dict]:
     """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
-    experiment keys stop the run unless train.resume_override (gan.config.check_resume); rank 0 records the
-    resume in the run's files before anything reads or appends them."""
+    experiment keys, or other data than the checkpoint's (`data.fingerprint()`), stop the run unless
+    train.resume_override (gan.config.check_resume); rank 0 then records the resume in the run's files before
+    anything reads or appends them, setting aside checkpoints past the resumed step. resume=auto in a
+    directory whose run saved no checkpoint starts over at step 0."""
     path = _resume_path(conf.train.resume, run_dir)
     if path is None:
+        if conf.train.resume == "auto" and world.is_main and previous_run_files(run_dir):
+            record_restart(run_dir)
         return None, 0, {}
     arrays, meta = load_training_checkpoint(path)
-    changes = check_resume(path, meta["config"], conf)
+    stored, current = meta.get("data"), data.fingerprint()
+    changes = check_resume(path, meta["config"], conf,
+                           {"data.fingerprint": [stored, current]} if stored is not None and stored != current else {})
     trainer.load_state_arrays(arrays, path)
     start = int(meta["step"])
     if world.is_main:
-        record_resume(run_dir, start, path, changes)
+        record_resume(run_dir, start, path, changes, set_aside_later(run_dir, start))
     return path, start, meta
+
+
+def end_step(conf: Config, num_images: int | None, start: int, resumed_from: Path | None) -> int:
+    """The step the run ends at: start + 2 for a dry run, else train.steps (or train.epochs in steps); a
+    ConfigError when the checkpoint resumed from is already past it (there would be nothing to train)."""
+    if conf.train.dry_run:
+        return start + 2
+    end = total_steps(conf, num_images)
+    if start > end:
+        length = (f"train.steps={conf.train.steps}" if conf.train.steps is not None
+                  else f"train.epochs={conf.train.epochs} ({end} steps)")
+        raise ConfigError(f"train.resume: {resumed_from} is at step {start}, past {length}: there is nothing to "
+                          f"train; set train.steps above {start} to train it further")
+    return end
 
 
 def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step: int) -> dict:
@@ -594,7 +590,7 @@ def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step:
     pure function of (seed, step) and this rank's shard; and whether the lazy R1 penalty is due."""
     t, n = conf.train, conf.train.batch_size * world.size
     return {"real": [next(batches) for _ in range(t.d_steps)],
-            "z": [world.local(latents(conf.seed, step, _Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
+            "z": [world.local(latents(conf.seed, step, Purpose.Z, n, conf.model.nz, k)) for k in range(t.d_steps)],
             "eps": [world.local(mixing_weights(conf.seed, step, n, k)) for k in range(t.d_steps)],
             "r1": r1_due(step, t.r1_gamma, t.r1_every)}
 
@@ -603,31 +599,32 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     """Train (or resume) a GAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
     conf, run_dir = to_config(cfg), Path(run_dir)
     world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.runtime)
-    task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
-    trainer = GANTrainer(conf, task.data.channels, world)
-    resumed_from, start, meta = resume_state(trainer, conf, world, run_dir)
-    end = start + 2 if conf.train.dry_run else total_steps(conf, task.data.num_images)
-    outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta,
-                         latents(conf.seed, 0, _EVAL_Z, conf.eval.num_samples, conf.model.nz),
-                         fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
-    outputs.announce(resumed_from)
-    batches = task.data.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
-    try:
-        with _InterruptFlag() as interrupt:
-            for step in range(start, end):
-                inputs = step_inputs(conf, world, batches, step)
-                if conf.train.lr_decay:
-                    trainer.set_lr(scheduled_lr(conf.train, step, end))
-                with world.guard(f"training step {step + 1}"):
-                    stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
-                                              _AVERAGED)
-                    stop = world.any(interrupt.requested)  # every rank stops at the same step
-                outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
-                if stop:
-                    outputs.interrupted(step + 1)
-                    break
-        outputs.finish()
-    finally:
-        outputs.close()
-    outputs.report()
-    return outputs.summary
+    with claim_run_dir(run_dir, conf.train.resume, world.is_main):  # locked, not another run's (gan.run_dir)
+        task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.tasks)
+        trainer = GANTrainer(conf, task.data.channels, world)
+        resumed_from, start, meta = resume_state(trainer, conf, world, run_dir, task.data)
+        end = end_step(conf, task.data.num_images, start, resumed_from)
+        outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta, resumed_from,
+                             latents(conf.seed, 0, Purpose.EVAL_Z, conf.eval.num_samples, conf.model.nz),
+                             fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
+        outputs.announce()
+        batches = outputs.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
+        try:
+            with _InterruptFlag(run_dir) as interrupt:
+                for step in range(start, end):
+                    inputs = step_inputs(conf, world, batches, step)
+                    if conf.train.lr_decay:
+                        trainer.set_lr(scheduled_lr(conf.train, step, end))
+                    with world.guard(f"training step {step + 1}"):
+                        stats = world.mean_fields(trainer.train_step(probe=outputs.probe_due(step + 1), **inputs),
+                                                  _AVERAGED)
+                        stop = world.any(interrupt.requested)  # every rank stops at the same step
+                    outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
+                    if stop:
+                        outputs.interrupted(step + 1)
+                        break
+            outputs.finish()
+        finally:
+            outputs.close()
+        outputs.print_summary()
+        return outputs.summary

@@ -16,8 +16,8 @@ os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence it
 from .activations import (ACTIVATIONS, ELU, AdaptiveLeakyReLU, PReLU, RReLU, elu, prelu,  # noqa: E402
                           rrelu)
 from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
-from .fused import (FUSION_KINDS, BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act,  # noqa: E402
-                    check_graph_kernel_supported, fused_bn_act, jit_level, norm_act_layers)
+from .fused import (BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act, fused_bn_act,  # noqa: E402
+                    norm_act_layers)
 from .global_norm import global_norm  # noqa: E402
 from .im2col import col2im, im2col  # noqa: E402
 from .quantized import QUANT_DTYPES, QuantizedLeakyReLU, quantized_leaky_relu  # noqa: E402
@@ -26,8 +26,7 @@ from .reference import FORMULATIONS  # noqa: E402
 from .swap import ActivationRecord, activation_report, format_report, swap_activations  # noqa: E402
 
 __all__ = ["ACTIVATIONS", "ActivationRecord", "AdaptiveLeakyReLU", "BatchNormAct", "BatchNormPReLU", "ELU",
-           "FLOAT_DTYPES", "FORMULATIONS", "FUSION_KINDS", "InputRange", "LeakyReLU", "PReLU", "QUANT_DTYPES",
-           "QuantizedLeakyReLU", "RReLU", "RangeRecorder", "SyncBatchNorm2d", "activation_ranges",
-           "activation_report", "batch_moments", "bias_act", "check_graph_kernel_supported", "col2im", "elu",
-           "format_report", "fused_bn_act", "global_norm", "im2col", "jit_level", "leaky_relu", "norm_act_layers",
-           "prelu", "quantized_leaky_relu", "rrelu", "swap_activations"]
+           "FLOAT_DTYPES", "FORMULATIONS", "InputRange", "LeakyReLU", "PReLU", "QUANT_DTYPES", "QuantizedLeakyReLU",
+           "RReLU", "RangeRecorder", "SyncBatchNorm2d", "activation_ranges", "activation_report", "batch_moments",
+           "bias_act", "col2im", "elu", "format_report", "fused_bn_act", "global_norm", "im2col", "leaky_relu",
+           "norm_act_layers", "prelu", "quantized_leaky_relu", "rrelu", "swap_activations"]

@@ -4,7 +4,9 @@ and the public functions and Cells written thinly over it.
 A row names the activation, its numpy reference forward/backward (ops.reference, the specification the
 kernels are tested against bit for bit), its kernel entry points (ops/csrc/cpu) and their input signature
 (ops._custom.SIGNATURES), its float parameters by name with defaults and checks, the name of its learnable
-tensor, whether it is random and whether it may run in place. Semantics follow PyTorch where PyTorch has
+tensor, whether it is random and whether it may run in place, and its capabilities: whether ops.fused fuses it
+with BatchNorm (and with a conv's bias) and whether its op has a second derivative (gradient penalties
+differentiate twice; the other kernels have first derivatives only). Semantics follow PyTorch where PyTorch has
 the activation (docs/operator.md); every activation: NaN propagates, `clamp` limits outputs to
 [-clamp, clamp] keeping NaN (gradient 0 where cut off), float32 and float16 tensors (float32 math, one
 rounding), graph and PyNative mode.
@@ -105,6 +107,8 @@ class Activation:
     learnable: str | None = None      # name of the learnable tensor
     random: bool = False
     inplace: bool = False
+    bn_fusable: bool = False          # ops.fused has its BatchNorm + activation (and bias + activation) kernel
+    second_derivative: bool = False   # its public op's backward is differentiable again
 
     def resolve(self, **values: Any) -> dict[str, float]:
         """Checked float values of every parameter, defaults filled in; ValueError naming a bad one."""
@@ -123,9 +127,10 @@ class Activation:
 ACTIVATIONS: dict[str, Activation] = {row.name: row for row in (
     Activation("leaky_relu", "x > 0 ? x : negative_slope * x", reference.forward, reference.backward,
                ("LeakyReluForwardSelect", "LeakyReluBackward"), "x",
-               (Param("negative_slope", None, check_unit),), inplace=True),
+               (Param("negative_slope", None, check_unit),), inplace=True, bn_fusable=True, second_derivative=True),
     Activation("prelu", "x > 0 ? x : weight[c] * x, weight (1,) or (C,) learned", reference.prelu_forward,
-               reference.prelu_backward, ("PreluForward", "PreluBackward"), "x,weight", (), learnable="weight"),
+               reference.prelu_backward, ("PreluForward", "PreluBackward"), "x,weight", (), learnable="weight",
+               bn_fusable=True),
     Activation("rrelu", "x > 0 ? x : s * x, s ~ U[lower, upper] per element in training, (lower+upper)/2 in eval",
                reference.rrelu_forward, reference.rrelu_backward, ("RreluTrainForward", "RreluTrainBackward"),
                "x,key", (Param("lower", 1 / 8, check_unit), Param("upper", 1 / 3, check_unit)),

@@ -1,9 +1,16 @@
 """Compile the C++ CPU kernels into a cached shared library that `ops.Custom(func_type="aot")` loads.
 
-Cache key (the library's file name): a SHA-256 of the kernel sources, the MindSpore version, the base
-compiler flags, the compiler *name* ($CXX, default g++) and this CPU (/proc/cpuinfo model name and flags,
-for `-march=native`). Nothing in it runs the compiler, so a cache hit needs no compiler installed; a
-compiler upgrade alone does not rebuild (delete the cache folder to force it).
+Target flags: `-march=native` itself, so the kernels get every instruction-set extension the compiler finds
+on this CPU, also those it does not tie to a `-march=` name (g++ 12 does not know Zen 5: it resolves native to
+`-march=znver3` plus `-mavx512f`, `-mavx512bw`, ... as separate flags, and `-march=znver3` alone has no
+AVX-512). $LRELU_CXXFLAGS adds flags after it (e.g. `-mno-avx512f` to build and test the 8-lane kernels on
+an AVX-512 machine, or `-march=x86-64-v3` for a library that runs on older CPUs too).
+
+Cache key (the library's file name): a SHA-256 of the kernel sources, the MindSpore version, the compiler
+flags (base, `-march=native`, $LRELU_CXXFLAGS), the compiler *name* ($CXX, default g++) and this CPU
+(/proc/cpuinfo model name and flags: what `-march=native` resolves from). Nothing in it runs the compiler, so
+a cache hit needs no compiler installed; a compiler upgrade alone does not rebuild (delete the cache folder
+to force it).
 
 A cache entry is trusted only if its SHA-256 matches the `.sha256` file written beside it after a build
 that compiled and loaded: anything else (truncated, overwritten, left by a crash) is rebuilt with one
@@ -21,6 +28,7 @@ import logging
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -36,7 +44,9 @@ SOURCES = (CSRC / "cpu" / "leaky_relu.cc", CSRC / "cpu" / "bn_act.cc", CSRC / "c
            CSRC / "params.h", CSRC / "tiling.h")
 UNITS = tuple(src for src in SOURCES if src.suffix == ".cc")
 BASE_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-trapping-math")
+NATIVE = "-march=native"  # every extension the compiler detects on this CPU (see the module docstring)
 CACHE_ENV = "LRELU_CACHE_DIR"
+FLAGS_ENV = "LRELU_CXXFLAGS"  # extra compiler flags, after -march=native (part of the cache key)
 log = logging.getLogger(__name__)
 
 
@@ -72,19 +82,38 @@ def cpu_identity() -> str:
     return "\n".join([platform.machine(), *dict.fromkeys(fields)])
 
 
+def extra_flags() -> tuple[str, ...]:
+    """$LRELU_CXXFLAGS split like a shell would (part of the cache key); () when unset."""
+    text = os.environ.get(FLAGS_ENV, "")
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as err:
+        raise RuntimeError(f"{FLAGS_ENV}={text!r} cannot be split into compiler flags ({err})") from err
+
+
 @functools.lru_cache(maxsize=None)
 def arch_flags(cxx: str) -> tuple[str, ...]:
-    """`-march=<cpu>` when the compiler accepts -march=native here (resolved, to be explicit), else ()."""
-    probe = subprocess.run([cxx, "-march=native", "-Q", "--help=target"], capture_output=True, text=True)
-    match = re.search(r"^\s*-march=\s+(\S+)", probe.stdout, re.MULTILINE)
-    if probe.returncode != 0 or match is None:
-        return ()
+    """(NATIVE,) when the compiler builds for this CPU with it (and has _Float16), else ()."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.cc"
         src.write_text("float f(_Float16 h) { return static_cast<float>(h); }\n")
-        ok = subprocess.run([cxx, f"-march={match.group(1)}", "-c", str(src), "-o", str(Path(tmp) / "p.o")],
+        ok = subprocess.run([cxx, NATIVE, "-c", str(src), "-o", str(Path(tmp) / "p.o")],
                             capture_output=True).returncode == 0
-    return (f"-march={match.group(1)}",) if ok else ()
+    return (NATIVE,) if ok else ()
+
+
+def compile_flags(cxx: str) -> tuple[str, ...]:
+    """Every flag a kernel library is compiled with, before its sources and link flags."""
+    return BASE_FLAGS + arch_flags(cxx) + extra_flags()
+
+
+def enabled_extensions(cxx: str, flags: tuple[str, ...]) -> set[str]:
+    """The -m<extension> options the compiler reports [enabled] under `flags` (`-Q --help=target`), e.g.
+    {"avx2", "avx512f", ...}: what a library built with those flags may use."""
+    probe = subprocess.run([cxx, *flags, "-Q", "--help=target"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError(f"{cxx} -Q --help=target failed (exit {probe.returncode}): {probe.stderr[-500:]}")
+    return set(re.findall(r"^\s*-m([\w.-]+)\s+\[enabled\]", probe.stdout, re.MULTILINE))
 
 
 def _check_white_list(directory: Path) -> None:
@@ -99,9 +128,10 @@ def _check_white_list(directory: Path) -> None:
 
 
 def cache_key(sources: tuple[Path, ...] = SOURCES, link_flags: tuple[str, ...] = ()) -> str:
-    """The hex key of the library for these sources, MindSpore, flags, compiler name and CPU."""
+    """The hex key of the library for these sources, MindSpore, flags, compiler name and CPU (no compiler run)."""
     key = hashlib.sha256()
-    for part in (mindspore.__version__, compiler_name(), *BASE_FLAGS, *link_flags, cpu_identity()):
+    for part in (mindspore.__version__, compiler_name(), *BASE_FLAGS, NATIVE, *extra_flags(), *link_flags,
+                 cpu_identity()):
         key.update(part.encode() + b"\0")
     for src in sources:
         key.update(src.read_bytes())
@@ -151,7 +181,7 @@ def _unwritable(directory: Path, err: OSError) -> RuntimeError:
 def _build(cxx: str, target: Path, units: tuple[Path, ...], link_flags: tuple[str, ...]) -> None:
     """Compile into a temporary file beside `target`, check that it loads, rename it into place, then
     write its checksum (the caller holds the lock, so the temporary name is this build's alone)."""
-    flags = BASE_FLAGS + arch_flags(cxx)
+    flags = compile_flags(cxx)
     for leftover in target.parent.glob(f".{target.name}.*.tmp"):  # builds killed before their rename
         leftover.unlink(missing_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # created by the compiler: umask mode

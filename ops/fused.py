@@ -4,8 +4,8 @@
 `ops.Custom(func_type="aot")` route, build and tiling plan as the LeakyReLU op. `BatchNormAct` is a drop-in
 for `nn.BatchNorm2d` followed by `ops.LeakyReLU`: it subclasses `nn.BatchNorm2d`, so its parameters
 (gamma, beta, moving_mean, moving_variance), their initialisation and checkpoint names are identical
-by construction. `norm_act_layers` is the block factory behind the `fusion=` switch and `jit_level` its
-compiler setting; the exact semantics are specified by `ops.reference.bn_act_forward` / `bn_act_backward`.
+by construction. `norm_act_layers` builds one block's BatchNorm and activation, fused or as two layers;
+the exact semantics are specified by `ops.reference.bn_act_forward` / `bn_act_backward`.
 
 Synchronised BatchNorm (data parallel, `sync=True`): `batch_moments` sums per-channel statistics over the
 ranks with AllReduce, so every rank normalises with the statistics of the global batch. The statistics stay
@@ -32,35 +32,12 @@ from ._custom import FLOAT_DTYPES, aot, num_threads
 from .activations import PReLU, check_clamp, check_finite, check_negative_slope
 from .api import LeakyReLU
 
-FUSION_KINDS = ("none", "bn_act", "graph_kernel", "conv_act")
-GRAPH_KERNEL_DEVICES = ("GPU", "Ascend")
-
 
 def check_gain(gain: float) -> float:
     """The gain as float; ValueError unless it is a finite number > 0."""
     if isinstance(gain, bool) or not isinstance(gain, Real) or not math.isfinite(gain) or not gain > 0:
         raise ValueError(f"gain={gain!r} is not allowed: it must be a finite number > 0")
     return float(gain)
-
-
-def check_fusion_kind(kind: str) -> str:
-    """The kind unchanged; ValueError naming it unless it is one of FUSION_KINDS."""
-    if kind not in FUSION_KINDS:
-        raise ValueError(f"fusion={kind!r} is not allowed; choose one of {list(FUSION_KINDS)}")
-    return kind
-
-
-def check_graph_kernel_supported(device_target: str) -> None:
-    """RuntimeError unless MindSpore's graph-kernel fusion (jit level O1) is supported on device_target.
-
-    Measured with MindSpore 2.10 on CPU: `enable_graph_kernel=True` is accepted (with a deprecation
-    warning) and only fuses the elementwise tail (LeakyReLU as Mul+Maximum), never BatchNorm;
-    `jit_config={"jit_level": "O1"}` compiles no fused kernel at all. Fusion of BatchNorm needs GPU or Ascend.
-    """
-    if device_target not in GRAPH_KERNEL_DEVICES:
-        raise RuntimeError(f"fusion=graph_kernel is not supported on device_target={device_target!r}: "
-                           f"MindSpore's graph-kernel fusion (jit_level O1) fuses BatchNorm only on "
-                           f"{' and '.join(GRAPH_KERNEL_DEVICES)}; on CPU use fusion=bn_act")
 
 
 def _stats_shapes(_x, moving_mean, *_):
@@ -361,44 +338,29 @@ class SharedWeight(nn.Cell):
         return x
 
 
-def norm_act_layers(kind: str, channels: int | None, negative_slope: float, *,
-                    clamp: float | None = None, sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
-    """The normalisation + activation layers of one block, keyed "bn" / "act", selected by `fusion=`.
+def norm_act_layers(channels: int | None, negative_slope: float, *, fused: bool = False, clamp: float | None = None,
+                    sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
+    """The normalisation + activation layers of one block, keyed "bn" / "act".
 
-    "none" and "graph_kernel": nn.BatchNorm2d(channels) then LeakyReLU as separate layers (graph_kernel
-    leaves the fusing to MindSpore's compiler); "bn_act" and "conv_act": one BatchNormAct under the "bn" key,
-    with the same parameter names, so checkpoints move between the kinds (conv_act also fuses a conv directly
-    followed by the activation into one oneDNN primitive; the model builder does that, gan/models.py). channels=None (no BatchNorm): every kind is the
-    LeakyReLU alone (the DCGAN's convs have no bias, nothing to fuse). sync=True (data parallel, after
+    fused=False: nn.BatchNorm2d(channels) then the activation as separate layers; fused=True: one BatchNormAct
+    under the "bn" key, with the same parameter names, so checkpoints move between the two. channels=None
+    (no BatchNorm): the activation alone either way. sync=True (data parallel, after
     `mindspore.communication.init()`): BatchNorm statistics over all ranks (SyncBatchNorm2d, BatchNormAct(sync)).
-    `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); "bn_act" fuses BatchNorm
+    `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); fused=True fuses BatchNorm
     with a LeakyReLU (its slope and clamp) or a PReLU (BatchNormPReLU, its weight's size, init and clamp;
     a SharedWeight under "act", before "bn", holds that weight, so it keeps the unfused name act<i>.weight)
     and nothing else (ValueError).
     """
-    check_fusion_kind(kind)
     layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
     if channels is None:
         return layers
-    if kind in ("bn_act", "conv_act"):
+    if fused:
         a = layers["act"]
         if type(a) is PReLU:
-            fused = BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)
+            fused_layer = BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)
             # "act" first: a network names a shared Parameter by the first path that reaches it, act<i>.weight
-            return {"act": SharedWeight(fused.prelu_weight), "bn": fused}
+            return {"act": SharedWeight(fused_layer.prelu_weight), "bn": fused_layer}
         if type(a) is not LeakyReLU:
-            raise ValueError(f"fusion={kind} fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
+            raise ValueError(f"fused=True fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
         return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync)}
     return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **layers}
-
-
-def jit_level(kind: str, device_target: str) -> str:
-    """The ms.jit level of a `fusion=` kind: "O1" (graph-kernel fusion) for graph_kernel, else "O0".
-
-    graph_kernel raises RuntimeError on devices without BatchNorm fusion (check_graph_kernel_supported).
-    """
-    check_fusion_kind(kind)
-    if kind != "graph_kernel":
-        return "O0"
-    check_graph_kernel_supported(device_target)
-    return "O1"

@@ -24,7 +24,7 @@ os.environ.setdefault("GLOG_v", "3")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 
 
 def inputs(dtype: type) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 from mindspore import ops as msops  # noqa: E402
 
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from ops import build, elu, leaky_relu, params  # noqa: E402
 from ops._custom import num_threads, same  # noqa: E402
 

@@ -30,12 +30,14 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
 
+from gan.atomic import write_text_atomic  # noqa: E402
+from gan.channel_stats import Criteria  # noqa: E402
 from gan.config import compose_config  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
-from gan.diagnostics import Criteria, TrainingDiagnostics  # noqa: E402
 from gan.config import to_config  # noqa: E402
+from gan.diagnostics import TrainingDiagnostics  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
-from gan.training import GANTrainer, latents  # noqa: E402
+from gan.streams import Purpose, latents  # noqa: E402
+from gan.training import GANTrainer  # noqa: E402
 
 
 def timed(fn) -> float:
@@ -73,10 +75,10 @@ def main(argv: list[str] | None = None) -> dict:
     off, on = GANTrainer(off_cfg, channels), GANTrainer(on_cfg, channels)
 
     for i in range(args.warmup):
-        z = latents(0, i, 1, batch, nz)
+        z = latents(0, i, Purpose.Z, batch, nz)
         off.train_step(real, z)
         on.train_step(real, z)
-    first_probed = timed(lambda: on.train_step(real, latents(0, 0, 1, batch, nz), probe=True))
+    first_probed = timed(lambda: on.train_step(real, latents(0, 0, Purpose.Z, batch, nz), probe=True))
 
     times: dict[str, list[float]] = {"without": [], "ordinary": [], "check_step": [], "check_host": []}
     with tempfile.TemporaryDirectory() as run_dir:
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
                                           run_dir)
         diagnostics.check(0)  # reset what the compile call accumulated
         for i in range(args.steps):
-            z = latents(0, args.warmup + i, 1, batch, nz)
+            z = latents(0, args.warmup + i, Purpose.Z, batch, nz)
             times["without"].append(timed(lambda: off.train_step(real, z)))
             times["ordinary"].append(timed(lambda: on.train_step(real, z)))
             times["check_step"].append(timed(lambda: on.train_step(real, z, probe=True)))

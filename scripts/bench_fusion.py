@@ -48,9 +48,11 @@ from bench_train import time_interleaved  # noqa: E402
 from gan.config import Config, RuntimeConfig, compose_config  # noqa: E402
 from gan.config import to_config  # noqa: E402
 from gan.runtime import setup_runtime  # noqa: E402
-from gan.layers import fuse_conv_act, make_conv, resolve_conv_impl  # noqa: E402
-from gan.training import GANTrainer, latents  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.layers import fuse_conv_act, make_conv  # noqa: E402
+from gan.plan import FUSION_KINDS, build_plan  # noqa: E402
+from gan.streams import Purpose, latents  # noqa: E402
+from gan.training import GANTrainer  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from ops import LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
@@ -77,7 +79,8 @@ def make_block(impl: str, channels: int) -> nn.Cell:
     if impl == "builtin":
         block = nn.SequentialCell([nn.BatchNorm2d(channels), nn.LeakyReLU(SLOPE)])
     else:
-        block = nn.SequentialCell(OrderedDict(norm_act_layers(impl, channels, SLOPE)))
+        block = nn.SequentialCell(OrderedDict(norm_act_layers(channels, SLOPE,
+                                                              fused=FUSION_KINDS[impl].fused_kernels)))
     block.set_train(True)
     return block
 
@@ -126,7 +129,7 @@ def trainer_step(cfg: Config) -> Callable[[int], None]:
     trainer = GANTrainer(cfg, cfg.data.channels)
     size, batch = cfg.model.image_size, cfg.train.batch_size
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
-    return lambda i: trainer.train_step(real, latents(cfg.seed, i, 1, batch, cfg.model.nz))
+    return lambda i: trainer.train_step(real, latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz))
 
 
 def measure_step_peak_mb(image_size: int, fusion: str, batch: int) -> float:
@@ -170,7 +173,7 @@ def d_conv_blocks(image_size: int, batch: int = BATCH) -> list[tuple[tuple[int, 
 
 def bench_bias_act(image_size: int, shape: tuple[int, ...], out_channels: int, repeats: int) -> list[dict]:
     """One D block without BatchNorm: conv + ops.LeakyReLU (fusion=none) vs the fused bias + act layer."""
-    impl = resolve_conv_impl("auto", "CPU")
+    impl = build_plan(Config()).g.conv_impl  # model.conv_impl=auto on CPU
     conv = make_conv(shape[1], out_channels, 4, 2, 1, has_bias=True, impl=impl)
     blocks = {"none": nn.SequentialCell([conv, LeakyReLU(SLOPE)]),
               "bias_act": fuse_conv_act(conv, LeakyReLU(SLOPE), "bn_act")}

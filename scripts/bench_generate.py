@@ -18,7 +18,7 @@ from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent
 CHILD = ("import sys; sys.path.insert(0, {scripts!r}); import generate; from pathlib import Path; "

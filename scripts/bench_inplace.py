@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("GLOG_v", "3")
 
 from bench_op import positive_size  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from peak_memory import in_child  # noqa: E402
 
 SLOPE = 0.2

@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from gan.files import write_json_atomic
+from gan.atomic import write_json_atomic
 
 
 class Entry(NamedTuple):

@@ -12,7 +12,7 @@ the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G). Seeds are --firs
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
 after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
 
---batched trains the trials of each (dataset, slope) together as one batched model (gan.toy2d_batched: the
+--batched trains the trials of each (dataset, slope) together as one batched model (gan.bench.batched_2d: the
 same nets, init, batches, optimiser and metrics as the separate runs, within float32 rounding) and
 evaluates every trial at each step count of --eval-at, so one run gives the metrics against training length:
 
@@ -140,7 +140,7 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
     from gan.config import compose_config, to_config
     from gan.runtime import setup_runtime
-    from gan.toy2d_batched import BatchedTrainer
+    from gan.bench.batched_2d import BatchedTrainer
 
     records = []
     for dataset in args.datasets:
@@ -172,8 +172,10 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
 
 def prelu_weights(trainer, trial: int) -> dict:
     """A PReLU D's learned weights of one trial: per layer the mean, min and max over channels ({} otherwise)."""
+    from gan.checkpoint import D_PREFIX
+
     arrays = trainer.model.trial_arrays(trial)
-    layers = sorted(n for n in arrays if n.startswith("discriminator.") and ".act" in n)
+    layers = sorted(n for n in arrays if n.startswith(D_PREFIX) and ".act" in n)
     return {"d_prelu": [{"layer": n.split(".")[2], "mean": float(arrays[n].mean()), "min": float(arrays[n].min()),
                          "max": float(arrays[n].max())} for n in layers]} if layers else {}
 
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, help="keep the run directories here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="write per-trial records and the summary as JSON here")
     parser.add_argument("--batched", action="store_true",
-                        help="train the trials of each setting as one batched model (gan.toy2d_batched)")
+                        help="train the trials of each setting as one batched model (gan.bench.batched_2d)")
     parser.add_argument("--eval-at", type=parse_steps_list, metavar="STEPS,...",
                         help="with --batched: evaluate every trial at these step counts (the last is the length)")
     parser.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
@@ -267,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_report(path: Path, header: dict, records: list[dict]) -> None:
     """Write the records so far, their summary and table to `path` (atomically); complete once every run is in."""
-    from gan.run_files import write_text_atomic
+    from gan.atomic import write_text_atomic
 
     rows = summarize(records)
     report = {**header, "complete": len(records) == header["runs"], "finished_runs": len(records),

@@ -48,7 +48,7 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2

@@ -268,7 +268,7 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
     """--rescore: the runs of --from (default --json) scored with this command's metrics into --json, saving after
     each; runs --json already holds with this scoring (the same sample files) are kept, so a rescore can follow a
     benchmark that is still running."""
-    from gan.files import write_json_atomic
+    from gan.atomic import write_json_atomic
 
     report = earlier_report(args, args.source)
     scoring = scoring_settings(args, about)
@@ -297,7 +297,7 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
 
 def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: dict) -> dict:
     """Every (seed, implementation) run, alternating, each scored; the report is written after each run."""
-    from gan.files import write_json_atomic
+    from gan.atomic import write_json_atomic
 
     report = {"command": "python scripts/bench_quality.py " + " ".join(argv), "settings": training_settings(args),
               "seeds": args.seeds, "impls": args.impls, "app_disabled": list(APP_OFF), "commit": commit(),

@@ -1,5 +1,5 @@
 """Per-step cost of 2D training: T separate trials (train.py's GANTrainer, one after the other) vs the same
-T trials as one batched model (gan.toy2d_batched), measured side by side in one process.
+T trials as one batched model (gan.bench.batched_2d), measured side by side in one process.
 
     python scripts/bench_toy2d_step.py --trials 10 --steps 100 --json step_cost.json
 
@@ -37,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     from gan.config import compose_config, to_config
     from gan.runtime import setup_runtime
     from gan.tasks import PointData
-    from gan.toy2d_batched import BatchedTrainer
-    from gan.training import _Z, GANTrainer, latents
+    from gan.bench.batched_2d import BatchedTrainer
+    from gan.streams import Purpose, latents
+    from gan.training import GANTrainer
 
     base = [f"experiment={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
     conf = to_config(compose_config(base))
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     def separate_block(n: int) -> None:
         for step in range(position["separate"], position["separate"] + n):
             for trainer, data, seed in separate:
-                trainer.train_step(data.batch(step), latents(seed, step, _Z, conf.train.batch_size, conf.model.nz))
+                trainer.train_step(data.batch(step), latents(seed, step, Purpose.Z, conf.train.batch_size, conf.model.nz))
         position["separate"] += n
 
     def batched_block(n: int) -> None:
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
               "trials": args.trials, "steps_per_block": args.steps, "blocks": blocks, "best": summary}
     print(json.dumps(summary, indent=1))
     if args.json:
-        from gan.run_files import write_text_atomic
+        from gan.atomic import write_text_atomic
         write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
     return 0
 

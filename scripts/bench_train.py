@@ -25,12 +25,13 @@ os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
 
-from gan.config import Config, compose_config, to_config  # noqa: E402
-from gan.files import write_json_atomic  # noqa: E402
-from ops.fused import FUSION_KINDS  # noqa: E402
+from gan.config import Config, ConfigError, compose_config, to_config  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
+from gan.plan import FUSION_KINDS as PLAN_FUSIONS, build_plan  # noqa: E402
 from torch_dcgan import torch_models  # noqa: E402  (gan.models' DCGAN in PyTorch; imports torch when called)
 
 MODELS = ("dcgan32", "dcgan64")
+FUSION_KINDS = tuple(map(str, PLAN_FUSIONS))  # the fusion= kinds auto resolves to
 IMPLS = ("native", "auto", "gemm", "onednn")
 
 
@@ -68,7 +69,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
     from gan.runtime import setup_runtime
-    from gan.training import GANTrainer, latents, mixing_weights
+    from gan.streams import Purpose, latents, mixing_weights
+    from gan.training import GANTrainer
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)
@@ -76,7 +78,7 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
     def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
-        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, 1, batch, cfg.model.nz, k) for k in range(d_steps)],
+        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz, k) for k in range(d_steps)],
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
@@ -128,11 +130,9 @@ def onednn_version(impls: list[str]) -> dict | None:
 
 def fusion_applies(impl: str, fusion: str) -> bool:
     """False (with a note) for a combination train.py refuses, e.g. fusion=conv_act with conv_impl=gemm."""
-    from gan.layers import check_fusion_impl, resolve_conv_impl
-
     try:
-        check_fusion_impl(fusion, resolve_conv_impl(impl, "CPU"))
-    except ValueError as err:
+        build_plan(bench_config(MODELS[0], impl, 8, fusion=fusion))
+    except ConfigError as err:
         print(f"skipped conv_impl={impl} fusion={fusion}: {err}", flush=True)
         return False
     return True

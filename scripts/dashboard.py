@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 from gan.dashboard import build_dashboard, screenshot  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,11 +33,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--screenshot-height={args.screenshot_height} is not allowed: use at least 100 pixels")
     if args.screenshot_top < 0:
         parser.error(f"--screenshot-top={args.screenshot_top} is not allowed: use 0 or more pixels")
+    out = args.out or args.run_dir / "dashboard.html"
+    if out.is_dir():
+        parser.error(f"--out {out} is a directory; give a file name in it, e.g. {out / 'dashboard.html'}")
     try:
         page = build_dashboard(args.run_dir, args.title)
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
-    out = write_text_atomic(args.out or args.run_dir / "dashboard.html", page)
+    try:
+        out = write_text_atomic(out, page)
+    except OSError as err:
+        print(f"error: cannot write {out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     print(f"wrote {out} ({len(page) / 1024:.0f} KiB)")
     if args.screenshot:
         try:

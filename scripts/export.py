@@ -33,7 +33,7 @@ CHECK_LATENTS = 16
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, check, export, reload and compare; print one line per check."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
+    parser.add_argument("checkpoint", help="a .ckpt file written by train.py, or a run directory (its newest one)")
     parser.add_argument("--format", required=True, choices=("MINDIR", "ONNX"), help="export format")
     parser.add_argument("--out", required=True, help="output file (.mindir / .onnx appended when missing)")
     parser.add_argument("--batch", type=int, default=None,
@@ -46,11 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
 
     import ops
-    from gan.checkpoint import CheckpointError
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
-    from gan.checkpoint import generator_from_checkpoint
-    from gan.training import fixed_latents
+    from gan.streams import fixed_latents
 
     if args.format == "ONNX":
         try:
@@ -61,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"({err}); pip install onnx onnxruntime", file=sys.stderr)
             return 2
     try:
-        net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError) as err:
+        net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     n = args.batch or CHECK_LATENTS

@@ -6,8 +6,10 @@
 
 Samples are generated --batch-size latents at a time and streamed to the .npz (array `samples`, float32
 (n, C, H, W) in [-1, 1]), so memory stays bounded for any --n; a progress bar shows on stderr when there
-is more than one batch. A grid holds at most 1024 images. The latents are the run's fixed sample latents
-(seed 0 by default), so the first images match the run's sample grids.
+is more than one batch. A grid holds at most 1024 images; it is written as PNG, JPEG or WebP after the --out
+suffix (.png, .jpg/.jpeg, .webp); a 2D-points checkpoint (experiment=ring8/grid25) gets the scatter plot of its
+run's sample pictures. The latents are the run's fixed sample latents (seed 0 by default), so the first images
+match the run's sample grids.
 """
 from __future__ import annotations
 
@@ -27,28 +29,10 @@ MAX_GRID = 1024  # images in one PNG grid (32x32 tiles: 4,160 px square at 128 p
 BATCH = 256  # latents per generator call: bounds memory, same values
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """`path` if it is a file; for a run directory or its checkpoints/ folder, the newest step_*.ckpt in it.
-
-    ValueError saying what to pass when there is none.
-    """
-    from gan.checkpoint import CHECKPOINT_DIR, latest_checkpoint
-
-    path = Path(path)
-    if not path.is_dir():
-        return path  # a missing file is reported by the loader, naming it
-    newest = latest_checkpoint(path.parent if path.name == CHECKPOINT_DIR else path)
-    if newest is not None:
-        return newest
-    others = sorted(p.name for p in path.rglob("*.ckpt"))[:5]
-    hint = f"; it holds {others}: pass one of those files" if others else ""
-    raise ValueError(f"{path} is a directory without training checkpoints ({CHECKPOINT_DIR}/step_*.ckpt){hint}")
-
-
 def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
                    batch: int) -> Iterator[np.ndarray]:
     """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
-    from gan.training import fixed_latent_batches
+    from gan.streams import fixed_latent_batches
 
     for z in fixed_latent_batches(seed, n, nz, batch):
         yield forward(z)
@@ -56,7 +40,7 @@ def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: in
 
 def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
     """Stream `n` samples, arriving in batches, into an .npz as the float32 array `samples` (atomic write)."""
-    from gan.files import atomic_output
+    from gan.atomic import atomic_output
 
     written = 0
     with atomic_output(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -99,37 +83,50 @@ def main(argv: list[str] | None = None) -> int:
     if grid is not None and args.n > MAX_GRID:
         parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
                      f"with --npz samples.npz (any --n, generated in batches) or lower --n")
+    from gan.images import image_format, save_image
+
+    for option, out in (("--out", grid), ("--npz", args.npz)):
+        if out is not None and Path(out).is_dir():
+            parser.error(f"{option} {out} is a directory; give a file name in it, e.g. "
+                         f"{Path(out) / ('grid.png' if option == '--out' else 'samples.npz')}")
+    if grid is not None:
+        try:
+            image_format(grid)
+        except ValueError as err:
+            parser.error(f"--out {err}")
 
     from tqdm import tqdm
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError, generator_from_checkpoint
+    from gan.checkpoint import CheckpointError, generator_from_argument
     from gan.quantize import QuantError, load_quantized
-    from gan.report import image_grid, save_png
+    from gan.tasks import sample_picture
 
     try:
         if args.int8 is not None:
             forward, conf = load_quantized(args.int8)
         else:
-            path = resolve_checkpoint(args.checkpoint)
-            net, conf = generator_from_checkpoint(path, use_ema=not args.no_ema)
+            net, conf, _ = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
             forward = lambda z: net(Tensor(z)).asnumpy()  # noqa: E731
-            if path != Path(args.checkpoint):
-                print(f"using {path}, the newest checkpoint in {args.checkpoint}", file=sys.stderr)
     except (CheckpointError, QuantError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     batches = tqdm(sample_batches(forward, args.seed, args.n, conf.model.nz, args.batch_size), file=sys.stderr,
                    total=math.ceil(args.n / args.batch_size), unit="batch", disable=args.n <= args.batch_size)
     kept: list[np.ndarray] = []  # for the grid: n <= MAX_GRID, small
-    if args.npz is not None:
-        stream = (kept.append(batch) or batch for batch in batches) if grid is not None else batches
-        print(f"wrote {args.n} samples to {write_npz(args.npz, stream, args.n)}")
-    else:
-        kept = list(batches)
-    if grid is not None:
-        print(f"wrote {args.n} samples to {save_png(image_grid(np.concatenate(kept)), grid)}")
+    try:
+        if args.npz is not None:
+            stream = (kept.append(batch) or batch for batch in batches) if grid is not None else batches
+            print(f"wrote {args.n} samples to {write_npz(args.npz, stream, args.n)}")
+        else:
+            kept = list(batches)
+        if grid is not None:
+            picture = sample_picture(conf.data.name)(np.concatenate(kept))
+            print(f"wrote {args.n} samples to {save_image(picture, grid)}")
+    except OSError as err:
+        print(f"error: cannot write {err.filename or grid or args.npz}: {err.strerror or err}", file=sys.stderr)
+        return 1
     return 0
 
 

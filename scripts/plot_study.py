@@ -24,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from gan.dashboard import STAT_TITLES  # noqa: E402
+from gan.channel_stats import STAT_TITLES  # noqa: E402
 from gan.sweep import group_summary  # noqa: E402
 
 DEAD_METRICS = ("dead_frac", "dormant_frac", "persistent_frac")

@@ -20,7 +20,6 @@ import sys
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
-CALIB_PURPOSE = 0x18  # third word of the rng key of calibration latents (training uses other words)
 GRID_SAMPLES = 64
 
 
@@ -37,7 +36,7 @@ def output_error(float_images, int8_images) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Calibrate, save DIR, evaluate float vs int8, write the report and the grids."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint", help="a .ckpt file written by train.py")
+    parser.add_argument("checkpoint", help="a .ckpt file written by train.py, or a run directory (its newest one)")
     parser.add_argument("--calib", type=int, default=512, help="number of calibration latents (default 512)")
     parser.add_argument("--out", required=True, help="output directory of the quantised generator")
     parser.add_argument("--eval-n", type=int, default=None,
@@ -52,34 +51,37 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError
-    from gan.quantize import CALIBRATION_METHOD, CHUNK, calibrate, load_quantized, save_quantized
-    from gan.report import save_png
+    from gan.checkpoint import CheckpointError, generator_from_argument
+    from gan.images import save_png
+    from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
+    from gan.streams import Purpose, fixed_latents, latents
     from gan.tasks import build_task
-    from gan.checkpoint import generator_from_checkpoint
-    from gan.training import _EVAL_Z, fixed_latents, latents
 
     try:
-        net, conf = generator_from_checkpoint(args.checkpoint, use_ema=not args.no_ema)
-    except (CheckpointError, FileNotFoundError) as err:
+        net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     nz = conf.model.nz
-    acts = calibrate(net, latents(conf.seed, 0, CALIB_PURPOSE, args.calib, nz))
+    try:
+        acts = calibrate(net, latents(conf.seed, 0, Purpose.CALIBRATION, args.calib, nz))
+    except QuantError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     for a in acts:
         print(f"layer {a.layer}: slope {a.negative_slope:g}, input range [{a.in_min:.4g}, {a.in_max:.4g}] -> "
               f"in scale {a.in_scale:.4g} zp {a.in_zero_point}, out scale {a.out_scale:.4g} zp {a.out_zero_point}")
-    save_quantized(args.out, args.checkpoint, not args.no_ema, acts,
-                   {"latents": args.calib, "seed": conf.seed, "purpose": CALIB_PURPOSE})
+    save_quantized(args.out, checkpoint, not args.no_ema, acts,
+                   {"latents": args.calib, "seed": conf.seed, "purpose": Purpose.CALIBRATION})
     qnet, _ = load_quantized(args.out)  # evaluate exactly what was saved
 
     def float_g(z: np.ndarray) -> np.ndarray:
         return np.concatenate([net(Tensor(z[i:i + CHUNK])).asnumpy() for i in range(0, len(z), CHUNK)])
 
     n = args.eval_n or conf.eval.num_samples
-    z = latents(conf.seed, 0, _EVAL_Z, n, nz)
+    z = latents(conf.seed, 0, Purpose.EVAL_Z, n, nz)
     float_images, int8_images = float_g(z), qnet(z)
-    report = {"checkpoint": args.checkpoint, "calibration": {"method": CALIBRATION_METHOD, "latents": args.calib},
+    report = {"checkpoint": str(checkpoint), "calibration": {"method": CALIBRATION_METHOD, "latents": args.calib},
               "eval_latents": n, "output_error": output_error(float_images, int8_images)}
     task = build_task(conf)
     if task.metric_names:

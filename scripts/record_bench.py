@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 
 
 def commit() -> str | None:

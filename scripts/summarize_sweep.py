@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 from gan.dashboard import build_dashboard  # noqa: E402
-from gan.run_files import write_text_atomic  # noqa: E402
+from gan.atomic import write_text_atomic  # noqa: E402
 from gan.sweep import groups_markdown, optuna_best, to_markdown, write_groups, write_summary  # noqa: E402
 
 
@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         best = optuna_best(args.sweep_dir)
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
+    except OSError as err:  # a read-only or full sweep folder
+        print(f"error: cannot write the summary into {args.sweep_dir}: {err}", file=sys.stderr)
+        return 1
     print(to_markdown(rows))
     print(groups_markdown(groups, nets=tuple(args.net or ("G", "D"))))
     if best:

@@ -114,15 +114,14 @@ def torch_models(cfg: Config) -> tuple:
     act.*, G's Tanh, D's last conv to one logit per image."""
     from torch import nn
 
-    from gan.models import layer_slopes, num_blocks
+    from gan.models import network_slopes, num_blocks
 
     m, act, channels = cfg.model, cfg.act, cfg.data.channels
     n = num_blocks(m.image_size)
-    g_default = act.negative_slope if act.g_negative_slope is None else act.g_negative_slope
     bn = lambda width: nn.BatchNorm2d(width, eps=BN_EPS, momentum=1.0 - BN_KEEP)  # noqa: E731
     g: OrderedDict = OrderedDict()
     in_ch = m.nz
-    for i, slope in enumerate(layer_slopes("act.g_layers", act.g_layers, g_default, n)):
+    for i, slope in enumerate(network_slopes(act, "g", n)):
         width = m.ngf * 2 ** (n - 1 - i)
         stride, pad = (1, 0) if i == 0 else (2, 1)
         g[f"conv{i}"] = nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False)
@@ -131,7 +130,7 @@ def torch_models(cfg: Config) -> tuple:
     g[f"conv{n}"], g["tanh"] = nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh()
     d: OrderedDict = OrderedDict()
     in_ch = channels
-    for i, slope in enumerate(layer_slopes("act.d_layers", act.d_layers, act.negative_slope, n)):
+    for i, slope in enumerate(network_slopes(act, "d", n)):
         width = m.ndf * 2 ** i
         d[f"conv{i}"] = nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)
         if i:
@@ -446,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("this script needs PyTorch (the bench extra: /work/venv-bench or pip install torch); "
                      "it is not a dependency of the product")
     if args.command == "check":
-        from gan.files import write_json_atomic
+        from gan.atomic import write_json_atomic
 
         report = check(conf, args.steps, args.overrides)
         print("\n".join(summary_lines(report)))

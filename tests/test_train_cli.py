@@ -1,5 +1,4 @@
 """`python train.py` as a user runs it: --help, config errors at start, a dry run, Ctrl-C."""
-import os
 import signal
 import subprocess
 import sys
@@ -8,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8", "data=shapes",
-        "data.num_images=64", "train.num_samples=16"]
+from tests.helpers import REPO, script_env
 
 
 def train_cmd(*args: str) -> list[str]:
@@ -18,8 +15,8 @@ def train_cmd(*args: str) -> list[str]:
 
 
 def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    return subprocess.run(train_cmd(*args), cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(train_cmd(*args), cwd=REPO, env=script_env(), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def test_help_lists_groups_and_options():
@@ -42,8 +39,8 @@ def test_config_error_fails_at_start_naming_the_key(override, key, tmp_path):
 
 
 @pytest.mark.slow
-def test_dry_run_from_the_command_line(tmp_path):
-    result = run_train(*TINY, "train.dry_run=true", f"hydra.run.dir={tmp_path}")
+def test_dry_run_from_the_command_line(tmp_path, tiny_overrides):
+    result = run_train(*tiny_overrides, "train.dry_run=true", f"hydra.run.dir={tmp_path}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"run directory: {tmp_path}" in result.stdout and "negative_slope: 0.2" in result.stdout
     assert "loss_d=" in result.stderr and "img/s=" in result.stderr  # the progress bar
@@ -51,20 +48,53 @@ def test_dry_run_from_the_command_line(tmp_path):
     assert (tmp_path / "checkpoints" / "step_00000002.ckpt").is_file()
 
 
+def training_at_step_1(run_dir: Path, tiny: list[str], *overrides: str) -> subprocess.Popen:
+    """`train.py` of the TINY model (`tiny`: the tiny_overrides fixture) sampling every step into run_dir (stdout
+    and stderr in one pipe), once it finished step 1."""
+    args = train_cmd(*tiny, "train.steps=100000", "train.sample_every=1", *overrides, f"hydra.run.dir={run_dir}")
+    proc = subprocess.Popen(args, cwd=REPO, env=script_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 240
+    while not (run_dir / "samples" / "step_000001.png").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"training did not reach step 1: {proc.communicate()[0][-3000:]}")
+        time.sleep(0.5)
+    return proc
+
+
 @pytest.mark.slow
-def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    args = train_cmd(*TINY, "train.steps=100000", "train.sample_every=1", f"hydra.run.dir={tmp_path}")
-    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path, tiny_overrides):
+    proc = training_at_step_1(tmp_path, tiny_overrides)
     try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "samples" / "step_000001.png").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "training did not reach step 1"
-            time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, out[-3000:]  # not 0: scripts and sweeps can tell it from a finished run
+    assert "stopping after this step (saving a checkpoint); Ctrl-C again to abort without saving" in out
     assert "interrupted: saved" in out
     assert list((tmp_path / "checkpoints").glob("step_*.ckpt"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_twice_aborts_without_saving_and_exits_130(tmp_path, tiny_overrides):
+    """The second Ctrl-C comes right after the first one's notice, while the step still writes its 4096-image
+    sample grid (slow on purpose): the run stops there, saves nothing, says so, no traceback, exit 130."""
+    proc = training_at_step_1(tmp_path, tiny_overrides, "train.num_samples=4096", "train.ckpt_every=100000")
+    try:
+        proc.send_signal(signal.SIGINT)
+        seen = []
+        for line in proc.stdout:  # the notice comes from the signal handler, at once
+            seen.append(line)
+            if "Ctrl-C again to abort without saving" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out = "".join(seen) + proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert "aborted by a second Ctrl-C (or SIGTERM) without saving: nothing was saved since the last checkpoint, " \
+           "and this run has none" in out, out[-3000:]
+    assert "Traceback" not in out and "interrupted: saved" not in out
+    assert not list((tmp_path / "checkpoints").glob("*.ckpt"))

@@ -12,7 +12,7 @@ from gan.config import ActConfig, ModelConfig
 from gan.diagnostics import attach, set_probing
 from gan.layers import BiasAct, OnednnConv2dAct, SpectralNorm, fuse_conv_act, make_conv
 from gan.models import Discriminator, init_dcgan_weights
-from gan.training import discriminator_fusion
+from gan.plan import build_plan
 from ops import LeakyReLU, PReLU, onednn
 
 IMPLS = ["native", "gemm"] + (["onednn"] if onednn.available() else [])
@@ -127,9 +127,9 @@ def test_probes_see_the_fused_layers_like_the_unfused_activations():
 
 
 def test_gradient_penalty_keeps_d_unfused(config):
-    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=none"), "bn_act") == "bn_act"
-    assert discriminator_fusion(config("fusion=bn_act", "experiment=wgan_gp_mnist"), "bn_act") == "none"
-    assert discriminator_fusion(config("fusion=bn_act", "model.d_norm=spectral", "train.r1_gamma=1"), "bn_act") == "none"
+    assert build_plan(config("fusion=bn_act", "model.d_norm=none")).d.fusion == "bn_act"
+    assert build_plan(config("fusion=bn_act", "experiment=wgan_gp_mnist")).d.fusion == "none"
+    assert build_plan(config("fusion=bn_act", "model.d_norm=spectral", "train.r1_gamma=1")).d.fusion == "none"
 
 
 def test_conv_act_without_batchnorm_keeps_diagnostics(config):

@@ -59,6 +59,19 @@ def test_foreign_and_corrupt_files_are_named(cache, tmp_path) -> None:
         read_classifier(truncated, TINY)
 
 
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_an_unusable_cache_entry_is_trained_again_with_one_warning(cache, tmp_path, damage, caplog) -> None:
+    """Like the kernel cache: a cut or overwritten classifier file no longer fails every MNIST run."""
+    good = cache_path(TINY, cache).read_bytes()
+    path = cache_path(TINY, tmp_path)
+    path.write_bytes(good[:5000] if damage == "truncate" else os.urandom(len(good)))
+    with caplog.at_level("WARNING", logger=classifier_module.logger.name):
+        again = load_classifier(config=TINY, directory=tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and str(path) in warnings[0] and "training it again" in warnings[0]
+    assert read_classifier(path, TINY).test_accuracy == again.test_accuracy  # the retrained entry is cached
+
+
 def test_no_temporary_files_are_left(cache) -> None:
     assert sorted(p.suffix for p in cache.iterdir()) == [".ckpt", ".lock"]
 

@@ -190,3 +190,50 @@ def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
         "act.negative_slope": [0.2, 0.05], "model.ngf": [32, 16],
         "precision.name": ["fp32", "fp16"], "precision.loss_scale": [1.0, 65536.0], "seed": [0, 2],
         "train.lr": [2e-4, 1e-3]}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["act.clamp=1e-30"], r"act.clamp=1e-30 is below 0.01: .* nearly every unit saturates .* act.clamp=null"),
+    (["act.clamp=0.005", "precision=fp16"], r"act.clamp=0.005 is below 0.01"),
+    (["act.clamp=100000", "precision=fp16"], r"act.clamp=100000.0 with precision=fp16: float16's largest finite "
+                                             r"value is 65504, .* prevents no overflow; use act.clamp<=65504"),
+])
+def test_a_clamp_that_defeats_itself_is_refused_with_the_reason(overrides, message):
+    """A representable but tiny clamp trained a constant D silently; fp16 cannot reach a clamp above 65504."""
+    with pytest.raises(ConfigError, match=message):
+        OmegaConf.to_object(compose_config(overrides))
+
+
+@pytest.mark.parametrize("overrides", [["act.clamp=0.01"], ["act.clamp=256", "precision=fp16"],
+                                       ["act.clamp=100000"], ["act.clamp=65504", "precision=fp16"]])
+def test_useful_clamps_are_accepted(overrides):
+    OmegaConf.to_object(compose_config(overrides))
+
+
+# The probe's 351-byte "billion laughs": 10^7 leaves once its aliases are expanded.
+LAUGHS = "a: &a [l, l, l, l, l, l, l, l, l, l]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6))
+
+
+@pytest.mark.parametrize("text, message", [
+    (LAUGHS, r"x.ckpt: not YAML this project reads: it uses the YAML alias \*a \(line 2\)"),
+    ("a:\n" + "".join("  " * i + f"- b{i}:\n" for i in range(40)), "nests collections deeper than 32 levels"),
+    ("x: " + "y" * (1 << 20) + "\n", r"x.ckpt: its YAML is larger than 1048576 bytes"),
+    ("data:\n  root: ${oc.env:HOME}/x\nact:\n  d_kind: ${oc.env:USER}\n",
+     r"holds OmegaConf interpolations \(\$\{...\}\) at data.root, act.d_kind; .* its resolvers are not run"),
+    ("- 1\n- 2\n", "the stored config is a YAML list, not a mapping"),
+])
+def test_a_checkpoints_stored_config_is_parsed_with_bounds(text, message):
+    """Checkpoints come from other people: the embedded YAML is bounded before OmegaConf sees it."""
+    from gan.config import config_from_yaml
+    from gan.untrusted import UntrustedFileError
+
+    with pytest.raises(UntrustedFileError, match=message):
+        config_from_yaml(text, "x.ckpt")
+
+
+def test_a_stored_config_round_trips():
+    from gan.config import config_from_yaml
+
+    conf = OmegaConf.to_object(compose_config(["act.negative_slope=0.1", "data=folder", "data.root=/data/x"]))
+    assert config_from_yaml(OmegaConf.to_yaml(OmegaConf.structured(conf)), "x.ckpt") == conf

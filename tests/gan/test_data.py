@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -195,8 +196,19 @@ def test_folder_pipeline_matches_in_process_loading_and_resumes(image_tree, monk
 
 def test_folder_gray_and_cap(image_tree):
     data = build_image_data(_cfg("folder", root=str(image_tree), channels=1, num_images=3), image_size=8,
-                            batch_size=4, seed=0)
-    assert data.num_images == 3 and next(data.batches()).shape == (4, 1, 8, 8)
+                            batch_size=3, seed=0)
+    assert data.num_images == 3 and next(data.batches()).shape == (3, 1, 8, 8)
+
+
+@pytest.mark.parametrize("name", ["folder", "shapes"])
+def test_fewer_images_than_a_batch_is_refused_with_the_counts(image_tree, name):
+    """3 images and batch 64 would train on each image ~21 times a batch: refused, naming both numbers."""
+    cfg = _cfg(name, root=str(image_tree), num_images=3)
+    with pytest.raises(ValueError, match=r"has 3 images, fewer than train.batch_size=64.*train.batch_size<=3"):
+        build_image_data(cfg, image_size=8, batch_size=64, seed=0)
+    with pytest.raises(ValueError, match=r"3 images in this rank's shard \(1 of 2\), fewer than train.batch_size=4"):
+        build_image_data(_cfg(name, root=str(image_tree), num_images=6), image_size=8, batch_size=4, seed=0,
+                         shard_id=1, num_shards=2)
 
 
 def test_empty_missing_and_unreadable_folders_name_the_path(tmp_path):
@@ -231,3 +243,57 @@ def test_16_bit_grey_is_scaled_to_8_bits_not_clipped(tmp_path, mode, channels):
     for c in range(got.shape[2]):
         np.testing.assert_array_equal(got[:, :, c], expected)
     assert got.min() == 0 and got.max() == 255 and (got == 255).mean() < 0.05
+
+
+def _folder_of(root, count: int):
+    """`count` random 12x12 PNGs img_00.png ... under root."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for i in range(count):
+        Image.fromarray(rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(root / f"img_{i:02d}.png")
+    return root
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_image_that_vanishes_during_training_is_skipped_then_too_many_stop_the_stream(tmp_path, workers,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(gdata, "PIPELINE_CHUNK_STEPS", 2)  # the pipeline reads each chunk's files when it starts
+    root = _folder_of(tmp_path / "images", 20)
+    data = build_image_data(_cfg("folder", root=str(root), num_workers=workers), image_size=8, batch_size=5, seed=0)
+    stream = data.batches()
+    next(stream), next(stream)
+    (root / "img_03.png").unlink()  # deleted after start-up: every later epoch still visits it
+    for _ in range(8):  # two epochs
+        assert next(stream).shape == (5, 3, 8, 8)
+    [(name, why)] = data.new_unreadable()
+    assert name == "img_03.png" and "FileNotFoundError" in why
+    assert data.new_unreadable() == []  # reported once
+    for i in (4, 5):  # 3 of 20 lost: more than 10%
+        (root / f"img_{i:02d}.png").unlink()
+    with pytest.raises(gdata.DataError, match=r"3 of the 20 images under data.root=.* became unreadable during "
+                                              r"training \(more than 10%\), e.g. img_03.png"):
+        for _ in range(12):
+            next(stream)
+
+
+def test_the_fingerprint_follows_a_folders_contents_not_its_timestamps(tmp_path):
+    root = _folder_of(tmp_path / "images", 6)
+    cfg = _cfg("folder", root=str(root))
+
+    def fingerprint() -> dict:
+        return build_image_data(cfg, image_size=8, batch_size=2, seed=0).fingerprint()
+
+    first = fingerprint()
+    assert first["dataset"] == "folder" and first["images"] == 6 and first == fingerprint()
+    os.utime(root / "img_00.png", (0, 0))  # copied without preserving times: still the same data
+    assert fingerprint() == first
+    Image.fromarray(np.zeros((12, 12, 3), np.uint8)).save(root / "img_00.png")  # same name, other picture
+    replaced = fingerprint()
+    assert replaced["images"] == 6 and replaced != first
+    Image.fromarray(np.zeros((12, 12, 3), np.uint8)).save(root / "img_99.png")
+    assert fingerprint()["images"] == 7
+    shapes = [build_image_data(_cfg("shapes", num_images=n), image_size=8, batch_size=2, seed=0).fingerprint()
+              for n in (10, 10, 20)]
+    assert shapes[0] == shapes[1] != shapes[2]
+    mnist = build_image_data(_cfg(num_images=50), image_size=32, batch_size=2, seed=0).fingerprint()
+    assert mnist["dataset"] == "mnist" and len(mnist["sha256"]) == 64

@@ -8,14 +8,14 @@ import pytest
 from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
 
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.diagnostics import (Criteria, DeadChannelTracker, DiagnosticsLogger, Histogram, LayerStats,
-                             ProbedActivation, TrainingDiagnostics, attach, final_metrics, is_diagnostic_param,
-                             log_hparams, set_probing)
+from gan.channel_stats import Criteria, DeadChannelTracker, Histogram, LayerStats
+from gan.config import ActConfig, ConfigError, ModelConfig, compose_config, to_config
+from gan.diagnostics import (DiagnosticsLogger, ProbedActivation, TrainingDiagnostics, attach, final_metrics,
+                             is_diagnostic_param, log_hparams, set_probing)
 from gan.models import Discriminator, Generator
-from gan.config import to_config
 from gan.run_files import read_jsonl
-from gan.training import EMA, GANTrainer, latents
+from gan.streams import Purpose, latents
+from gan.training import EMA, GANTrainer
 from ops import BatchNormAct, LeakyReLU
 
 from tests.helpers import tensorboard_events
@@ -223,8 +223,13 @@ def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
             "diag_heatmap/S/act", "custom_scalars__config__", "_hparams_/session_start_info"} <= tags
     heatmaps = [v.image for v in values if v.tag == "diag_heatmap/S/act"]
     assert (heatmaps[-1].width, heatmaps[-1].height) == (2 * 8, 4 * 8)  # 2 checks x 4 channels, 8 px cells
-    resumed = DiagnosticsLogger(SummaryWriter(str(tmp_path / "tb2")), tmp_path)
-    assert sorted(resumed.neg_frac["S/act"]) == [100, 200]
+    resumed = DiagnosticsLogger(SummaryWriter(str(tmp_path / "tb2")), tmp_path)  # continues from the records on disk
+    grad_fn(Tensor(X))
+    resumed.log(tracker.check(300, probes))
+    resumed.writer.close()
+    heatmaps = [v.image for e in tensorboard_events(tmp_path / "tb2") for v in e.summary.value
+                if v.tag == "diag_heatmap/S/act"]
+    assert [(h.width, h.height) for h in heatmaps] == [(3 * 8, 4 * 8)]  # checks 100, 200 and 300
 
 
 def test_log_hparams_rejects_non_scalar_values(tmp_path):
@@ -329,9 +334,9 @@ def trainer_record(*overrides: str) -> tuple[dict, GANTrainer]:
     """One plain and one probed step of a tiny GANTrainer; the record of the check after them."""
     trainer = GANTrainer(to_config(compose_config(TRAINER + list(overrides))), 3)
     real = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
-    trainer.train_step(real, latents(0, 0, 1, 4, 8))
+    trainer.train_step(real, latents(0, 0, Purpose.Z, 4, 8))
     assert all(p.diag_passes.asnumpy().tolist() == [0, 0] for p in trainer.probes)  # plain step: no probe work
-    trainer.train_step(real, latents(0, 1, 1, 4, 8), probe=True)
+    trainer.train_step(real, latents(0, 1, Purpose.Z, 4, 8), probe=True)
     return DeadChannelTracker().check(2, trainer.probes), trainer
 
 
@@ -351,14 +356,14 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
     assert [p.name.split(".", 1)[1] for p in ema.source] == [p.name.split(".", 1)[1] for p in ema.target]
     with pytest.raises(ValueError, match="diagnostics.enabled=true"):
         GANTrainer(to_config(compose_config(TRAINER + ["diagnostics.enabled=false"])), 3).train_step(
-            np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, 1, 4, 8), probe=True)
+            np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, Purpose.Z, 4, 8), probe=True)
 
 
 def test_trainer_probes_the_2d_mlps():
     """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
     trainer = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
-    trainer.train_step(points, latents(0, 0, 1, 16, 2), probe=True)
+    trainer.train_step(points, latents(0, 0, Purpose.Z, 16, 2), probe=True)
     record = DeadChannelTracker().check(1, trainer.probes)
     assert list(record["layers"]) == [*(f"G/act{i}" for i in range(4)), *(f"D/act{i}" for i in range(3))]
     assert {name: values["channels"] for name, values in record["layers"].items()} == dict.fromkeys(record["layers"], 8)

@@ -17,16 +17,18 @@ from gan.distributed import DistributedError, World, setup_distributed, state_ch
 from gan.tasks import build_task
 from gan.config import to_config
 from gan.runtime import setup_runtime
-from gan.training import _Z, GANTrainer, latents
+from gan.streams import Purpose, latents
+from gan.training import GANTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 ranks x 4 samples with synchronised BatchNorm vs 1 process x 8, over 3 steps: the same arithmetic up to the
 # order of float32 sums (AllReduce of per-rank sums, gradients averaged after the per-rank backward).
 # Measured: 7.1e-8 (fusion=none), 7.5e-8 (fusion=bn_act).
 SYNC_BN_RTOL = 1e-5
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=4", "data=shapes",
-        "data.num_images=64", "train.num_samples=4", "train.log_every=1", "train.ckpt_every=1", "eval.enabled=false",
-        "diagnostics.interval=2", "runtime.rank_checksums=true"]
+# On top of conftest's TINY (the tiny_overrides fixture): 4 samples per rank, the default learning rate (the
+# tolerance above was measured with it), checks every 2 steps, rank checksums.
+DISTRIBUTED_RUN = ["train.batch_size=4", "train.num_samples=4", "train.lr=0.0002", "train.ckpt_every=1",
+                   "eval.enabled=false", "diagnostics.interval=2", "runtime.rank_checksums=true"]
 
 
 def test_world_local_slices_the_global_batch():
@@ -80,11 +82,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _msrun(out: Path, *overrides: str) -> None:
-    """2 workers of train.py on this machine, each rank in its own run dir out/rank_R (to see who writes what)."""
+def _msrun(out: Path, tiny: list[str], *overrides: str) -> None:
+    """2 workers of train.py on this machine (`tiny`: the tiny_overrides fixture), each rank in its own run dir
+    out/rank_R (to see who writes what)."""
     cmd = [shutil.which("msrun") or "msrun", "--worker_num=2", "--local_worker_num=2",
            f"--master_port={_free_port()}", "--join=True", "--cluster_time_out=120", f"--log_dir={out / 'logs'}",
-           str(ROOT / "train.py"), "distributed=true", *TINY, *overrides, f"hydra.run.dir={out}/rank_${{oc.env:RANK_ID}}"]
+           str(ROOT / "train.py"), "distributed=true", *tiny, *DISTRIBUTED_RUN, *overrides,
+           f"hydra.run.dir={out}/rank_${{oc.env:RANK_ID}}"]
     result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "GLOG_v": "3"}, capture_output=True, text=True,
                             timeout=600)
     logs = "\n".join(p.read_text()[-3000:] for p in sorted((out / "logs").glob("worker_*.log")))
@@ -102,12 +106,12 @@ def _files(run_dir: Path) -> set[str]:
     return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file() and p.parts[len(run_dir.parts)] not in skip}
 
 
-def _one_process_losses(overrides: list[str], steps: int) -> list[tuple[float, float]]:
+def _one_process_losses(tiny: list[str], overrides: list[str], steps: int) -> list[tuple[float, float]]:
     """(loss_d, loss_g) per step of one process trained on the combined batch of 2 ranks: every step it sees
     rank 0's and rank 1's batches concatenated (their shards, their order) and the global batch's latents."""
-    per_rank = to_config(compose_config([*TINY, *overrides]))
+    per_rank = to_config(compose_config([*tiny, *DISTRIBUTED_RUN, *overrides]))
     n = 2 * per_rank.train.batch_size
-    conf = to_config(compose_config([*TINY, *overrides, f"train.batch_size={n}"]))
+    conf = to_config(compose_config([*tiny, *DISTRIBUTED_RUN, *overrides, f"train.batch_size={n}"]))
     setup_runtime(conf.runtime)
     shards = [build_task(per_rank, rank, 2).data for rank in (0, 1)]
     trainer = GANTrainer(conf, shards[0].channels)
@@ -115,7 +119,7 @@ def _one_process_losses(overrides: list[str], steps: int) -> list[tuple[float, f
     losses = []
     for step in range(steps):
         real = np.concatenate([next(stream) for stream in streams])
-        z = latents(conf.seed, step, _Z, n, conf.model.nz)
+        z = latents(conf.seed, step, Purpose.Z, n, conf.model.nz)
         probe = bool(trainer.probes) and (step + 1) % conf.diagnostics.interval == 0  # as the run's check steps
         stats = trainer.train_step(real, z, probe=probe)
         losses.append((stats.loss_d, stats.loss_g))
@@ -129,9 +133,9 @@ def _loss_gap(ranks: dict[int, dict], one_process: list[tuple[float, float]]) ->
 
 
 @pytest.mark.slow
-def test_two_ranks_stay_identical_only_rank0_writes_and_resume_continues(tmp_path):
+def test_two_ranks_stay_identical_only_rank0_writes_and_resume_continues(tmp_path, tiny_overrides):
     first = tmp_path / "first"
-    _msrun(first, "train.steps=3")
+    _msrun(first, tiny_overrides, "train.steps=3")
     rank0, rank1 = _checksums(first / "rank_0", 0), _checksums(first / "rank_1", 1)
     assert sorted(rank0) == sorted(rank1) == [1, 2, 3]
     for step in (1, 2, 3):  # gradients of D and G averaged: both ranks hold the same state after every step
@@ -144,12 +148,12 @@ def test_two_ranks_stay_identical_only_rank0_writes_and_resume_continues(tmp_pat
     assert _files(first / "rank_1") == set()  # rank 1 only trained
     # Per-rank BatchNorm (the default) normalises each rank's 4 samples alone, so the losses are not those of
     # one process normalising the combined 8 (measured gap 2.6e-2; train.sync_bn=true closes it, next test).
-    gap = _loss_gap(rank0, _one_process_losses([], 3))
+    gap = _loss_gap(rank0, _one_process_losses(tiny_overrides, [], 3))
     print(f"per-rank BatchNorm: largest relative loss gap to one process with the combined batch {gap:.2e}")
     assert gap > 100 * SYNC_BN_RTOL
 
     resumed = tmp_path / "resumed"
-    _msrun(resumed, "train.steps=3", f"train.resume={first / 'rank_0/checkpoints/step_00000002.ckpt'}")
+    _msrun(resumed, tiny_overrides, "train.steps=3", f"train.resume={first / 'rank_0/checkpoints/step_00000002.ckpt'}")
     for rank in (0, 1):  # every rank loads rank 0's checkpoint and lands on the uninterrupted state
         again = _checksums(resumed / f"rank_{rank}", rank)
         assert sorted(again) == [3]
@@ -157,7 +161,7 @@ def test_two_ranks_stay_identical_only_rank0_writes_and_resume_continues(tmp_pat
 
 
 @pytest.mark.slow
-def test_synchronised_batchnorm_losses_equal_one_process_with_the_combined_batch(tmp_path):
+def test_synchronised_batchnorm_losses_equal_one_process_with_the_combined_batch(tmp_path, tiny_overrides):
     """fusion=bn_act: the fused kernel fed the synchronised statistics. fusion=none (SyncBatchNorm2d) shares the
     cross-rank part (ops.batch_moments) and is checked against BatchNorm on one rank in tests/ops/test_fused.py;
     this test with fusion=none measured a gap of 7.1e-8. One msrun case keeps the distributed tests short."""
@@ -165,11 +169,11 @@ def test_synchronised_batchnorm_losses_equal_one_process_with_the_combined_batch
     # diagnostics off: with fusion=bn_act, diagnostics.attach fails on the renamed networks (IndexError in
     # SequentialCell.__setitem__; the same on main), independent of the BatchNorm mode.
     overrides = [f"fusion={fusion}", "train.sync_bn=true", "diagnostics.enabled=false"]
-    _msrun(tmp_path, *overrides, "train.steps=3")
+    _msrun(tmp_path, tiny_overrides, *overrides, "train.steps=3")
     rank0, rank1 = _checksums(tmp_path / "rank_0", 0), _checksums(tmp_path / "rank_1", 1)
     for step in (1, 2, 3):  # with synced statistics the BatchNorm moving statistics are replicated too
         assert rank0[step]["checksum"] == rank1[step]["checksum"], f"ranks differ after step {step}"
-    gap = _loss_gap(rank0, _one_process_losses(overrides, 3))
+    gap = _loss_gap(rank0, _one_process_losses(tiny_overrides, overrides, 3))
     print(f"sync BatchNorm ({fusion}): largest relative loss gap to one process with the combined batch {gap:.2e}")
     assert gap <= SYNC_BN_RTOL
 
@@ -190,13 +194,13 @@ def _workers(run_dir: Path) -> dict[int, int]:
 
 
 @pytest.mark.slow
-def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path):
+def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path, tiny_overrides):
     """Two launchers (hosts) on this machine, one worker each; SIGKILL rank 1 after its second step. Rank 0's next
     collective must fail after runtime.collective_timeout_s with DistributedError, and both launchers must end
     non-zero. (With one launcher for both ranks msrun itself kills the survivor as soon as a worker dies.)"""
     timeout_s, port = 10, _free_port()
-    args = ["distributed=true", *TINY, "diagnostics.enabled=false", "train.steps=1000", "train.ckpt_every=1000",
-            f"runtime.collective_timeout_s={timeout_s}", f"hydra.run.dir={tmp_path}/rank_${{oc.env:RANK_ID}}"]
+    args = ["distributed=true", *tiny_overrides, *DISTRIBUTED_RUN, "diagnostics.enabled=false", "train.steps=1000",
+            "train.ckpt_every=1000", f"runtime.collective_timeout_s={timeout_s}", f"hydra.run.dir={tmp_path}/rank_${{oc.env:RANK_ID}}"]
     launchers = [subprocess.Popen(
         [shutil.which("msrun") or "msrun", "--worker_num=2", "--local_worker_num=1", f"--node_rank={node}",
          f"--master_port={port}", "--join=True", "--cluster_time_out=120", f"--log_dir={tmp_path / f'logs_{node}'}",
@@ -233,3 +237,30 @@ def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path):
     assert "runtime.collective_timeout_s" in log  # the message names the setting
     assert "DistributedError: msrun's scheduler stopped the job" in (tmp_path / "logs_0" / "scheduler.log").read_text()
     assert failed_after < timeout_s + 60  # the collective timeout, plus the slack of a loaded 2-core machine
+
+
+FAKE_MSRUN = """#!/bin/sh
+printf '%s\\n' "$@" > "$MSRUN_ARGS"
+"""
+
+
+@pytest.mark.parametrize("name", ["runs,with comma", "it's [a=b]"])
+def test_train_distributed_passes_any_run_dir_to_hydra_intact(tmp_path, name):
+    """scripts/train_distributed.sh quotes RUN_DIR for Hydra: a ',' made it a sweep list ("Ambiguous value"),
+    reported only in worker_0.log. The fake msrun records the command line; Hydra's parser must read it back."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "msrun").write_text(FAKE_MSRUN)
+    (bin_dir / "msrun").chmod(0o755)
+    run_dir, recorded = tmp_path / name, tmp_path / "args.txt"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "MSRUN_ARGS": str(recorded)}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "train_distributed.sh"), "--workers", "1", str(run_dir),
+                           "train.dry_run=true"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    override = next(a for a in recorded.read_text().splitlines() if a.startswith("hydra.run.dir="))
+    assert OverridesParser.create().parse_override(override).value() == str(run_dir)
+    bad = subprocess.run(["bash", str(ROOT / "scripts" / "train_distributed.sh"), str(tmp_path / "back\\slash")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "holds a backslash" in bad.stderr

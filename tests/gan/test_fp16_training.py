@@ -6,30 +6,28 @@ and activations: atol 3e-2 (measured max 1.1e-2 over 4 steps, graph and PyNative
 The default scale 65536 overflows the first steps' float16 gradients on purpose (the dynamic scaler
 starts high and halves on each overflow), which makes those runs take fewer updates than fp32.
 """
-from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
 
-from gan.config import RuntimeConfig, compose_config
-from gan.config import to_config
+from gan.config import RuntimeConfig
 from gan.runtime import setup_runtime
-from gan.training import GANTrainer, run
+from gan.training import GANTrainer
 from gan.layers import ConvAct
 from ops import BatchNormAct, LeakyReLU
 
-TINY = ["model.image_size=32", "model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native",
-        "train.batch_size=8", "data=shapes", "data.num_images=64", "train.num_samples=16", "train.lr=1e-3",
-        "train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]
+FP16_RUN = ["train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]  # on top of TINY
 CASES = [("graph", "none"), ("pynative", "none"), ("graph", "bn_act"), ("graph", "conv_act")]  # conv_act: onednn convs
 
 # run() selects the device, which MindSpore refuses once any kernel ran: select it at collection, before any test.
 setup_runtime(RuntimeConfig())
 
 
-def train(run_dir: Path, *overrides: str):
-    """A tiny 3-step run in run_dir."""
-    return run(compose_config(TINY + ["train.steps=3", *overrides]), run_dir)
+@pytest.fixture(scope="module")
+def train(tiny_run) -> Callable:
+    """train(run_dir, *overrides): a tiny 3-step run in run_dir (conftest's TINY and FP16_RUN)."""
+    return lambda run_dir, *overrides: tiny_run(run_dir, *FP16_RUN, "train.steps=3", *overrides)
 
 
 def losses(summary) -> np.ndarray:
@@ -37,15 +35,15 @@ def losses(summary) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fusion", ["none", "auto"])
-def test_fp16_models_use_the_custom_op(fusion):
-    trainer = GANTrainer(to_config(compose_config(TINY + ["precision=fp16", f"fusion={fusion}"])), channels=1)
+def test_fp16_models_use_the_custom_op(fusion, config, tiny_overrides):
+    trainer = GANTrainer(config(*tiny_overrides, *FP16_RUN, "precision=fp16", f"fusion={fusion}"), channels=1)
     for net in (trainer.g, trainer.d):  # auto (bn_act with these native convs): the fused kernels carry the op
         assert any(isinstance(cell, (LeakyReLU, BatchNormAct, ConvAct)) for _, cell in net.cells_and_names())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode, fusion", CASES)
-def test_fp16_steps_are_finite_and_close_to_fp32(tmp_path, mode, fusion):
+def test_fp16_steps_are_finite_and_close_to_fp32(tmp_path, mode, fusion, train):
     common = (f"runtime.mode={mode}", f"fusion={fusion}", *(["model.conv_impl=onednn"] if fusion == "conv_act" else []))
     fp32 = train(tmp_path / "fp32", *common, "precision=fp32")
     fp16 = train(tmp_path / "fp16", *common, "precision=fp16", "precision.loss_scale=1024")
@@ -56,7 +54,7 @@ def test_fp16_steps_are_finite_and_close_to_fp32(tmp_path, mode, fusion):
 
 
 @pytest.mark.slow
-def test_default_loss_scale_backs_off_and_then_trains(tmp_path):
+def test_default_loss_scale_backs_off_and_then_trains(tmp_path, train):
     summary = train(tmp_path, "precision=fp16", "train.steps=4")
     scales = [s.loss_scale_d for s in summary.history]
     assert np.isfinite(losses(summary)).all()

@@ -1,4 +1,5 @@
-"""fusion= in the DCGAN: config enum, block layout, checkpoints across fusion values, amp O2, graph_kernel on CPU.
+"""fusion= in the DCGAN: config enum, block layout, checkpoints across fusion values, amp O2, graph_kernel on CPU
+(which kind auto picks: tests/gan/test_plan.py).
 
 Tolerances: fused and unfused runs share weights, data and latents; their losses differ only by float32
 rounding order (fused kernel vs BatchNorm2d + LeakyReLU), amplified by each Adam step (lr 1e-3): rtol 1e-4
@@ -6,7 +7,7 @@ on the first step, 5e-3 after four. Under amp O2 (float16 convs), outputs and we
 conv + norm/act block match nn.BatchNorm2d + nn.LeakyReLU within float16 rounding (rtol/atol 1e-2).
 """
 from collections import OrderedDict
-from pathlib import Path
+from typing import Callable
 
 import mindspore as ms
 import numpy as np
@@ -15,52 +16,47 @@ from hydra.errors import ConfigCompositionException
 from mindspore import amp, nn
 
 from gan.checkpoint import CheckpointError, checkpoint_path
-from gan.config import ActConfig, Fusion, ModelConfig, RuntimeConfig, compose_config, resolve_fusion, to_config
+from gan.config import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfig, compose_config
 from gan.models import Discriminator, Generator
+from gan.plan import FUSION_KINDS
 from gan.runtime import setup_runtime
-from gan.training import run
-from ops import FUSION_KINDS, BatchNormAct, LeakyReLU, norm_act_layers
+from ops import BatchNormAct, LeakyReLU, norm_act_layers
 
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
-        "data=shapes", "data.num_images=64", "train.num_samples=16", "train.lr=1e-3", "diagnostics.enabled=false",
-        "train.ckpt_every=1", "train.sample_every=100"]
+FUSION_RUN = ["diagnostics.enabled=false", "train.ckpt_every=1", "train.sample_every=100"]  # on top of TINY
 
 # run() selects the device, which MindSpore refuses once any kernel ran: select it at collection, before any test.
 setup_runtime(RuntimeConfig())
 
 
-def train(run_dir: Path, *overrides: str):
-    """A tiny fp32 graph-mode run in run_dir."""
-    return run(compose_config(TINY + list(overrides)), run_dir)
+@pytest.fixture(scope="module")
+def train(tiny_run) -> Callable:
+    """train(run_dir, *overrides): a tiny fp32 graph-mode run in run_dir (conftest's TINY and FUSION_RUN)."""
+    return lambda run_dir, *overrides: tiny_run(run_dir, *FUSION_RUN, *overrides)
 
 
 def losses(summary) -> np.ndarray:
     return np.array([(s.loss_d, s.loss_g) for s in summary.history])
 
 
-@pytest.mark.parametrize("overrides, impl, expected", [
-    ([], "onednn", "conv_act"),  # the default run on CPU: the fastest path
-    ([], "gemm", "bn_act"),  # oneDNN's kernels unavailable: conv_act needs them
-    (["act.d_kind=prelu", "act.g_kind=relu"], "onednn", "conv_act"),
-    (["act.d_kind=elu"], "onednn", "none"),  # no fused BatchNorm + ELU kernel
-    (["act.g_kind=rrelu"], "onednn", "none"),
-    (["train.r1_gamma=1"], "onednn", "none"),  # R1 differentiates a BatchNorm D twice
-    (["train.r1_gamma=1", "model.d_norm=spectral"], "onednn", "conv_act"),
-    (["runtime.device_target=Ascend"], "native", "none"),  # the fused kernels are CPU kernels
-    (["fusion=bn_act"], "onednn", "bn_act"),  # an explicit kind is kept
-    (["fusion=none"], "onednn", "none"),
-])
-def test_auto_fusion_picks_the_fastest_kind_the_run_allows(overrides, impl, expected):
-    assert resolve_fusion(to_config(compose_config(overrides)), impl) == expected
-
-
-def test_a_default_run_says_which_kernels_it_built(tmp_path, capsys):
+def test_a_default_run_says_what_each_network_built(tmp_path, capsys, train):
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm")
-    assert "kernels: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "build plan:\n  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" \
+           "  D: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" in out
 
 
-def test_fusion_is_a_validated_enum_mirroring_the_ops_kinds():
-    assert [f.value for f in Fusion] == ["auto", *FUSION_KINDS]  # auto: resolved by gan.config.resolve_fusion
+def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsys, train):
+    """D's own plan is printed: under a penalty it runs unfused while G keeps the fused kernels."""
+    train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm", "train.loss=wgan_gp", "model.d_norm=none")
+    lines = capsys.readouterr().out.split("build plan:\n")[1].splitlines()
+    assert lines[0] == "  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch"
+    assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none "
+                        "(train.loss=wgan_gp differentiates D twice, and the fused kernels have first derivatives "
+                        "only)")
+
+
+def test_fusion_is_a_validated_enum_with_one_plan_row_per_kind():
+    assert [f.value for f in Fusion] == ["auto", *FUSION_KINDS]  # auto: resolved by gan.plan.resolve_fusion
     assert compose_config(["fusion=bn_act"]).fusion.name == Fusion.bn_act
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=fused"])
@@ -81,7 +77,7 @@ def test_blocks_follow_fusion_with_the_same_parameters(net):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, train):
     """fusion=none for 4 steps, checkpoint every step; fusion=bn_act for 2 steps from the same seed."""
     return {kind: train(tmp_path_factory.mktemp(kind), f"fusion={kind}", f"train.steps={steps}")
             for kind, steps in (("none", 4), ("bn_act", 2))}
@@ -94,7 +90,7 @@ def test_fused_training_matches_unfused(runs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
-def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, target):
+def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, target, train):
     ckpt = checkpoint_path(runs[source].run_dir, 2)
     # fusion changes how the network is computed: allowed on resume with an override, logged as an event
     resumed = train(tmp_path, f"fusion={target}", "train.steps=4", "train.resume_override=true", f"train.resume={ckpt}")
@@ -105,7 +101,7 @@ def test_resume_across_fusion_values_continues_the_run(runs, tmp_path, source, t
 
 
 @pytest.mark.slow
-def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_path):
+def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_path, train):
     # The probes wrap BatchNormAct without renaming its parameters, so the checkpoint loads under fusion=none.
     probed = ["diagnostics.enabled=true", "diagnostics.interval=1"]
     first = train(tmp_path / "fused", "fusion=bn_act", "train.steps=2", *probed)
@@ -115,14 +111,14 @@ def test_fused_run_with_diagnostics_checkpoints_names_that_resume_unfused(tmp_pa
 
 
 @pytest.mark.slow
-def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path):
+def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path, train):
     with pytest.raises(CheckpointError, match="shape"):
         train(tmp_path, "fusion=bn_act", "model.ngf=16", "train.steps=4", "train.resume_override=true",
               f"train.resume={checkpoint_path(runs['none'].run_dir, 2)}")
 
 
-def test_graph_kernel_on_cpu_fails_at_start(tmp_path):
-    with pytest.raises(RuntimeError, match="graph_kernel is not supported on device_target='CPU'.*GPU and Ascend"):
+def test_graph_kernel_on_cpu_fails_at_start(tmp_path, train):
+    with pytest.raises(ConfigError, match="graph_kernel is not supported on device_target='CPU'.*GPU and Ascend"):
         train(tmp_path, "fusion=graph_kernel", "train.steps=2")
     assert not list(tmp_path.glob("checkpoints/*.ckpt"))
 
@@ -133,7 +129,7 @@ class ConvBlock(nn.Cell):
     def __init__(self, kind: str) -> None:
         super().__init__()
         builtin = {"bn": nn.BatchNorm2d(6), "act": nn.LeakyReLU(0.2)}
-        layers = builtin if kind == "builtin" else norm_act_layers(kind, 6, 0.2)
+        layers = builtin if kind == "builtin" else norm_act_layers(6, 0.2, fused=FUSION_KINDS[kind].fused_kernels)
         self.layers = nn.SequentialCell(OrderedDict(conv=nn.Conv2d(3, 6, 3, pad_mode="pad", padding=1), **layers))
 
     def construct(self, x):

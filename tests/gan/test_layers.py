@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from ops import onednn
-from gan.layers import GemmConv2d, GemmConv2dTranspose, make_conv, resolve_conv_impl
+from gan.layers import GemmConv2d, GemmConv2dTranspose, make_conv
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -141,16 +140,7 @@ def test_make_conv_builds_the_requested_class() -> None:
     assert type(make_conv(2, 3, 4, 2, 1, transpose=True)) is nn.Conv2dTranspose
 
 
-@pytest.mark.parametrize("impl,device,want", [("auto", "CPU", "onednn" if onednn.available() else "gemm"),
-                                              ("auto", "Ascend", "native"), ("auto", "GPU", "native"),
-                                              ("native", "CPU", "native"), ("gemm", "Ascend", "gemm")])
-def test_resolve_conv_impl(impl: str, device: str, want: str) -> None:
-    assert resolve_conv_impl(impl, device) == want
-
-
-def test_bad_impl_is_named() -> None:
-    with pytest.raises(ValueError, match="'fast'.*auto"):
-        resolve_conv_impl("fast", "CPU")
+def test_unresolved_impl_is_named() -> None:  # resolving model.conv_impl: tests/gan/test_plan.py
     with pytest.raises(ValueError, match="'auto'.*resolve_conv_impl"):
         make_conv(2, 3, 4, 2, 1, impl="auto")
 

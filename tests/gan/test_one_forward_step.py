@@ -7,7 +7,8 @@ from mindspore import Tensor, ops
 
 from gan.config import compose_config, to_config
 from gan.losses import LOSSES
-from gan.training import GANTrainer, latents, model_params
+from gan.streams import Purpose, latents
+from gan.training import GANTrainer, model_params
 
 TINY = ["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes"]
 
@@ -62,7 +63,7 @@ def test_one_forward_step_matches_two_forwards_and_moves_g_statistics_once(overr
     rng = np.random.default_rng(0)
     for step in range(3):
         reals = [rng.uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32) for _ in range(cfg.train.d_steps)]
-        zs = [latents(0, step, 1, 4, 8, k) for k in range(cfg.train.d_steps)]
+        zs = [latents(0, step, Purpose.Z, 4, 8, k) for k in range(cfg.train.d_steps)]
         trainer.train_step(reals, zs)
         for real, z in zip(reals, zs):
             d_step(ref._micro(real), ref._micro(z))

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.config import ActConfig, ModelConfig, compose_config
-from gan.layers import (OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, check_fusion_impl, fuse_conv_act,
-                        make_conv, resolve_conv_impl)
+from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
+from gan.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
 from gan.models import Discriminator, init_dcgan_weights, num_blocks
+from gan.plan import build_plan
 from gan.training import run
 from ops import LeakyReLU, onednn
 
@@ -136,12 +136,12 @@ def test_onednn_layers_take_fp16_and_compute_in_fp32(transpose: bool, case: tupl
     np.testing.assert_allclose(got.asnumpy().astype(np.float32), want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
 
 
-def test_make_conv_builds_the_onednn_classes() -> None:
+def test_make_conv_builds_the_onednn_classes(config) -> None:
     assert type(make_conv(2, 3, 4, 2, 1, impl="onednn")) is OnednnConv2d
     assert type(make_conv(2, 3, 4, 2, 1, transpose=True, impl="onednn")) is OnednnConv2dTranspose
-    assert resolve_conv_impl("onednn", "CPU") == "onednn"
-    with pytest.raises(ValueError, match="runs on CPU only"):
-        resolve_conv_impl("onednn", "Ascend")
+    assert build_plan(config("model.conv_impl=onednn")).g.conv_impl == "onednn"
+    with pytest.raises(ConfigError, match="runs on CPU only"):
+        config("model.conv_impl=onednn", "runtime.device_target=Ascend")
 
 
 def test_kernels_call_mindspores_own_onednn() -> None:
@@ -225,11 +225,11 @@ def test_conv_act_discriminator_matches_bn_act_in_graph_mode() -> None:
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
 
 
-def test_conv_act_needs_onednn() -> None:
-    with pytest.raises(ValueError, match="fusion=conv_act.*model.conv_impl=onednn.*'gemm'"):
-        check_fusion_impl("conv_act", "gemm")
-    check_fusion_impl("conv_act", "onednn")
-    check_fusion_impl("bn_act", "gemm")
+def test_conv_act_needs_onednn(config) -> None:
+    with pytest.raises(ConfigError, match="fusion=conv_act.*model.conv_impl=onednn.*'gemm'"):
+        config("fusion=conv_act", "model.conv_impl=gemm")
+    assert build_plan(config("fusion=conv_act", "model.conv_impl=onednn")).d.fusion == "conv_act"
+    assert build_plan(config("fusion=bn_act", "model.conv_impl=gemm")).d.fusion == "bn_act"
     assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), LeakyReLU(0.2), "conv_act") is None  # no bias
 
 
@@ -242,8 +242,9 @@ def test_conv_act_training_matches_unfused(tmp_path) -> None:
                                [(s.loss_d, s.loss_g) for s in want.history], rtol=1e-4, atol=1e-5)
 
 
-def test_missing_headers_fall_back_to_gemm_and_name_the_package(monkeypatch) -> None:
-    """Without onednn-devel, auto resolves to gemm on CPU and conv_impl=onednn says what to install."""
+def test_missing_headers_fall_back_to_gemm_and_name_the_package(monkeypatch, config) -> None:
+    """Without onednn-devel, auto resolves to gemm on CPU, conv_impl=onednn says what to install, and
+    fusion=conv_act (valid while the config is read) is refused where the networks are built."""
     def no_package(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
@@ -251,11 +252,14 @@ def test_missing_headers_fall_back_to_gemm_and_name_the_package(monkeypatch) -> 
     for cached in (onednn.dnnl_info, onednn.library_path):
         cached.cache_clear()
     try:
-        assert resolve_conv_impl("auto", "CPU") == "gemm"
+        plan = build_plan(config())
+        assert (plan.g.conv_impl, plan.g.fusion) == ("gemm", "bn_act")
         with pytest.raises(RuntimeError, match="pip install --no-deps onednn-devel==2025.3.0"):
-            resolve_conv_impl("onednn", "CPU")
+            build_plan(config("model.conv_impl=onednn"))
+        with pytest.raises(ConfigError, match="fusion=conv_act.*not 'gemm'"):
+            build_plan(config("fusion=conv_act"))
     finally:
         monkeypatch.undo()
         for cached in (onednn.dnnl_info, onednn.library_path):
             cached.cache_clear()
-    assert resolve_conv_impl("auto", "CPU") == "onednn"
+    assert build_plan(config()).g.conv_impl == "onednn"

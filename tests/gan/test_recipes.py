@@ -7,9 +7,12 @@ from mindspore import Tensor
 from gan.checkpoint import load_checkpoint
 from gan.config import D_NORMS, compose_config, to_config
 from gan.losses import LOSSES
-from gan.training import GANTrainer, clip_by_global_norm, latents, mixing_weights
+from gan.loss_kinds import LOSS_KINDS
+from gan.streams import Purpose, latents, mixing_weights
+from gan.training import GANTrainer, clip_by_global_norm
 
-ALLOWED = [(loss, norm) for loss in LOSSES for norm in D_NORMS if not (LOSSES[loss].gradient_penalty and norm == "batch")]
+ALLOWED = [(loss, norm) for loss in LOSSES for norm in D_NORMS
+           if not (LOSS_KINDS[loss].gradient_penalty and norm == "batch")]
 
 
 def losses(summary) -> list[tuple[float, float]]:
@@ -70,7 +73,7 @@ def trainer_steps(*overrides: str, steps: int = 2):
     stats = []
     for step in range(steps):
         real = [rng.uniform(-1, 1, (8, 1, 32, 32)).astype(np.float32) for _ in range(conf.train.d_steps)]
-        z = [latents(0, step, 1, 8, 8, k) for k in range(conf.train.d_steps)]
+        z = [latents(0, step, Purpose.Z, 8, 8, k) for k in range(conf.train.d_steps)]
         eps = [mixing_weights(0, step, 8, k) for k in range(conf.train.d_steps)]
         stats.append(trainer.train_step(real, z, eps=eps))
     return stats, trainer.state_arrays()

@@ -12,7 +12,8 @@ from gan.dashboard import build_dashboard
 from gan.models import dcgan_values, mlp_values
 from gan.recycle import channel_axes
 from gan.run_files import read_events, read_jsonl
-from gan.training import _RECYCLE, GANTrainer, latents, run
+from gan.streams import Purpose, latents
+from gan.training import GANTrainer, run
 
 from tests.helpers import tensorboard_events
 
@@ -27,7 +28,7 @@ def trainer(mode: str, *overrides: str) -> GANTrainer:
     """A tiny DCGAN trainer after two steps (the Adam moments are non-zero), its graphs compiled."""
     t = GANTrainer(to_config(compose_config(TRAINER + [f"runtime.mode={mode}", *overrides])), 3)
     for step in range(2):
-        t.train_step(REAL, latents(0, step, 1, 4, 8))
+        t.train_step(REAL, latents(0, step, Purpose.Z, 4, 8))
     return t
 
 
@@ -61,7 +62,7 @@ def expected_changes(t: GANTrainer, step: int, flagged: dict[str, list[int]], va
             channels = flagged.get(layer)
             if not channels:
                 continue
-            rng = np.random.default_rng([0, step, _RECYCLE, zlib.crc32(layer.encode())])
+            rng = np.random.default_rng([0, step, Purpose.RECYCLE, zlib.crc32(layer.encode())])
             name, cell = site.incoming
             for attr, fresh in values(name, cell, rng).items():
                 put(getattr(cell, attr).name, channel_axes(cell)[0] if attr == "weight" else 0, channels, fresh)
@@ -103,7 +104,7 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
         if state is not None:
             net = GANTrainer(to_config(compose_config(TRAINER + [f"runtime.mode={mode}"])), 3)
             net.load_state_arrays(state, "state")
-        out = net.train_step(REAL, latents(0, 2, 1, 4, 8))
+        out = net.train_step(REAL, latents(0, 2, Purpose.Z, 4, 8))
         return np.array([out.loss_d, out.loss_g])
     compiled, recycled, stale = losses(None), losses(after), losses(before)
     np.testing.assert_allclose(compiled, recycled, rtol=1e-6)
@@ -136,7 +137,7 @@ def test_mlp_dense_layers_recycle_rows_and_columns():
     t = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16",
                                              "diagnostics.recycle=true", "runtime.mode=pynative"])), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
-    t.train_step(points, latents(0, 0, 1, 16, 2))
+    t.train_step(points, latents(0, 0, Purpose.Z, 16, 2))
     flagged = {"D/act0": [5], "D/act2": [0, 7]}
     _, expected, _ = expected_changes(t, 4, flagged, mlp_values)
     t.recycle(4, record(flagged))

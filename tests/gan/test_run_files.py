@@ -93,12 +93,12 @@ def tensorboard_events(folder) -> list:
 def test_a_resumed_run_purges_the_tensorboard_steps_it_redoes(tmp_path):
     from tensorboardX.proto.event_pb2 import SessionLog
 
-    from gan.report import Reporter
+    from gan.tensorboard_writer import TensorBoardWriter
 
     for start in (0, 4):
-        reporter = Reporter(tmp_path / str(start), 10, start)
-        reporter.scalars(start + 1, {"loss/d": 1.0})
-        reporter.close()
+        tensorboard = TensorBoardWriter(tmp_path / str(start), 10, start)
+        tensorboard.scalars(start + 1, {"loss/d": 1.0})
+        tensorboard.close()
     starts = {start: [e.step for e in tensorboard_events(tmp_path / str(start) / "tensorboard")
                       if e.HasField("session_log") and e.session_log.status == SessionLog.START]
               for start in (0, 4)}

@@ -12,8 +12,8 @@ from mindspore import Tensor
 
 from gan.checkpoint import CheckpointError, checkpoint_path, generator_from_checkpoint, latest_checkpoint, load_checkpoint
 from gan.config import ActConfig, ConfigError, ModelConfig
+from gan.images import image_grid
 from gan.models import Generator
-from gan.report import image_grid
 from gan.run_files import read_events
 from gan.training import first_nonfinite_layer
 
@@ -127,6 +127,27 @@ def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     assert conf.model.ngf == 8 and net(Tensor(np.zeros((2, 16, 1, 1), np.float32))).shape == (2, 3, 32, 32)
 
 
+def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, capsys, caplog, monkeypatch,
+                                                                       tiny_run):
+    """The dashboard page is a viewer: its failure at the end of a run (here a builder that raises) is a warning
+    naming the error and the command that rebuilds the page, after the checkpoint and samples were written."""
+    import gan.outputs
+
+    def broken(run_dir, title=None):
+        raise ValueError("a damaged events.jsonl")
+
+    monkeypatch.setattr(gan.outputs, "build_dashboard", broken)
+    summary = tiny_run(tmp_path, "train.steps=2", "train.ckpt_every=2", "train.sample_every=2")
+    assert summary.end_step == 2 and latest_checkpoint(tmp_path).name == "step_00000002.ckpt"
+    assert (tmp_path / "samples" / "step_000002.png").is_file() and not (tmp_path / "report.html").exists()
+    rebuild = f"python scripts/dashboard.py {tmp_path} --out {tmp_path / 'report.html'}"
+    warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "ValueError: a damaged events.jsonl" in warning and rebuild in warning
+    out = capsys.readouterr().out
+    assert f"dashboard   not written (ValueError); rebuild it with: {rebuild}" in out and "dead channels:" in out
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "finished"
+
+
 def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path, tiny_run):
     good = latest_checkpoint(baseline.run_dir).read_bytes()
     bad = tmp_path / "bad.ckpt"
@@ -161,7 +182,11 @@ def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_
     assert (resumed.start_step, resumed.end_step) == (2, 4)
     for name in ("losses.jsonl", "diagnostics.jsonl"):
         assert strict_steps(tmp_path / name) == [1, 2, 3, 4], name  # no partial line, no duplicate step
-    assert read_events(tmp_path) == [{"step": 2, "kind": "resume", "detail": {"checkpoint": str(older)}}]
+    # the abandoned step-4 checkpoint was set aside (not deleted, not found by resume=auto), then written anew
+    assert read_events(tmp_path) == [{"step": 2, "kind": "resume",
+                                      "detail": {"checkpoint": str(older), "superseded": ["step_00000004.ckpt"]}}]
+    assert (tmp_path / "checkpoints" / "superseded" / "step_00000004.ckpt").is_file()
+    assert latest_checkpoint(tmp_path) == checkpoint_path(tmp_path, 4)
 
 
 def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path, tiny_run):

@@ -275,6 +275,9 @@ def test_table_rows_name_their_facts():
     assert [n for n, a in ACTIVATIONS.items() if a.learnable] == ["prelu", "adaptive"]
     assert [n for n, a in ACTIVATIONS.items() if a.random] == ["rrelu"]
     assert [n for n, a in ACTIVATIONS.items() if a.inplace] == ["leaky_relu"]
+    assert [n for n, a in ACTIVATIONS.items() if a.bn_fusable] == ["leaky_relu", "prelu"]  # ops.fused's kernels
+    # tests/ops/test_leaky_relu_backward.py differentiates LeakyReLU's backward
+    assert [n for n, a in ACTIVATIONS.items() if a.second_derivative] == ["leaky_relu"]
     assert ACTIVATIONS["rrelu"].resolve() == {"lower": 0.125, "upper": 1 / 3}
     with pytest.raises(TypeError, match="leaky_relu needs negative_slope"):
         ACTIVATIONS["leaky_relu"].resolve()

@@ -16,8 +16,7 @@ import pytest
 from mindspore import nn
 
 from ops import reference as ref
-from ops.fused import (FUSION_KINDS, BatchNormAct, SyncBatchNorm2d, bias_act, check_graph_kernel_supported,
-                       fused_bn_act, jit_level, norm_act_layers)
+from ops.fused import BatchNormAct, SyncBatchNorm2d, bias_act, fused_bn_act, norm_act_layers
 from ops import LeakyReLU
 
 SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
@@ -141,12 +140,13 @@ def test_bias_act_matches_reference(dtype):
 
 
 class Block(nn.Cell):
-    """The norm + act layers of one DCGAN block for a fusion kind, named as gan.models names them."""
+    """The norm + act layers of one DCGAN block, fused or not, named as gan.models names them."""
 
-    def __init__(self, kind: str, channels: int, slope: float = 0.2, clamp: float | None = None,
+    def __init__(self, fused: bool, channels: int, slope: float = 0.2, clamp: float | None = None,
                  sync: bool = False) -> None:
         super().__init__()
-        self.layers = nn.SequentialCell(OrderedDict(norm_act_layers(kind, channels, slope, clamp=clamp, sync=sync)))
+        self.layers = nn.SequentialCell(OrderedDict(norm_act_layers(channels, slope, fused=fused, clamp=clamp,
+                                                                    sync=sync)))
 
     @property
     def bn(self) -> nn.BatchNorm2d:
@@ -168,7 +168,7 @@ def same_affine(cells, channels, seed=0):
 
 def pair(channels, slope=0.2, clamp=None, seed=0):
     """A fused (fusion=bn_act) and an unfused (fusion=none) block with the same gamma and beta."""
-    return same_affine((Block("bn_act", channels, slope, clamp), Block("none", channels, slope, clamp)), channels, seed)
+    return same_affine((Block(True, channels, slope, clamp), Block(False, channels, slope, clamp)), channels, seed)
 
 
 def one_rank_sum(t):
@@ -211,13 +211,13 @@ def test_matches_unfused_batchnorm_and_leaky_relu(shape, dtype):
     assert not np.allclose(fused.bn.moving_variance.asnumpy(), 1.0)
 
 
-@pytest.mark.parametrize("kind", ["none", "bn_act"])
-def test_synchronised_batchnorm_of_one_rank_is_batchnorm(kind):
+@pytest.mark.parametrize("fused", [False, True])
+def test_synchronised_batchnorm_of_one_rank_is_batchnorm(fused):
     """The sync path (statistics as differentiable sums, the kernel with statistics as inputs and their
     gradients in its bprop) on one rank equals per-batch BatchNorm + LeakyReLU: outputs, dx, dgamma, dbeta,
     moving statistics. (Two ranks: tests/gan/test_distributed.py.)"""
-    synced, plain = same_affine((Block(kind, 6, clamp=2.5, sync=True), Block("none", 6, clamp=2.5)), 6)
-    assert type(synced.bn) is (BatchNormAct if kind == "bn_act" else SyncBatchNorm2d)
+    synced, plain = same_affine((Block(fused, 6, clamp=2.5, sync=True), Block(False, 6, clamp=2.5)), 6)
+    assert type(synced.bn) is (BatchNormAct if fused else SyncBatchNorm2d)
     synced.bn.sum_across = one_rank_sum  # instead of the AllReduce, which needs an msrun job
     shape = (3, 6, 5, 4)
     xs = [data(shape, np.float32, seed=s)[0] for s in (5, 6)]
@@ -234,7 +234,7 @@ def test_synchronised_batchnorm_of_one_rank_is_batchnorm(kind):
         np.testing.assert_allclose(getattr(synced.bn, name).asnumpy(), getattr(plain.bn, name).asnumpy(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("source, target", [("none", "bn_act"), ("bn_act", "none")])
+@pytest.mark.parametrize("source, target", [(False, True), (True, False)])
 def test_checkpoint_moves_between_fused_and_unfused(tmp_path, source, target):
     x = data((4, 3, 5, 5), np.float32, seed=8)[0]
     src = Block(source, 3)
@@ -271,29 +271,22 @@ def test_graph_mode_training_step_updates_parameters_and_statistics():
 
 
 def test_norm_act_layers_select_the_implementation():
-    (fused,) = norm_act_layers("bn_act", 8, 0.2, clamp=256.0).values()
+    (fused,) = norm_act_layers(8, 0.2, fused=True, clamp=256.0).values()
     assert type(fused) is BatchNormAct and fused.clamp == 256.0
-    for kind in ("none", "graph_kernel"):  # graph_kernel: separate layers, fused by the compiler
-        layers = norm_act_layers(kind, 8, 0.2, clamp=256.0)
-        assert list(layers) == ["bn", "act"] and type(layers["bn"]) is nn.BatchNorm2d
-        assert type(layers["act"]) is LeakyReLU and layers["act"].clamp == 256.0
-    for kind in FUSION_KINDS:
-        (act,) = norm_act_layers(kind, None, 0.1).values()
+    layers = norm_act_layers(8, 0.2, clamp=256.0)
+    assert list(layers) == ["bn", "act"] and type(layers["bn"]) is nn.BatchNorm2d
+    assert type(layers["act"]) is LeakyReLU and layers["act"].clamp == 256.0
+    for fused in (False, True):
+        (act,) = norm_act_layers(None, 0.1, fused=fused).values()
         assert type(act) is LeakyReLU and act.negative_slope == 0.1
 
 
-def test_jit_level_enables_graph_kernel_fusion_only_where_supported():
-    assert [jit_level(kind, "CPU") for kind in ("none", "bn_act")] == ["O0", "O0"]
-    assert jit_level("graph_kernel", "GPU") == jit_level("graph_kernel", "Ascend") == "O1"
-
-
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: norm_act_layers("fused", 4, 0.2), ValueError, r"fusion='fused' is not allowed; choose one of \['none'"),
-    (lambda: jit_level("graph_kernel", "CPU"), RuntimeError, "not supported on device_target='CPU'.*GPU and Ascend"),
+    (lambda: norm_act_layers(4, 0.2, fused=True, act=nn.ReLU()), ValueError,
+     "fused=True fuses BatchNorm with LeakyReLU or PReLU only, got ReLU"),
     (lambda: BatchNormAct(4, 1.5), ValueError, "negative_slope=1.5 is not allowed"),
     (lambda: BatchNormAct(4, 0.2, gain=0.0), ValueError, "gain=0.0 is not allowed"),
     (lambda: BatchNormAct(4, 0.2, clamp=-1.0), ValueError, "clamp=-1.0 is not allowed"),
-    (lambda: check_graph_kernel_supported("CPU"), RuntimeError, "not supported on device_target='CPU'.*GPU and Ascend"),
 ])
 def test_bad_arguments_name_the_value(call, error, message):
     with pytest.raises(error, match=message):
@@ -311,8 +304,3 @@ def test_bad_inputs_name_the_problem():
         fused_bn_act(ms.Tensor(np.ones((1, 3, 1, 1), np.float32)), mm, mv, g, g, 0.2, training=True)
     with pytest.raises(ValueError, match="momentum=1.5 must be in"):
         fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2), np.float32)), mm, mv, g, g, 0.2, training=True, momentum=1.5)
-
-
-def test_graph_kernel_is_accepted_on_gpu_and_ascend():
-    for device in ("GPU", "Ascend"):
-        check_graph_kernel_supported(device)

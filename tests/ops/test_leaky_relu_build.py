@@ -63,6 +63,46 @@ def test_every_included_project_header_is_in_its_library_cache_key(monkeypatch):
     assert any(s.name == "col2im.h" for s in seen["sources"])
 
 
+# g++ 12 on an AMD Zen 5 CPU (which it does not know): -march=native means -march=znver3 plus the AVX-512
+# extensions as separate flags (`g++ -march=native -Q --help=target` there lists them beside "-march= znver3").
+ZEN5_GXX = """#!/bin/sh
+for a do
+  shift
+  if [ "$a" = -march=native ]; then
+    set -- "$@" -march=znver3 -mavx512f -mavx512bw -mavx512cd -mavx512dq -mavx512vl -mavx512ifma -mavx512vbmi \\
+      -mavx512vbmi2 -mavx512vnni -mavx512bitalg -mavx512vpopcntdq -mavx512bf16
+  else
+    set -- "$@" "$a"
+  fi
+done
+exec g++ "$@"
+"""
+
+
+def test_kernels_get_the_extensions_the_compiler_lists_beside_its_march_name(tmp_path, monkeypatch):
+    """On Zen 5 with g++ 12 the kernels must be compiled with AVX-512 (16-lane vectors), not with -march=znver3
+    alone, the -march= value `-Q --help=target` shows (which has no AVX-512)."""
+    fake = tmp_path / "g++-zen5"
+    fake.write_text(ZEN5_GXX)
+    fake.chmod(0o755)
+    monkeypatch.delenv(build.FLAGS_ENV, raising=False)
+    flags = build.compile_flags(str(fake))
+    macros = subprocess.run([str(fake), *flags, "-dM", "-E", "-x", "c++", "/dev/null"], capture_output=True,
+                            text=True, check=True).stdout
+    assert "#define __AVX512F__ 1" in macros and "#define __AVX512BF16__ 1" in macros
+    assert {"avx512f", "avx512bw", "avx512bf16"} <= build.enabled_extensions(str(fake), flags)
+
+
+def test_extra_compiler_flags_are_part_of_the_cache_key(monkeypatch):
+    monkeypatch.delenv(build.FLAGS_ENV, raising=False)
+    native = build.cache_key()
+    monkeypatch.setenv(build.FLAGS_ENV, "-mno-avx512f")
+    assert build.extra_flags() == ("-mno-avx512f",) and build.cache_key() != native
+    monkeypatch.setenv(build.FLAGS_ENV, "-DX='a")
+    with pytest.raises(RuntimeError, match="LRELU_CXXFLAGS=.*cannot be split"):
+        build.extra_flags()
+
+
 def test_white_list_outside_cache_dir_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("MS_CUSTOM_AOT_WHITE_LIST", str(tmp_path / "allowed"))
     monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path / "cache"))
@@ -120,9 +160,10 @@ def test_ascend_device_selects_the_ascend_c_primitive():
 
 # ------------------------------------------------------------------ cache integrity (a fake compiler)
 # The fake `c++` copies the real library (built once) to its -o target after a pause, and logs each
-# build: cache logic is tested in seconds, and two processes overlap reliably.
+# build (it fails the -march=native probe, so builds get no target flags): cache logic is tested in seconds,
+# and two processes overlap reliably.
 FAKE_CXX = """#!/bin/sh
-case "$*" in *-Q*) exit 1;; esac
+case "$*" in *-Q*|*probe.cc*) exit 1;; esac
 while [ $# -gt 1 ]; do [ "$1" = -o ] && out=$2; shift; done
 echo build >> "$FAKE_CXX_LOG"; sleep "${FAKE_CXX_SLEEP:-0}"
 cp "$FAKE_CXX_LIB" "$out"

@@ -16,15 +16,32 @@ from leaky_relu_cases import assert_bitwise, boundary_values
 INF = float("inf")
 
 
-@pytest.fixture(scope="module")
-def lib():
-    return ctypes.CDLL(build.library_path())
+# The library as this CPU's build makes it, and the same sources built without AVX-512 (LRELU_CXXFLAGS), so the
+# 8-lane kernels, the ones a CPU without AVX-512 runs, are checked on every machine (a second build: ~30 s, once).
+BUILDS = {"native": "", "no_avx512": "-mno-avx512f"}
+# The extensions LreluBuildIsa can report (ops/csrc/cpu/activations.cc).
+REPORTED = {"sse4.2", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vbmi", "avx512vnni",
+            "avx512bf16"}
+
+
+@pytest.fixture(scope="module", params=["native", pytest.param("no_avx512", marks=pytest.mark.slow)])
+def lib(request):
+    """The kernel library of one BUILDS entry, with its extra flags kept in the environment while it is used."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(build.FLAGS_ENV, BUILDS[request.param])
+        build.library_path.cache_clear()
+        try:
+            library = ctypes.CDLL(build.library_path())
+        finally:
+            build.library_path.cache_clear()
+        library.LreluStreamMinBytes.restype = ctypes.c_int64
+        library.LreluBuildIsa.restype = ctypes.c_char_p
+        yield library
 
 
 @pytest.fixture(scope="module")
 def n(lib):
     """An odd element count just above the streaming threshold (a size that streams where the build can)."""
-    lib.LreluStreamMinBytes.restype = ctypes.c_int64
     min_bytes = lib.LreluStreamMinBytes()
     return (min_bytes if min_bytes > 0 else 32 << 20) // 4 + 37
 
@@ -99,7 +116,12 @@ def test_streamed_inplace_forward_is_bitwise_the_reference(lib, n, offset):
 
 
 def test_this_build_streams_where_it_has_avx512(lib):
-    """The path above is the streaming one wherever the kernels are built with AVX-512 (as on this machine)."""
-    lib.LreluStreamMinBytes.restype = ctypes.c_int64
-    has_avx512 = any("-march" in f for f in build.arch_flags(build.compiler())) and "avx512f" in build.cpu_identity()
-    assert (lib.LreluStreamMinBytes() == 32 << 20) == has_avx512
+    """The path above is the streaming one exactly where the library has AVX-512, as the library reports it (the
+    macros it was compiled with), and those are the extensions the compiler enables for the build's flags, so no
+    extension this CPU has is left out (g++ 12 on Zen 5 lists AVX-512 beside -march=znver3)."""
+    built = set(lib.LreluBuildIsa().decode().split())
+    cxx = build.compiler()
+    assert built == build.enabled_extensions(cxx, build.compile_flags(cxx)) & REPORTED
+    assert (lib.LreluStreamMinBytes() == 32 << 20) == ("avx512f" in built)
+    if build.extra_flags() == ("-mno-avx512f",):
+        assert not built & {"avx512f", "avx512bw", "avx512vl"}

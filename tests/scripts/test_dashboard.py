@@ -1,4 +1,5 @@
 """scripts/dashboard.py: a fake sweep of two runs becomes one self-contained page that headless Chromium renders."""
+import html
 import io
 import json
 import os
@@ -6,16 +7,20 @@ import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from gan.dashboard import (build_dashboard, channel_matrix, find_runs, group_runs, heatmap_image, heatmap_png,
-                           load_run, screenshot)
-from gan.run_files import append_jsonl, losses_record, read_jsonl, write_text_atomic
-from gan.diagnostics import DeadChannelTracker, LayerStats
+from gan.atomic import write_text_atomic
+from gan.channel_stats import DeadChannelTracker, LayerStats, channel_matrix, heatmap_image, heatmap_png
+from gan.charts import line_style
+from gan.dashboard import build_dashboard, screenshot
+from gan.run_files import append_jsonl, losses_record, read_jsonl
+from gan.run_reader import Run, find_runs, group_runs, load_run
+from tests.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "dashboard.py"
@@ -187,9 +192,9 @@ def test_channel_matrix_reads_each_statistic_and_nulls(seeded_sweep):
 
 
 def test_thirty_groups_get_thirty_distinct_line_styles():
-    runs = [{"settings": {"train.lr": str(i), "seed": "0"}} for i in range(30)]
-    groups, common, varied = group_runs(runs, [str(i) for i in range(30)])
-    assert varied == ["train.lr"] and common == {} and len({(g.colour, g.dash) for g in groups}) == 30
+    runs = [Run(Path(str(i)), str(i), settings={"train.lr": str(i), "seed": "0"}) for i in range(30)]
+    groups, common, varied = group_runs(runs)
+    assert varied == ["train.lr"] and common == {} and len({line_style(g) for g in groups}) == 30
 
 
 def test_cli_writes_the_page_atomically_and_rejects_an_empty_directory(sweep, tmp_path):
@@ -309,8 +314,8 @@ def test_run_table_shows_each_networks_activation_kind(tmp_path):
                    "  g_negative_slope: null\n"))
     loaded = load_run(run)
     # without overrides the settings are the config's hparams: the kinds, and the parameters of used kinds only
-    assert loaded["settings"]["act.d_kind"] == "prelu" and loaded["settings"]["act.prelu_init"] == "0.1"
-    assert "act.elu_alpha" not in loaded["settings"]
+    assert loaded.settings["act.d_kind"] == "prelu" and loaded.settings["act.prelu_init"] == "0.1"
+    assert "act.elu_alpha" not in loaded.settings
     runs = build_dashboard(tmp_path / "multirun").split('<table class="runs"')[1].split("</table>")[0]
     assert "D prelu (prelu_init=0.1), G leaky_relu (slope=0.2)" in runs
 
@@ -322,7 +327,7 @@ def test_run_table_shows_a_maxout_d_instead_of_its_unused_kind(tmp_path):
     text = config.read_text().replace(
         "act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n  g_negative_slope: 0.0\n")
     config.write_text(text.replace("model:\n", "model:\n  d_maxout: 5\n"))
-    assert load_run(run)["activations"] == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
+    assert load_run(run).activations == "D maxout (pieces=5), G leaky_relu (slope=0.0)"
 
 
 def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
@@ -332,8 +337,8 @@ def test_a_run_from_before_a_setting_existed_groups_with_its_default(tmp_path):
     config = new / ".hydra" / "config.yaml"
     config.write_text(config.read_text().replace("model:\n", "model:\n  d_maxout: 0\n"))
     runs = [load_run(old), load_run(new)]
-    assert runs[0]["settings"]["model.d_maxout"] == "0"
-    groups, common, varied = group_runs(runs, ["old", "new"])
+    assert runs[0].settings["model.d_maxout"] == "0"
+    groups, common, varied = group_runs(runs)
     assert len(groups) == 1 and "model.d_maxout" not in varied and common["model.d_maxout"] == "0"
 
 
@@ -341,4 +346,137 @@ def test_a_run_without_a_config_gets_no_settings_from_before_they_existed(tmp_pa
     run = tmp_path / "runs" / "bare"
     fake_run(run, 0.2, 0)
     (run / ".hydra" / "config.yaml").unlink()  # nothing says what it ran: no invented model.d_norm, train.loss, ...
-    assert load_run(run)["settings"] == {}
+    assert load_run(run).settings == {}
+
+
+# ------------------------------------------------------------------ untrusted run folders (stored XSS)
+# Markup that changes the page title if it runs: as a script, and as an event handler of an element.
+MARKUP = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED'\">"
+NAME_MARKUP = "<svg onload=\"document.title='PWNED'\">"  # a folder or file name cannot hold the '/' of </script>
+
+
+class _Tags(HTMLParser):
+    """Every start tag of a page with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list]] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.tags.append((tag, attrs))
+
+
+def assert_inert(page: str) -> None:
+    """No element of the page runs code: no script-like element, no on* handler, no URL but inline data."""
+    parser = _Tags()
+    parser.feed(page)
+    tags = {tag for tag, _ in parser.tags}
+    assert not tags & {"script", "iframe", "object", "embed", "link", "meta http-equiv"}, tags
+    handlers = [(tag, name) for tag, attrs in parser.tags for name, _ in attrs if name.startswith("on")]
+    assert handlers == []
+    urls = [value for _, attrs in parser.tags for name, value in attrs if name in ("src", "href")]
+    assert all(value.startswith("data:image/png;base64,") for value in urls), urls
+    assert MARKUP not in page and NAME_MARKUP not in page
+
+
+def hostile_sweep(root: Path) -> Path:
+    """Two runs whose every text field read from their files holds markup: folder and sample names, config
+    values, override keys and values, metric keys, layer names, event kinds and details."""
+    for job, slope in enumerate((0.0, 0.2)):
+        run = root / f"{job}{NAME_MARKUP}"
+        fake_run(run, slope, job, [f"act.negative_slope={slope}", f"seed={job}", f"{MARKUP}={MARKUP}{job}"],
+                 events=[{"step": 100, "kind": MARKUP, "detail": {MARKUP: MARKUP}},
+                         {"step": 200, "kind": "resume", "detail": {"checkpoint": MARKUP}}], slopes=True)
+        config = run / ".hydra" / "config.yaml"
+        config.write_text(config.read_text() + f"x:\n  y: {json.dumps(MARKUP)}\n"
+                          + f"act_note: {json.dumps(MARKUP)}\n")
+        for name in ("diagnostics.jsonl", "metrics.jsonl"):
+            text = (run / name).read_text()
+            (run / name).write_text(text.replace('"D/act1"', json.dumps("D/" + MARKUP))
+                                    .replace('"frechet_distance"', json.dumps(MARKUP)))
+        (run / "metrics.json").write_text(json.dumps({MARKUP: 1.0, "class_coverage": 0.5}))
+        sample = run / "samples" / "step_001000.png"
+        sample.rename(sample.with_name(f"step_001000{NAME_MARKUP}.png"))
+    (root / "2").mkdir()  # a run without overrides: its settings come from the config, markup included
+    fake_run(root / "2" / NAME_MARKUP, 0.2, 2)
+    config = root / "2" / NAME_MARKUP / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("act:\n", f"act:\n  d_kind: {json.dumps(MARKUP)}\n"
+                                                 f"  g_kind: leaky_relu\n"))
+    return root
+
+
+def test_markup_in_any_field_of_a_run_is_shown_as_text(tmp_path):
+    root = hostile_sweep(tmp_path / "sweep")
+    page = build_dashboard(root, title=MARKUP)
+    assert_inert(page)
+    escaped = html.escape(MARKUP)
+    runs = page.split('<table class="runs"')[1].split("</table>")[0]
+    assert f"1 {escaped}" in runs  # the event kind's count in the run table (raw before: a stored XSS)
+    for shown in (f"<title>{escaped}</title>", f"D/{escaped}", f"{escaped}={escaped}0", html.escape(NAME_MARKUP)):
+        assert shown in page, shown
+
+
+def test_markup_in_run_folders_stays_text_in_the_dashboard_and_sweep_scripts(tmp_path):
+    root = hostile_sweep(tmp_path / "sweep")
+    out = tmp_path / "page.html"
+    done = run_script("scripts/dashboard.py", str(root), "--out", str(out), "--title", MARKUP)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_inert(out.read_text())
+    done = run_script("scripts/summarize_sweep.py", str(root))  # its Hydra jobs: the folders with overrides.yaml
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_inert((root / "dashboard.html").read_text())
+
+
+@pytest.mark.slow
+def test_real_browser_runs_no_markup_from_run_folders(tmp_path):
+    root = hostile_sweep(tmp_path / "sweep")
+    page = write_text_atomic(tmp_path / "report.html", build_dashboard(root, title="dashboard"))
+    driver = chrome()
+    try:
+        driver.get(page.as_uri())
+        assert driver.title == "dashboard"  # a script or handler that ran would have set it to PWNED
+        texts = driver.execute_script("return document.body.innerText")
+        assert "1 <script>document.title='PWNED'</script>" in texts  # the event kind, shown as text
+        assert driver.execute_script("return document.scripts.length") == 0
+    finally:
+        driver.quit()
+
+
+# ------------------------------------------------------------------ damaged run folders: errors name the file
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(7))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "metrics.json").write_text(""), r"metrics.json: empty"),
+    (lambda run: (run / "metrics.json").write_text('{"a":'), r"metrics.json: not complete JSON"),
+    (lambda run: (run / "metrics.json").write_text('{"class_kl": "<b>x</b>"}'),
+     r"metrics.json: 'class_kl' is '<b>x</b>', not a number"),
+    (lambda run: (run / "losses.jsonl").write_bytes((run / "losses.jsonl").read_bytes() + b'{"step": 5, "x": "\xff"}\n'),
+     r"losses.jsonl: not UTF-8 text"),
+    (lambda run: append_jsonl(run / "losses.jsonl", {"step": 2000, "loss_d": "high"}),
+     r"losses.jsonl \(step 2000\): 'loss_d' is 'high', not a number"),
+    (lambda run: (run / ".hydra" / "config.yaml").write_text(LAUGHS),
+     r"config.yaml: not YAML this project reads: it uses the YAML alias \*a"),
+])
+def test_a_damaged_run_file_is_named_in_the_error(sweep, damage, message):
+    damage(sweep / "1")
+    with pytest.raises(ValueError, match=message):
+        build_dashboard(sweep)
+    done = run_script("scripts/dashboard.py", str(sweep), "--out", str(sweep / "page.html"))
+    assert done.returncode == 2 and re.search(message, done.stderr) and "Traceback" not in done.stderr
+
+
+def test_out_pointing_at_a_directory_is_a_usage_error(sweep, tmp_path):
+    done = run_script("scripts/dashboard.py", str(sweep), "--out", str(tmp_path))
+    assert done.returncode == 2 and "is a directory; give a file name in it" in done.stderr
+
+
+def test_a_negative_zero_slope_is_shown_as_zero(tmp_path):
+    run = tmp_path / "runs" / "0"
+    fake_run(run, -0.0, 0)
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("act:\n", "act:\n  d_kind: leaky_relu\n  g_kind: leaky_relu\n"))
+    loaded = load_run(run)
+    assert "slope=-0.0" not in loaded.activations and "D leaky_relu (slope=0.0)" in loaded.activations
+    assert loaded.settings["act.negative_slope"] == "0.0"

@@ -10,8 +10,10 @@ import pytest
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
 from gan.deploy import run_mindir, run_onnx
+from gan.atomic import umask_mode
 from gan.checkpoint import generator_from_checkpoint
-from gan.training import fixed_latents, run
+from gan.streams import fixed_latents
+from gan.training import run
 
 from tests.helpers import REPO, run_script
 
@@ -123,3 +125,19 @@ def test_mindspore_cpu_tanh_error_is_what_the_onnx_tolerance_allows_for():
     err = np.abs(ms.nn.Tanh()(ms.Tensor(x)).asnumpy().astype(np.float64) - np.tanh(x.astype(np.float64)))
     assert 5e-5 < err.max() < 1.5e-4
     assert load_script().EXPORT_TOLERANCE == {"MINDIR": 1e-5, "ONNX": 2e-4}
+
+
+@pytest.mark.parametrize("fmt", ["ONNX", "MINDIR"])
+def test_export_leaves_the_output_folders_mode_alone(checkpoint, tmp_path, fmt):
+    """MindSpore's ONNX writer chmods the folder it writes into to 0700: the user's folder must keep its mode."""
+    if fmt == "ONNX":
+        pytest.importorskip("onnxruntime")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o775)
+    result = export(str(checkpoint), "--format", fmt, "--out", str(shared / "g"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shared.stat().st_mode & 0o777 == 0o775
+    name = f"g{'.onnx' if fmt == 'ONNX' else '.mindir'}"
+    assert [p.name for p in shared.iterdir()] == [name]  # no temporary folder left
+    assert (shared / name).stat().st_mode & 0o777 == umask_mode()  # the mode a new file gets, readable by the group

@@ -10,7 +10,7 @@ from PIL import Image
 
 from gan.checkpoint import latest_checkpoint
 from gan.config import compose_config
-from gan.report import image_grid
+from gan.images import image_grid
 from gan.training import run
 
 from tests.helpers import REPO, run_script
@@ -115,3 +115,72 @@ def test_bench_generate_reports_peak_memory_per_n(run_dir, tmp_path):
     assert [r["n"] for r in records] == [64, 600]
     assert all(r["peak_rss_mib"] > 50 and r["seconds"] > 0 for r in records)
     assert records[1]["npz_bytes"] > 600 * 3 * 32 * 32 * 4  # the samples were written
+
+
+# The probe's 351-byte "billion laughs" (10^7 leaves once expanded), appended to a checkpoint's stored config.
+LAUGHS = "laughs:\n  a: &a [l, l, l, l, l, l, l, l, l, l]\n" + "".join(
+    f"  {chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6))
+
+
+def tampered(run_dir: Path, tmp_path: Path, config_tail: str) -> Path:
+    """A copy of the run's checkpoint whose stored config ends with `config_tail`."""
+    from gan.checkpoint import load_checkpoint, save_checkpoint
+
+    arrays, meta = load_checkpoint(latest_checkpoint(run_dir))
+    meta["config"] += config_tail
+    path = tmp_path / "received.ckpt"
+    save_checkpoint(path, arrays, meta)
+    return path
+
+
+@pytest.mark.parametrize("tail, message", [
+    (LAUGHS, "uses the YAML alias *a"),
+    ("data:\n  root: ${oc.env:HOME}/data\n", "holds OmegaConf interpolations (${...}) at data.root"),
+])
+def test_a_received_checkpoint_cannot_hang_or_run_resolvers_in_any_tool(run_dir, tmp_path, tail, message):
+    """A 351-byte alias bomb in the embedded config hung generate/export/quantize/resume in OmegaConf.create."""
+    received = str(tampered(run_dir, tmp_path, tail))
+    for script, args in (("scripts/generate.py", ["--n", "4", "--out", str(tmp_path / "x.png")]),
+                         ("scripts/export.py", ["--format", "MINDIR", "--out", str(tmp_path / "x.mindir")]),
+                         ("scripts/quantize.py", ["--calib", "8", "--out", str(tmp_path / "q")])):
+        result = run_script(script, received, *args, timeout=120)
+        assert result.returncode == 2 and "received.ckpt" in result.stderr and message in result.stderr, script
+    with pytest.raises(ValueError, match="received.ckpt"):
+        run(compose_config(["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native",
+                            "train.batch_size=8", "data=shapes", "data.num_images=32", "train.steps=3",
+                            f"train.resume={received}"]), tmp_path / "resumed")
+
+
+@pytest.mark.parametrize("suffix, image_format", [(".png", "PNG"), (".jpg", "JPEG"), (".webp", "WEBP")])
+def test_the_grid_is_written_in_the_format_its_name_says(run_dir, tmp_path, suffix, image_format):
+    out = tmp_path / f"grid{suffix}"
+    result = generate(str(run_dir), "--n", "4", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with Image.open(out) as image:
+        assert image.format == image_format
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "grid.xyz"], "--out grid.xyz: .xyz is not an image type written here; end the name with one of .png"),
+    (["--out", "{tmp}"], "--out {tmp} is a directory; give a file name in it, e.g. {tmp}/grid.png"),
+    (["--npz", "{tmp}"], "--npz {tmp} is a directory; give a file name in it, e.g. {tmp}/samples.npz"),
+])
+def test_an_output_that_cannot_be_written_is_a_usage_error(run_dir, tmp_path, args, message):
+    result = generate(str(run_dir), *[a.format(tmp=tmp_path) for a in args])
+    assert result.returncode == 2 and message.format(tmp=tmp_path) in result.stderr, result.stderr[-2000:]
+
+
+def test_a_2d_checkpoint_gives_the_scatter_plot_of_its_run(tmp_path):
+    """A ring8 generator's samples are points: the grid is the run's scatter plot (raw ValueError before), also
+    for its int8 quantisation (generate --int8)."""
+    run_dir = tmp_path / "ring8"
+    run(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "train.dry_run=true",
+                        "eval.num_samples=64", "train.num_samples=64", "diagnostics.enabled=false"]), run_dir)
+    result = generate(str(run_dir), "--n", "64", "--out", str(tmp_path / "points.png"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_array_equal(pixels(tmp_path / "points.png"), pixels(run_dir / "samples" / "step_000002.png"))
+    quantized = run_script("scripts/quantize.py", str(run_dir), "--calib", "16", "--eval-n", "64", "--out",
+                           str(tmp_path / "q"))
+    assert quantized.returncode == 0, quantized.stderr[-3000:]
+    result = generate("--int8", str(tmp_path / "q"), "--n", "64", "--out", str(tmp_path / "q.png"))
+    assert result.returncode == 0 and pixels(tmp_path / "q.png").shape == (320, 320, 3), result.stderr[-3000:]

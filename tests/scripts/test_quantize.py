@@ -15,7 +15,8 @@ from gan.classifier import ClassifierConfig, load_classifier
 from gan.config import compose_config
 from gan.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
 from gan.checkpoint import generator_from_checkpoint
-from gan.training import fixed_latents, run
+from gan.streams import fixed_latents
+from gan.training import run
 from ops import LeakyReLU
 from ops import reference as ref
 
@@ -129,3 +130,27 @@ def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
     assert list(report["float"]) == names and list(report["int8"]) == names
     assert report["change"]["frechet_distance"] == pytest.approx(
         report["int8"]["frechet_distance"] - report["float"]["frechet_distance"])
+
+
+def test_a_generator_without_leaky_relu_is_refused_by_quantize_in_its_own_words(tmp_path):
+    """An ELU generator: an ExportError traceback about export before; now one line from quantize, exit 1."""
+    run_dir = tmp_path / "elu"
+    run(compose_config(TINY + ["data=shapes", "act.g_kind=elu", "fusion=none"]), run_dir)
+    result = script("quantize.py", str(run_dir), "--calib", "8", "--out", str(tmp_path / "q"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "cannot quantise this generator: layer 'act0' (ELU)" in result.stderr
+    assert "LeakyReLU or ReLU (act.g_kind=leaky_relu|relu)" in result.stderr
+
+
+@pytest.mark.parametrize("tool", ["quantize.py", "export.py"])
+def test_a_run_directory_means_its_newest_checkpoint_and_an_empty_one_is_named(quantized, tmp_path, tool):
+    checkpoint, _ = quantized
+    run_dir = checkpoint.parent.parent
+    args = ["--calib", "8", "--eval-n", "8", "--out", str(tmp_path / "q")] if tool == "quantize.py" else \
+        ["--format", "MINDIR", "--out", str(tmp_path / "g.mindir")]
+    result = script(tool, str(run_dir), *args)
+    assert result.returncode == 0 and f"using {checkpoint}" in result.stderr, result.stderr[-3000:]
+    (tmp_path / "empty").mkdir()
+    result = script(tool, str(tmp_path / "empty"), *args)
+    assert result.returncode == 2 and "is a directory without training checkpoints" in result.stderr
+    assert "does not exist" not in result.stderr

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gan.run_files import append_jsonl
-from gan.runtime import job_threads
+from gan.runtime import available_cpus, job_threads
 from gan.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,6 +20,16 @@ REPO = Path(__file__).resolve().parents[2]
                                                       ({"n_jobs": -1}, 16, 1), ({"n_jobs": 4}, 2, 1)])
 def test_job_threads_split_the_cores(launcher, cpus, expected):
     assert job_threads(launcher, cpus) == expected
+
+
+def test_job_threads_count_the_cpus_this_process_may_use():
+    """A container or `taskset` may allow fewer CPUs than the machine has: a job on 1 allowed CPU gets 1 thread,
+    whatever os.cpu_count() says."""
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from gan.runtime import job_threads; print(job_threads({'n_jobs': 1}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("n_jobs", [0, -2, "2"])
@@ -49,11 +59,41 @@ def test_summary_rows_in_job_order_with_metrics_and_diagnostics(tmp_path):
     assert [r["act.negative_slope"] for r in rows] == ["0.0", "0.02", "0.1"]
     assert rows[1]["modes"] == 6 and rows[1]["D dead_frac"] == 0.25 and rows[1]["G dead_frac"] is None
     assert "D dead_frac" not in rows[0] and rows[0]["loss_g"] == 0.7
+    assert rows[0]["status"] == ""  # a job from before status.json: not known
     table = to_markdown(rows)
-    assert table.splitlines()[0].startswith("| job | act.negative_slope | seed | modes | reverse_kl |")
+    assert table.splitlines()[0].startswith("| job | status | act.negative_slope | seed | modes | reverse_kl |")
     assert len(table.splitlines()) == 2 + 3
     parsed = list(csv.DictReader(to_csv(rows).splitlines()))
     assert [r["job"] for r in parsed] == ["0", "2", "10"] and parsed[0]["D dead_frac"] == ""
+
+
+def test_failed_jobs_say_why_and_stay_out_of_the_groups_and_the_run_count(tmp_path):
+    from gan.dashboard import build_dashboard
+    from gan.run_dir import write_status
+
+    error = "ConfigError: act.negative_slope=2.0 must be in [0, 1] (0 = ReLU, 1 = identity)"
+    (tmp_path / "0" / ".hydra").mkdir(parents=True)  # failed at start: it wrote nothing but its status
+    (tmp_path / "0" / ".hydra" / "overrides.yaml").write_text("- act.negative_slope=2.0\n- seed=0\n")
+    write_status(tmp_path / "0", "failed", error=error)
+    fake_job(tmp_path, 1, slope=0.2, diagnostics=True)
+    write_status(tmp_path / "1", "finished", step=10)
+    fake_job(tmp_path, 2, slope=0.2, diagnostics=True)
+    write_status(tmp_path / "2", "running")  # no process holds its lock: it was killed
+    (tmp_path / "3" / ".hydra").mkdir(parents=True)  # stopped before our code ran (no status at all)
+    (tmp_path / "3" / ".hydra" / "overrides.yaml").write_text("- act.negative_slope=0.3\n- seed=0\n")
+    rows = summarize(tmp_path)
+    assert [r["status"] for r in rows] == [f"failed: {error}", "finished", "died: it stopped without a word (killed?)",
+                                           "no output: the job stopped before training (see its log)"]
+    assert "| 0 | failed: ConfigError: act.negative_slope=2.0 must be in [0, 1] (0 = ReLU, 1 = identity) |" in \
+        to_markdown(rows)
+    summary = group_summary(tmp_path)
+    assert [g["jobs"] for g in summary["groups"]] == [["1"]]  # not a "1 seed" group of empty cells
+    assert [f["job"] for f in summary["failed"]] == ["0", "2", "3"]
+    assert f"- job 0: failed: {error}" in groups_markdown(summary)
+    page = build_dashboard(tmp_path)
+    assert "2 runs in 1 group" in page  # jobs 1 and 2 have logs to draw (2 until it died)
+    assert "3 jobs without a result: <b>0</b> failed: ConfigError: act.negative_slope=2.0" in page
+    assert "<b>2</b> died" in page and "<b>3</b> no output" in page
 
 
 def seeded_job(root: Path, number: int, slope: float, seed: int, dead: list[float]) -> None:
@@ -140,27 +180,32 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     sweep = tmp_path / "sweep"
     train = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), "-m", "experiment=ring8", "act.negative_slope=0,0.2", "train.steps=3",
-         "model.ngf=32", "model.ndf=32", "train.batch_size=32", "eval.num_samples=200", "diagnostics.enabled=false",
-         f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert train.returncode == 0, train.stderr[-3000:]
+        [sys.executable, str(REPO / "train.py"), "-m", "experiment=ring8", "act.negative_slope=0,0.2,2.0",
+         "train.steps=3", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "eval.num_samples=200",
+         "diagnostics.enabled=false", f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=600)
+    assert train.returncode == 1, train.stderr[-3000:]  # job 2's slope is out of range: it fails, the others run
     summary = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(sweep)], cwd=REPO,
                              env=env, capture_output=True, text=True, timeout=300)
     assert summary.returncode == 0, summary.stderr[-3000:]
     rows = list(csv.DictReader((sweep / "summary.csv").read_text().splitlines()))
-    assert [(r["job"], r["act.negative_slope"]) for r in rows] == [("0", "0"), ("1", "0.2")]
-    for row in rows:
+    assert [(r["job"], r["act.negative_slope"]) for r in rows] == [("0", "0"), ("1", "0.2"), ("2", "2.0")]
+    for row in rows[:2]:
         assert 0 <= int(row["modes"]) <= 8 and 0 <= float(row["hq_fraction"]) <= 1 and row["step"] == "3"
-        assert float(row["reverse_kl"]) >= 0
+        assert float(row["reverse_kl"]) >= 0 and row["status"] == "finished"
+    assert rows[2]["status"] == "failed: ConfigError: act.negative_slope=2.0 must be in [0, 1] (0 = ReLU, 1 = identity)"
     assert rows[0]["loss_g"] != rows[1]["loss_g"]  # the slope reached the networks
-    assert (sweep / "summary.md").read_text().startswith("| job | experiment | act.negative_slope | train.steps |")
+    assert (sweep / "summary.md").read_text().startswith(
+        "| job | status | experiment | act.negative_slope | train.steps |")
+    assert "- job 2: failed: ConfigError: act.negative_slope=2.0" in (sweep / "groups.md").read_text()
     page = (sweep / "dashboard.html").read_text()
     assert "act.negative_slope=0.2" in page and page.count('alt="samples of') == 2  # the scatter plots are shown
+    assert "2 runs in 2 groups" in page and "<b>2</b> failed: ConfigError" in page
 
 
 @pytest.mark.slow
 def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
-    """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get cpu_count // 2 threads, also the third
+    """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get half the CPUs, also the third
     job, which runs in a worker process that already trained one (MindSpore sets the thread count once per process)."""
     from gan.checkpoint import latest_checkpoint, load_checkpoint  # loads MindSpore: only this test needs it
 
@@ -176,7 +221,7 @@ def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
     for job in ("0", "1", "2"):
         _, meta = load_checkpoint(latest_checkpoint(sweep / job))
         threads.append(yaml.safe_load(meta["config"])["runtime"]["threads"])
-    assert threads == [max(1, (os.cpu_count() or 1) // 2)] * 3
+    assert threads == [max(1, available_cpus() // 2)] * 3  # the CPUs this process may use, whatever their number
 
 
 def hydra_config(*overrides: str) -> str:

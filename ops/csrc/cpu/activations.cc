@@ -401,6 +401,47 @@ int RreluTrainBackward(int nparam, void** params, int* ndims, int64_t** shapes, 
 // never streams (no AVX-512). The test of the streaming path sizes its tensors from it.
 int64_t LreluStreamMinBytes() { return streams(lrelu::cpu::kStreamMinBytes / 4, 4) ? lrelu::cpu::kStreamMinBytes : -1; }
 
+// The instruction-set extensions this library was compiled with, as g++ names them (-m<name>), space-separated:
+// those the kernels branch on, and the AVX-512 family a -march= name alone can leave out (g++ 12 on Zen 5).
+// The build test compares them with what the compiler enables for the build's flags.
+const char* LreluBuildIsa() {
+  return ""
+#if defined(__SSE4_2__)
+         " sse4.2"
+#endif
+#if defined(__AVX2__)
+         " avx2"
+#endif
+#if defined(__FMA__)
+         " fma"
+#endif
+#if defined(__F16C__)
+         " f16c"
+#endif
+#if defined(__AVX512F__)
+         " avx512f"
+#endif
+#if defined(__AVX512BW__)
+         " avx512bw"
+#endif
+#if defined(__AVX512DQ__)
+         " avx512dq"
+#endif
+#if defined(__AVX512VL__)
+         " avx512vl"
+#endif
+#if defined(__AVX512VBMI__)
+         " avx512vbmi"
+#endif
+#if defined(__AVX512VNNI__)
+         " avx512vnni"
+#endif
+#if defined(__AVX512BF16__)
+         " avx512bf16"
+#endif
+      ;
+}
+
 // The field names of a params.h layout ("act", "bn_act" or "quantized"), comma-separated, into out[0 .. cap); returns
 // sizeof the struct, or -1 for an unknown layout or a too small buffer. The test of ops/params.py reads it.
 int64_t LreluParamsLayout(const char* which, char* out, int64_t cap) {

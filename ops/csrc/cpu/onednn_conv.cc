@@ -1,12 +1,15 @@
-// Conv2d primitives of oneDNN as CPU aot kernels: forward, backward-data and backward-weights, and the
-// forward fused with bias + LeakyReLU (+ clamp) for fusion=conv_act.
+// Conv2d primitives of oneDNN as CPU aot kernels: forward, backward-data and backward-weights, the forward
+// fused with bias + LeakyReLU (+ clamp) for fusion=conv_act, and a pooling forward (the Inception features).
 //
 // Linked against the oneDNN that MindSpore itself ships and has already loaded (mindspore/lib/libdnnl.so.3,
 // a threadpool build), compiled with the headers of an older or equal 3.x release (ops/onednn.py checks
-// the versions at load time). Each primitive is created with format_tag::any, so oneDNN picks its blocked
-// layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are reordered into
-// and out of them at the edges. One cache entry per (kernel, shapes, stride, padding, threads) holds the
-// primitive, the reorders, the blocked buffers and the scratchpad; a call locks only its own entry.
+// the versions at load time). For NCHW activations each primitive is created with format_tag::any, so oneDNN
+// picks its blocked layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are
+// reordered into and out of them at the edges. NHWC activations (layout 1: the tensors are (N, H, W, C)) are
+// given to oneDNN as they are (its brgemm kernels compute in nhwc), so a network kept in NHWC runs without
+// any activation reorder; weights stay OIHW and are reordered. One cache entry per (kernel, shapes,
+// geometry, threads) holds the primitive, the reorders, the blocked buffers and the scratchpad; a call locks
+// only its own entry.
 //
 // Backward-data into at most kFewChannels channels (an image's gradient, a transposed conv to an image) is
 // float32 GEMM + col2im instead (backward_data_few_channels): oneDNN's kernel is slow there.
@@ -14,15 +17,20 @@
 // A Conv2dTranspose is the adjoint of a Conv2d: its forward is this Conv2d backward-data, its input
 // gradient this forward and its weight gradient this backward-weights (ops/onednn.py wires them).
 //
-// DnnlConvForward        (src (N,C,H,W),      weights (O,C,K,K), geometry) -> dst (N,O,Ho,Wo)
-// DnnlConvBackwardData   (diff_dst (N,O,Ho,Wo), weights (O,C,K,K), geometry) -> diff_src (N,C,H,W)
-// DnnlConvBackwardWeights(src (N,C,H,W),      diff_dst (N,O,Ho,Wo), geometry) -> diff_weights (O,C,K,K)
+// DnnlConvForward        (src (N,C,H,W),      weights (O,C,Kh,Kw), geometry) -> dst (N,O,Ho,Wo)
+// DnnlConvBackwardData   (diff_dst (N,O,Ho,Wo), weights (O,C,Kh,Kw), geometry) -> diff_src (N,C,H,W)
+// DnnlConvBackwardWeights(src (N,C,H,W),      diff_dst (N,O,Ho,Wo), geometry) -> diff_weights (O,C,Kh,Kw)
 // DnnlConvActForward     (src, weights, bias (O,), geometry) -> LeakyReLU(conv + bias) [clamped], one primitive
 //                        (eltwise_relu with alpha = slope, then eltwise_clip(-clamp, clamp) as post-ops)
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
-// geometry: int32[5] {stride, padding, threads, slope, clamp} (slope and clamp as float32 bit patterns, inf
-// for no clamp). Tensors are float32 or float16 (each on its own: amp casts every floating input of a
-// float16 cell); the primitives compute in float32, the reorders convert.
+// geometry: int32[11] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
+// layout, constant_weights} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW, 1 = NHWC,
+// where the activation shapes above read (N,H,W,C); constant_weights 1 (forward kinds, inference): the weights'
+// reordered copy is kept and reused while their bytes stay the same, compared on every call). Tensors are float32 or float16 (each on its own: amp casts every
+// floating input of a float16 cell); the primitives compute in float32, the reorders convert.
+// DnnlPoolForward        (src, pool geometry) -> dst: max or average pooling, float32
+// pool geometry: int32[11] {algorithm (0 max, 1 average excluding padding, 2 average including it), kernel_h,
+// kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -48,8 +56,13 @@ namespace {
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 
-enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3 };
-constexpr int64_t kGeometryLength = 5;  // {stride, padding, threads, slope (float bits), clamp (float bits)}
+enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kForwardAct = 3, kPool = 4 };
+// {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout,
+// constant_weights}
+constexpr int64_t kGeometryLength = 11;
+// {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
+constexpr int64_t kPoolGeometryLength = 11;
+enum Layout : int32_t { kNCHW = 0, kNHWC = 1 };
 
 thread_local bool in_parallel = false;
 
@@ -89,6 +102,10 @@ struct Edge {
   memory blocked;
   dnnl::reorder convert;  // plain -> blocked for inputs, blocked -> plain for the output
   bool reordered;
+  // Constant weights (inference): `blocked` was reordered from bytes equal to `last`, so an input with the same
+  // bytes (compared on every call) skips its reorder.
+  bool keep = false;
+  std::vector<char> last;
 };
 
 struct Entry {
@@ -117,18 +134,33 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
 
 memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, tag::any); }
 
-// One kernel call's problem: src (N,C,H,W), weights (O,C,K,K), dst (N,O,Ho,Wo), the dtype of each kernel
-// tensor (inputs in order, then the output), and for kForwardAct the LeakyReLU slope and clamp.
+// The plain tag of an activation tensor (src, dst and their gradients) in the problem's layout.
+tag act_tag(Layout layout) { return layout == kNHWC ? tag::nhwc : tag::nchw; }
+
+// The descriptor oneDNN computes an activation in: its own choice for NCHW (blocked layouts beat plain
+// nchw), the tensor's nhwc itself for NHWC (no reorder).
+memory::desc act_desc(const memory::dims& dims, Layout layout) {
+  return layout == kNHWC ? memory::desc(dims, memory::data_type::f32, tag::nhwc) : any_desc(dims);
+}
+
+// One kernel call's problem: logical src (N,C,H,W), weights (O,C,Kh,Kw), dst (N,O,Ho,Wo) (oneDNN's dims,
+// whatever the layout), the dtype of each kernel tensor (inputs in order, then the output), and for
+// kForwardAct the LeakyReLU slope and clamp. For kPool, `wei` holds {kernel_h, kernel_w} and `algorithm`
+// the pooling kind.
 struct Problem {
   Kind kind;
   memory::dims src, wei, dst;
-  int64_t stride, pad;
+  memory::dims strides, pad_l, pad_r;  // {h, w}; pad_l = {top, left}, pad_r = {bottom, right}
   int threads;
   std::vector<memory::data_type> types;
   float slope, clamp;
+  Layout layout;
+  int64_t algorithm;
+  bool constant_weights;
 
   std::vector<int64_t> key() const {
-    std::vector<int64_t> k = {kind, stride, pad, threads};
+    std::vector<int64_t> k = {kind, threads, layout, algorithm, constant_weights};
+    for (const memory::dims* d : {&strides, &pad_l, &pad_r}) k.insert(k.end(), d->begin(), d->end());
     for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
     for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
     if (kind == kForwardAct) {
@@ -159,56 +191,79 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 // reference one).
 dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
-  const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
   auto make = [&](const memory::desc& src, const memory::desc& dst) {
     return dnnl::convolution_backward_data::primitive_desc(cpu_engine(), dnnl::algorithm::convolution_direct, src,
-                                                           any_desc(p.wei), dst, strides, padding, padding, fwd,
+                                                           any_desc(p.wei), dst, p.strides, p.pad_l, p.pad_r, fwd,
                                                            attr);
   };
-  if (fwd.src_desc() != memory::desc(p.src, memory::data_type::f32, tag::nchw)) {
+  if (p.layout == kNCHW && fwd.src_desc() != memory::desc(p.src, memory::data_type::f32, tag::nchw)) {
     try {
       auto pd = make(fwd.src_desc(), fwd.dst_desc());
       if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return pd;
     } catch (const dnnl::error&) {
     }
   }
-  return make(any_desc(p.src), any_desc(p.dst));
+  return make(act_desc(p.src, p.layout), act_desc(p.dst, p.layout));
+}
+
+// The pooling forward of a kPool problem: src and dst in the tensors' own layout (oneDNN's pooling kernels
+// run on plain nchw and nhwc), no reorder.
+std::unique_ptr<Entry> create_pool(const Problem& p) {
+  static const dnnl::algorithm kAlgorithms[] = {dnnl::algorithm::pooling_max,
+                                                dnnl::algorithm::pooling_avg_exclude_padding,
+                                                dnnl::algorithm::pooling_avg_include_padding};
+  auto entry = std::make_unique<Entry>(p.threads);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const memory::desc src(p.src, memory::data_type::f32, act_tag(p.layout));
+  const memory::desc dst(p.dst, memory::data_type::f32, act_tag(p.layout));
+  const auto pd = dnnl::pooling_forward::primitive_desc(
+      cpu_engine(), dnnl::prop_kind::forward_inference, kAlgorithms[p.algorithm], src, dst, p.strides, p.wei,
+      memory::dims{0, 0}, p.pad_l, p.pad_r, attr);
+  entry->prim = dnnl::pooling_forward(pd);
+  entry->in = {make_edge(DNNL_ARG_SRC, p.src, p.types[0], act_tag(p.layout), pd.src_desc(), true)};
+  entry->out = make_edge(DNNL_ARG_DST, p.dst, p.types[1], act_tag(p.layout), pd.dst_desc(), false);
+  entry->scratch = memory(pd.scratchpad_desc(), cpu_engine());
+  return entry;
 }
 
 // Build the primitive of the problem with its edges, reorders and scratchpad.
 std::unique_ptr<Entry> create(const Problem& p) {
+  if (p.kind == kPool) return create_pool(p);
   auto entry = std::make_unique<Entry>(p.threads);
-  const memory::dims strides = {p.stride, p.stride}, padding = {p.pad, p.pad};
+  const tag plain = act_tag(p.layout);
   dnnl::primitive_attr attr = p.kind == kForwardAct ? act_attr(p) : dnnl::primitive_attr();
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& t = p.types;
   const memory::desc bias = p.kind == kForwardAct ? memory::desc({p.dst[1]}, memory::data_type::f32, tag::a)
                                                   : memory::desc();
   const auto fwd = dnnl::convolution_forward::primitive_desc(
-      cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(p.src),
-      any_desc(p.wei), bias, any_desc(p.dst), strides, padding, padding, attr);
+      cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      act_desc(p.src, p.layout), any_desc(p.wei), bias, act_desc(p.dst, p.layout), p.strides, p.pad_l, p.pad_r,
+      attr);
   memory::desc scratch;
   if (p.kind == kForward || p.kind == kForwardAct) {
     entry->prim = dnnl::convolution_forward(fwd);
-    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], tag::nchw, fwd.src_desc(), true),
+    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, fwd.src_desc(), true),
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, fwd.weights_desc(), true)};
+    entry->in[1].keep = p.constant_weights;
     if (p.kind == kForwardAct) entry->in.push_back(make_edge(DNNL_ARG_BIAS, {p.dst[1]}, t[2], tag::a, bias, true));
-    entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), tag::nchw, fwd.dst_desc(), false);
+    entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), plain, fwd.dst_desc(), false);
     scratch = fwd.scratchpad_desc();
   } else if (p.kind == kBackwardData) {
     const auto pd = backward_data_desc(p, fwd, attr);
     entry->prim = dnnl::convolution_backward_data(pd);
-    entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], tag::nchw, pd.diff_dst_desc(), true),
+    entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], plain, pd.diff_dst_desc(), true),
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, pd.weights_desc(), true)};
-    entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], tag::nchw, pd.diff_src_desc(), false);
+    entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], plain, pd.diff_src_desc(), false);
     scratch = pd.scratchpad_desc();
   } else {
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, any_desc(p.src), any_desc(p.wei), any_desc(p.dst),
-        strides, padding, padding, fwd, attr);
+        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p.src, p.layout), any_desc(p.wei),
+        act_desc(p.dst, p.layout), p.strides, p.pad_l, p.pad_r, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
-    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], tag::nchw, pd.src_desc(), true),
-                 make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], tag::nchw, pd.diff_dst_desc(), true)};
+    entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, pd.src_desc(), true),
+                 make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], plain, pd.diff_dst_desc(), true)};
     entry->out = make_edge(DNNL_ARG_DIFF_WEIGHTS, p.wei, t[2], tag::oihw, pd.diff_weights_desc(), false);
     scratch = pd.scratchpad_desc();
   }
@@ -232,12 +287,25 @@ class Concurrency {
   int saved_ = 0;
 };
 
-// The cached entry of one problem (created on first use; entries live for the process).
-Entry& lookup(const Problem& p) {
+// Constant-weight problems get one entry per weights buffer (a network's layers of equal shapes would otherwise
+// share one entry and reorder each other's weights every call); past this many such entries, further buffers share
+// their shape's entry (still correct: the bytes are compared), so a caller whose buffers move cannot grow the cache.
+constexpr size_t kMaxWeightEntries = 4096;
+
+// The cached entry of one problem (created on first use; entries live for the process); `weights` is the weights
+// buffer of a constant-weight problem.
+Entry& lookup(const Problem& p, const void* weights = nullptr) {
   static std::mutex mu;
   static std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  static size_t weight_entries = 0;
   const std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<Entry>& slot = cache[p.key()];
+  std::vector<int64_t> key = p.key();
+  if (p.constant_weights) {
+    key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(weights)));
+    if (cache.find(key) == cache.end() && weight_entries >= kMaxWeightEntries) key.back() = 0;
+    if (cache.find(key) == cache.end()) ++weight_entries;
+  }
+  std::unique_ptr<Entry>& slot = cache[key];
   if (!slot) {
     const Concurrency for_pool(p.threads);
     slot = create(p);
@@ -249,7 +317,11 @@ Entry& lookup(const Problem& p) {
 memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input) {
   memory user(e.plain, cpu_engine(), data);
   if (!e.reordered) return user;
-  if (is_input) e.convert.execute(stream, user, e.blocked);
+  if (!is_input) return e.blocked;
+  const size_t bytes = e.plain.get_size();
+  if (e.keep && e.last.size() == bytes && std::memcmp(e.last.data(), data, bytes) == 0) return e.blocked;
+  e.convert.execute(stream, user, e.blocked);
+  if (e.keep) e.last.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
   return e.blocked;
 }
 
@@ -279,7 +351,7 @@ constexpr int64_t kFewChannels = 8;
 // layers' col2im (col2im.h) adds every column entry onto its input position. Samples are split over the pool.
 void backward_data_few_channels(const Problem& p, const float* dy, const float* wt, float* dx) {
   const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0];
-  const lrelu::cpu::PaddedPlane plane(h, w, p.wei[2], p.stride, p.pad, p.dst[2], p.dst[3]);
+  const lrelu::cpu::PaddedPlane plane(h, w, p.wei[2], p.strides[0], p.pad_l[0], p.dst[2], p.dst[3]);
   const int64_t rows = c * plane.taps, cols = plane.seg;
   const int workers = static_cast<int>(n < p.threads ? n : p.threads);
   lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
@@ -296,8 +368,12 @@ void backward_data_few_channels(const Problem& p, const float* dy, const float* 
   });
 }
 
+// The GEMM + col2im path takes NCHW, square kernels, one stride and one padding on every side.
 bool few_channels_path(const Problem& p) {
-  if (p.kind != kBackwardData || p.src[1] > kFewChannels) return false;
+  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
+      p.strides[0] != p.strides[1] || p.pad_l[0] != p.pad_l[1] || p.pad_l != p.pad_r) {
+    return false;
+  }
   for (memory::data_type t : p.types) {
     if (t != memory::data_type::f32) return false;
   }
@@ -319,28 +395,51 @@ float float_at(const int32_t* params, int index) {
   return f;
 }
 
+// The logical (N, C, H, W) dims of an activation tensor's shape in `layout`.
+memory::dims act_dims(const int64_t* s, Layout layout) {
+  return layout == kNHWC ? memory::dims{s[0], s[3], s[1], s[2]} : memory::dims(s, s + 4);
+}
+
+// The tensor dtypes of a call (every param but the geometry at `geo`); false for a dtype oneDNN is not given.
+bool tensor_types(int nparam, int geo, const char** dtypes, std::vector<memory::data_type>* types) {
+  for (int i = 0; i < nparam; ++i) {
+    memory::data_type t;
+    if (i == geo) continue;
+    if (!float_type(dtypes[i], &t)) return false;
+    types->push_back(t);
+  }
+  return true;
+}
+
+int execute(const Problem& p, void** params, int out) {
+  try {
+    void* in[3] = {params[0], params[1], params[2]};
+    run(lookup(p, params[1]), in, params[out]);
+  } catch (const dnnl::error&) {
+    return 2;
+  }
+  return 0;
+}
+
 // params: {inputs..., geometry, out}; kForwardAct has three inputs (src, weights, bias), the others two.
-// Returns 0, 1 (bad signature/dtype) or 2 (oneDNN refused the problem).
+// Returns 0, 1 (bad signature/dtype/layout) or 2 (oneDNN refused the problem).
 int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
   const int inputs = kind == kForwardAct ? 3 : 2, geo = inputs, out = inputs + 1;
   if (nparam != inputs + 2 || ndims[0] != 4 || ndims[1] != 4 || ndims[out] != 4 || ndims[geo] != 1 ||
       shapes[geo][0] != kGeometryLength || std::strcmp(dtypes[geo], "int32") != 0) {
     return 1;
   }
-  Problem p{kind, {}, {}, {}, 0, 0, 1, {}, 0.0f, 0.0f};
-  for (int i = 0; i < nparam; ++i) {
-    memory::data_type t;
-    if (i != geo && !float_type(dtypes[i], &t)) return 1;
-    if (i != geo) p.types.push_back(t);
-  }
   const int32_t* g = static_cast<const int32_t*>(params[geo]);
-  p.stride = g[0];
-  p.pad = g[1];
-  p.threads = g[2] > 1 ? g[2] : 1;
-  p.slope = float_at(g, 3);
-  p.clamp = float_at(g, 4);
+  if (g[9] != kNCHW && g[9] != kNHWC) return 1;
+  Problem p{kind, {}, {}, {}, {g[0], g[1]}, {g[2], g[4]}, {g[3], g[5]}, g[6] > 1 ? g[6] : 1, {},
+            float_at(g, 7), float_at(g, 8), static_cast<Layout>(g[9]), 0,
+            g[10] != 0 && (kind == kForward || kind == kForwardAct)};
+  if (!tensor_types(nparam, geo, dtypes, &p.types)) return 1;
   // (src, weights, dst) dims from the kernel's first two inputs and its output.
-  const memory::dims a = dims_of(4, shapes[0]), b = dims_of(4, shapes[1]), o = dims_of(4, shapes[out]);
+  const Layout l = p.layout;
+  const memory::dims o = kind == kBackwardWeights ? dims_of(4, shapes[out]) : act_dims(shapes[out], l);
+  const memory::dims a = act_dims(shapes[0], l);
+  const memory::dims b = kind == kBackwardWeights ? act_dims(shapes[1], l) : dims_of(4, shapes[1]);
   p.src = kind == kBackwardData ? o : a;
   p.wei = kind == kBackwardWeights ? o : b;
   p.dst = kind == kBackwardData ? a : kind == kBackwardWeights ? b : o;
@@ -350,13 +449,23 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
                                static_cast<float*>(params[out]));
     return 0;
   }
-  try {
-    void* in[3] = {params[0], params[1], params[2]};
-    run(lookup(p), in, params[out]);
-  } catch (const dnnl::error&) {
-    return 2;
+  return execute(p, params, out);
+}
+
+// params: {src, pool geometry, dst}, float32 4-d tensors in the geometry's layout.
+int pool_entry_point(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
+  if (nparam != 3 || ndims[0] != 4 || ndims[2] != 4 || ndims[1] != 1 || shapes[1][0] != kPoolGeometryLength ||
+      std::strcmp(dtypes[1], "int32") != 0 || std::strcmp(dtypes[0], "float32") != 0 ||
+      std::strcmp(dtypes[2], "float32") != 0) {
+    return 1;
   }
-  return 0;
+  const int32_t* g = static_cast<const int32_t*>(params[1]);
+  if (g[0] < 0 || g[0] > 2 || (g[10] != kNCHW && g[10] != kNHWC)) return 1;
+  const Layout l = static_cast<Layout>(g[10]);
+  Problem p{kPool, act_dims(shapes[0], l), {g[1], g[2]}, act_dims(shapes[2], l), {g[3], g[4]}, {g[5], g[7]},
+            {g[6], g[8]}, g[9] > 1 ? g[9] : 1, {memory::data_type::f32, memory::data_type::f32}, 0.0f, 0.0f, l,
+            g[0], false};
+  return execute(p, params, 2);
 }
 
 // dz = dy where y > 0, slope * dy elsewhere, 0 where |y| reached a finite clamp: the LeakyReLU gradient read
@@ -395,6 +504,10 @@ int DnnlConvActForward(int nparam, void** params, int* ndims, int64_t** shapes, 
   return entry_point(kForwardAct, nparam, params, ndims, shapes, dtypes);
 }
 
+int DnnlPoolForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
+  return pool_entry_point(nparam, params, ndims, shapes, dtypes);
+}
+
 // Inputs: y, dy (same shape and dtype, float32|float16), geometry; output: dz like y.
 int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void*, void*) {
   if (nparam != 4 || ndims[2] != 1 || shapes[2][0] != kGeometryLength || std::strcmp(dtypes[2], "int32") != 0 ||
@@ -407,12 +520,12 @@ int DnnlActBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
     n *= shapes[0][i];
   }
   const int32_t* g = static_cast<const int32_t*>(params[2]);
-  const float slope = float_at(g, 3), clamp = float_at(g, 4);
+  const float slope = float_at(g, 7), clamp = float_at(g, 8);
   auto run = [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     const T *y = static_cast<const T*>(params[0]), *dy = static_cast<const T*>(params[1]);
     T* dz = static_cast<T*>(params[3]);
-    lrelu::cpu::for_each_chunk(n, g[2], [&](int64_t start, int64_t len) {
+    lrelu::cpu::for_each_chunk(n, g[6], [&](int64_t start, int64_t len) {
       act_backward(y + start, dy + start, dz + start, len, slope, clamp);
     });
   };

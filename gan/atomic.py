@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash mid-write leaves the previous file (or none), never a truncated one."""
+"""Atomic whole-file writes (text, JSON, images, checkpoints, npz): a crash mid-write leaves the previous file (or
+none), never a truncated one. The run directory's own files and records: gan.run_files."""
 from __future__ import annotations
 
 import contextlib
@@ -36,7 +37,8 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only folder fails this too: the write's error is the news
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 
@@ -45,6 +47,11 @@ def write_atomic(path: str | Path, data: bytes) -> Path:
     with atomic_output(path) as f:
         f.write(data)
     return Path(path)
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write a UTF-8 text file atomically, as write_atomic."""
+    return write_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: str | Path, payload: object, indent: int = 1) -> Path:

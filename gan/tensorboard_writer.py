@@ -1,42 +1,15 @@
-"""Run outputs a person looks at: sample grids (Pillow), TensorBoard events (tensorboardX), a progress bar."""
+"""TensorBoard events of a run (tensorboardX) and the console progress bar showing the same numbers (tqdm)."""
 from __future__ import annotations
 
-import io
-import math
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
-from gan.files import write_atomic
 
-
-def image_grid(images: np.ndarray, nrow: int | None = None, padding: int = 2) -> np.ndarray:
-    """Tile NCHW images in [-1, 1] into one HWC uint8 image (C = 1 or 3), `nrow` images per row."""
-    if images.ndim != 4 or images.shape[1] not in (1, 3):
-        raise ValueError(f"images must be NCHW with 1 or 3 channels, got shape {images.shape}")
-    n, c, h, w = images.shape
-    nrow = nrow or math.ceil(math.sqrt(n))
-    rows = math.ceil(n / nrow)
-    grid = np.zeros((rows * (h + padding) + padding, nrow * (w + padding) + padding, c), np.uint8)
-    pixels = np.clip((images.astype(np.float32) + 1.0) * 127.5 + 0.5, 0, 255).astype(np.uint8)
-    for i in range(n):
-        top, left = padding + (i // nrow) * (h + padding), padding + (i % nrow) * (w + padding)
-        grid[top:top + h, left:left + w] = pixels[i].transpose(1, 2, 0)
-    return grid
-
-
-def save_png(grid: np.ndarray, path: str | Path) -> Path:
-    """Write an HWC uint8 image as PNG atomically (temp file in the same folder, then rename)."""
-    buffer = io.BytesIO()
-    Image.fromarray(grid[..., 0] if grid.shape[-1] == 1 else grid).save(buffer, format="PNG")
-    return write_atomic(path, buffer.getvalue())
-
-
-class Reporter:
-    """TensorBoard scalars/images under `run_dir/tensorboard` plus a one-line progress bar with ETA."""
+class TensorBoardWriter:
+    """TensorBoard scalars/images under `run_dir/tensorboard`, plus a one-line progress bar with ETA on the console."""
 
     def __init__(self, run_dir: str | Path, total_steps: int, start_step: int) -> None:
         # A resumed run hides the events of the steps it redoes (logged after its checkpoint, before a crash).

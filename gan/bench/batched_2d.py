@@ -24,36 +24,43 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from gan.config import POINT_DATASETS, Config, ConfigError
+from gan.activation_kinds import ACTIVATION_KINDS
+from gan.checkpoint import D_PREFIX, EMA_PREFIX, G_PREFIX
+from gan.config import Config, ConfigError
 from gan.metrics import mode_metrics
-from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, layer_slopes
+from gan.models import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, network_slopes
+from gan.plan import MAXOUT, build_plan
 from gan.tasks import PointData
-from gan.training import _EVAL_Z, _INIT_D, _INIT_G, _Z, latents, scheduled_lr
+from gan.streams import Purpose, latents, stream
+from gan.training import scheduled_lr
 from ops import leaky_relu, prelu
 
 _BMM = ops.BatchMatMul()
 _BN_EPS, _BN_KEEP = 1e-5, 0.9  # nn.BatchNorm2d's defaults: moving = 0.9 * moving + 0.1 * batch
 # What the batched trainer does not implement, as (config key, getter, the value it needs).
 _REQUIRED = (("model.name", lambda c: c.model.name, "mlp"), ("precision", lambda c: c.precision.name, "fp32"),
-             ("distributed", lambda c: c.distributed, False), ("fusion", lambda c: c.fusion.name, "none"),
+             ("distributed", lambda c: c.distributed, False),
              ("model.d_norm", lambda c: c.model.d_norm, "none"), ("model.g_norm", lambda c: c.model.g_norm, "batch"),
              ("train.loss", lambda c: c.train.loss, "bce"), ("train.r1_gamma", lambda c: c.train.r1_gamma, 0.0),
              ("train.d_steps", lambda c: c.train.d_steps, 1),
              ("train.clip_grad_norm", lambda c: c.train.clip_grad_norm, None))
-# act.{d,g}_kind the batched nets build (relu: the LeakyReLU op with slope 0; prelu: D only)
-_KINDS = {"d": ("leaky_relu", "relu", "prelu"), "g": ("leaky_relu", "relu")}
+# The activation Cells the batched nets implement, so the kinds they build (gan.activation_kinds): the
+# LeakyReLU op (leaky_relu, relu), and in D the prelu op or maxout units.
+_CELLS = {"d": ("LeakyReLU", "PReLU"), "g": ("LeakyReLU",)}
 
 
 def check_batchable(conf: Config) -> None:
-    """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces."""
-    if conf.data.name not in POINT_DATASETS:
-        raise ConfigError(f"data={conf.data.name!r}: the batched trainer trains 2D data only, "
-                          f"one of {list(POINT_DATASETS)}")
-    for net in ("d", "g"):
-        kind = getattr(conf.act, f"{net}_kind")
-        if kind not in _KINDS[net]:
-            raise ConfigError(f"act.{net}_kind={kind!r} is not supported by the batched 2D trainer (one of "
-                              f"{list(_KINDS[net])}); use train.py for this setting")
+    """ConfigError naming the key when `conf` is not a 2D run the batched trainer reproduces: its build plan
+    (gan.plan) must have unfused layers and activations the batched nets implement, and `_REQUIRED` hold."""
+    plan = build_plan(conf)
+    for net, network in (("d", plan.d), ("g", plan.g)):
+        kinds = [kind for kind, row in ACTIVATION_KINDS.items() if row.cell in _CELLS[net]]
+        if network.act not in kinds + ([MAXOUT] if net == "d" else []):
+            raise ConfigError(f"act.{net}_kind={network.act!r} is not supported by the batched 2D trainer (one of "
+                              f"{kinds}); use train.py for this setting")
+        if network.fusion != "none":
+            raise ConfigError(f"fusion={conf.fusion.name} builds {network.fusion} layers, which the batched 2D trainer "
+                              f"does not implement (needs fusion=none); use train.py for this setting")
     for key, get, needed in _REQUIRED:
         if get(conf) != needed:
             raise ConfigError(f"{key}={get(conf)!r} is not supported by the batched 2D trainer (needs {needed!r}); "
@@ -69,21 +76,23 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
     nets = NETWORKS["mlp"]
     g = nets.generator(conf.model, conf.act, 2, "native")
     d = nets.discriminator(conf.model, conf.act, 2, "native")
-    g.update_parameters_name("generator.")
-    d.update_parameters_name("discriminator.")
+    g.update_parameters_name(G_PREFIX)
+    d.update_parameters_name(D_PREFIX)
     per_trial = []
     for seed in seeds:
-        nets.init(g, np.random.default_rng([seed, 0, _INIT_G]))
-        nets.init(d, np.random.default_rng([seed, 0, _INIT_D]))
+        nets.init(g, stream(seed, 0, Purpose.INIT_G))
+        nets.init(d, stream(seed, 0, Purpose.INIT_D))
         per_trial.append({p.name: p.asnumpy().copy() for net in (g, d) for p in net.get_parameters()})
     return {name: np.stack([arrays[name] for arrays in per_trial]) for name in per_trial[0]}
 
 
-def _slopes(conf: Config, net: str, default: float, depth: int) -> tuple[float, ...]:
-    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU)."""
-    if getattr(conf.act, f"{net}_kind") == "relu":
-        return (0.0,) * depth
-    return tuple(layer_slopes(f"act.{net}_layers", getattr(conf.act, f"{net}_layers"), default, depth))
+def _slopes(conf: Config, net: str, depth: int) -> tuple[float, ...]:
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models chooses them (unused by PReLU):
+    the layer's slope, or the one its kind fixes (relu: 0)."""
+    row = ACTIVATION_KINDS[getattr(conf.act, f"{net}_kind")]
+    if not row.layer_slopes:
+        return (dict(row.constants).get("negative_slope", 0.0),) * depth
+    return tuple(network_slopes(conf.act, net, depth))
 
 
 def _bce_rows(logits: Tensor, target: float) -> Tensor:
@@ -100,9 +109,8 @@ class BatchedGAN(nn.Cell):
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"seeds={seeds!r}: give one or more distinct seeds")
         self.trials = len(seeds)
-        g_default = conf.act.negative_slope if conf.act.g_negative_slope is None else conf.act.g_negative_slope
-        self.g_slopes = _slopes(conf, "g", g_default, MLP_G_DEPTH)
-        self.d_slopes = _slopes(conf, "d", conf.act.negative_slope, MLP_D_DEPTH)
+        self.g_slopes = _slopes(conf, "g", MLP_G_DEPTH)
+        self.d_slopes = _slopes(conf, "d", MLP_D_DEPTH)
         self.clamp = conf.act.clamp
         self.d_maxout = conf.model.d_maxout  # pieces of D's maxout units (0: LeakyReLU/PReLU)
         init = _stack_trials(conf, seeds)
@@ -113,7 +121,7 @@ class BatchedGAN(nn.Cell):
         def weight(name: str) -> ms.Parameter:  # (T, out, in) -> (T, in, out) for x @ w
             return param(name, init[name].transpose(0, 2, 1))
 
-        g, d = "generator.layers.", "discriminator.layers."
+        g, d = f"{G_PREFIX}layers.", f"{D_PREFIX}layers."
         self.g_w = ms.ParameterTuple([weight(f"{g}conv{i}.weight") for i in range(MLP_G_DEPTH + 1)])
         self.g_b = param(f"{g}conv{MLP_G_DEPTH}.bias", init[f"{g}conv{MLP_G_DEPTH}.bias"])
         self.gamma = ms.ParameterTuple([param(f"{g}bn{i}.gamma", init[f"{g}bn{i}.gamma"]) for i in range(MLP_G_DEPTH)])
@@ -127,7 +135,7 @@ class BatchedGAN(nn.Cell):
         self.d_b = ms.ParameterTuple([param(f"{d}conv{i}.bias", init[f"{d}conv{i}.bias"])
                                       for i in range(MLP_D_DEPTH + 1)])
         self.d_prelu = ms.ParameterTuple([param(f"{d}act{i}.weight", init[f"{d}act{i}.weight"])
-                                          for i in range(MLP_D_DEPTH)] if conf.act.d_kind == "prelu" else [])
+                                          for i in range(MLP_D_DEPTH)] if f"{d}act0.weight" in init else [])  # PReLU
         self.g_params = ms.ParameterTuple([*self.g_w, self.g_b, *self.gamma, *self.beta])
         self.d_params = ms.ParameterTuple([*self.d_w, *self.d_b, *self.d_prelu])
         # The single-run names, kept before the optimisers are attached (nn.Adam's owner prefixes them).
@@ -136,7 +144,7 @@ class BatchedGAN(nn.Cell):
         t = conf.train
         # G's EMA (train.ema_beta) as train.py keeps it: averaged weights, BatchNorm statistics taken from G.
         self.ema_beta = t.ema_beta
-        self.ema = ms.ParameterTuple([param("ema." + p.name[len("generator."):], p.asnumpy(), False)
+        self.ema = ms.ParameterTuple([param(EMA_PREFIX + p.name[len(G_PREFIX):], p.asnumpy(), False)
                                       for p in self.g_params] if t.ema_beta is not None else [])
         self.opt_g = nn.Adam(self.g_params, t.lr, t.beta1, t.beta2)
         self.opt_d = nn.Adam(self.d_params, t.lr, t.beta1, t.beta2)
@@ -234,12 +242,12 @@ class BatchedGAN(nn.Cell):
         arrays = {}
         for name, p in zip(self._names, self._state):
             value = p.asnumpy()[trial]
-            g_weight = name.startswith("generator.") and name.endswith(".weight")  # G's dense weights: (in, out)
+            g_weight = name.startswith(G_PREFIX) and name.endswith(".weight")  # G's dense weights: (in, out)
             arrays[name] = value.T if g_weight else value
         for p in self.ema:
             arrays[p.name] = p.asnumpy()[trial].T if p.name.endswith(".weight") else p.asnumpy()[trial]
         for name in [n for n in arrays if ".moving_" in n]:  # train.py's EMA copies G's statistics
-            arrays[name.replace("generator.", "ema.")] = arrays[name] if self.ema else None
+            arrays[name.replace(G_PREFIX, EMA_PREFIX)] = arrays[name] if self.ema else None
         return {k: v for k, v in arrays.items() if v is not None}
 
 
@@ -271,7 +279,7 @@ class BatchedTrainer:
         """Real points and latents (T, N, 2) of global step `step`: each trial's, as its own run draws them."""
         nz, n = self.conf.model.nz, self.conf.train.batch_size
         real = np.stack([d.batch(step).reshape(n, 2) for d in self.data])
-        z = np.stack([latents(seed, step, _Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        z = np.stack([latents(seed, step, Purpose.Z, n, nz).reshape(n, nz) for seed in self.seeds])
         return real, z
 
     def train_to(self, end: int) -> TrialBatch:
@@ -298,5 +306,5 @@ class BatchedTrainer:
         """Each trial's mode metrics on its run's fixed evaluation latents (eval.num_samples points), from the
         EMA generator when train.ema_beta is set (as train.py) unless ema=False (then from G itself)."""
         n, nz = self.conf.eval.num_samples, self.conf.model.nz
-        z = np.stack([latents(seed, 0, _EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
+        z = np.stack([latents(seed, 0, Purpose.EVAL_Z, n, nz).reshape(n, nz) for seed in self.seeds])
         return [mode_metrics(points, self.conf.data.name) for points in self.generate(z, ema)]

@@ -1,4 +1,4 @@
-"""gan.toy2d_batched: T trials trained as one batched model reproduce T separate `train.py experiment=ring8` runs."""
+"""gan.bench.batched_2d: T trials trained as one batched model reproduce T separate `train.py experiment=ring8` runs."""
 import numpy as np
 import mindspore as ms
 from mindspore import Tensor
@@ -6,7 +6,7 @@ import pytest
 
 from gan.checkpoint import load_checkpoint
 from gan.config import ConfigError, compose_config
-from gan.toy2d_batched import BatchedTrainer, check_batchable
+from gan.bench.batched_2d import BatchedTrainer, check_batchable
 from gan.training import run, to_config
 
 STEPS = 20
