@@ -347,10 +347,18 @@ def check(conf: Config, steps: int, overrides: list[str]) -> dict:
                            "d_weight_distance": param_distance(app_state, torch_state, "discriminator")})
     return {"command": "python scripts/torch_dcgan.py check " + " ".join(["--steps", str(steps), *overrides]),
             "overrides": overrides, "seed": conf.seed, "data": conf.data.name, "batch_size": conf.train.batch_size,
-            "app": {"conv_impl": trainer.conv_impl, "fusion": trainer.fusion}, "torch": torch.__version__,
+            "app": built(trainer.plan), "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "machine": machine(),
             "initial_weights_max_abs_diff": max(d["abs"] for d in shared.values()),
             "initial_tensors": len(shared), **first, "steps": trajectory}
+
+
+def built(plan) -> dict:
+    """What the app's networks built (gan.plan.BuildPlan): conv implementation and fusion, one value when G and D
+    agree, else "G x, D y"; and the plan's own description."""
+    both = lambda g, d: g if g == d else f"G {g}, D {d}"  # noqa: E731
+    return {"conv_impl": both(plan.g.conv_impl, plan.d.conv_impl), "fusion": both(plan.g.fusion, plan.d.fusion),
+            "build_plan": plan.describe()}
 
 
 def summary_lines(report: dict) -> list[str]:

@@ -117,3 +117,65 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     # ... and --resume now refuses to mix those scores with runs scored the first way
     result = run_script("scripts/bench_quality.py", *argv, "--resume", timeout=300)
     assert result.returncode == 1 and "--rescore changes it" in result.stderr, result.stdout + result.stderr
+
+
+def test_fid_scores_every_count_from_one_feature_pass(monkeypatch, tiny_overrides: list[str]) -> None:
+    """--metrics fid: the reference a run of the overrides uses (gan.evaluation.standard_metrics, here with a fake
+    extractor), the samples featurised once, each count's numbers those of StandardMetrics on that many samples."""
+    import gan.evaluation
+    from gan.fid import StandardMetrics
+    from tests.helpers import FakeExtractor
+
+    rng = np.random.default_rng(0)
+    extractor = FakeExtractor()
+    metrics = StandardMetrics(rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8), "fake reference", extractor)
+    asked = []
+    monkeypatch.setattr(gan.evaluation, "standard_metrics", lambda conf, task, say: asked.append(conf) or metrics)
+    score, about = bench_quality.fid_metrics(tiny_overrides)
+    assert asked[0].eval.enabled and asked[0].eval.fid is True and asked[0].data.name == "shapes"
+    assert about["reference"] == "fake reference" and about["n_reference"] == 40 and about["extractor"] == "fake"
+    samples = rng.uniform(-1, 1, (30, 3, 32, 32)).astype(np.float32)
+    before = extractor.calls
+    scores = score(samples, [10, 30])
+    assert extractor.calls == before + 1
+    for n in (10, 30):
+        expected = metrics(samples[:n])
+        assert scores[n]["n_generated"] == n and scores[n] == pytest.approx(expected)
+
+
+def score_args(tmp_path: Path, **changes) -> "argparse.Namespace":
+    import argparse
+
+    values = {"steps": 4, "samples": 10, "sample_every": 0, "overrides": [], "torch_env": [], "metrics": "fake",
+              "score_samples": None, "curve_samples": None, "curve_seeds": [0, 1], "json": tmp_path / "scored.json",
+              "source": tmp_path / "bench.json"}
+    return argparse.Namespace(**{**values, **changes})
+
+
+def test_rescore_keeps_runs_scored_the_same_way_and_refuses_other_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(bench_quality, "machine", lambda: {"cpu": "test", "cores": 1})
+    args = score_args(tmp_path)
+    records = []
+    for seed in (0, 1):
+        path = tmp_path / f"s{seed}.npz"
+        np.savez(path, samples=np.full((10, 1, 2, 2), seed, np.float32))
+        records.append({"impl": "app", "seed": seed, "steps": 4, "train_s": 1.0, "img_per_s": 256.0,
+                        "process_s": 2.0, "samples": {"4": str(path)}})
+    args.source.write_text(json.dumps({"settings": bench_quality.training_settings(args), "records": records}))
+    scored: list[float] = []
+
+    def score(samples, counts):
+        scored.append(float(samples.mean()))
+        return {n: {"mean": float(samples[:n].mean())} for n in counts}
+    bench_quality.score_all(args, score, {"extractor": "fake"}, ["--rescore"])
+    report = json.loads(args.json.read_text())
+    assert scored == [0.0, 1.0] and [r["points"] for r in report["records"]] == [
+        [{"step": 4, "n_samples": 10, "mean": 0.0}], [{"step": 4, "n_samples": 10, "mean": 1.0}]]
+    assert report["scoring"]["final_samples"] == 10 and "finished" in report["scoring"]
+    # scoring again with the same settings reuses both; other counts score both again
+    bench_quality.score_all(args, score, {"extractor": "fake"}, ["--rescore"])
+    assert scored == [0.0, 1.0]
+    bench_quality.score_all(score_args(tmp_path, score_samples=5), score, {"extractor": "fake"}, ["--rescore"])
+    assert scored == [0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(SystemExit, match="other settings"):
+        bench_quality.earlier_report(score_args(tmp_path, steps=8), args.source)
