@@ -971,11 +971,11 @@ def _scoring_text(report: dict) -> str:
             f"({sc['n_reference']:,} images), {sc['convention']} convention, {sc['extractor']}")
 
 
-def _runs_text(*reports: dict) -> str:
+def _runs_text(report: dict) -> str:
     """Where the runs ran, the load at their starts and ends, and their order."""
-    loads = [x for rep in reports for r in rep["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
-    m = reports[0]["machine"]
-    order = "; runs alternated app, PyTorch, seed by seed" if len(reports[0]["impls"]) > 1 else ""
+    loads = [x for r in report["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+    m = report["machine"]
+    order = "; runs alternated app, PyTorch, seed by seed" if len(report["impls"]) > 1 else ""
     return (f"{m['cores']} cores of an {m['cpu']} shared with other jobs (load average {min(loads):.1f}-"
             f"{max(loads):.1f} at the runs' starts and ends){order}")
 
@@ -1036,29 +1036,6 @@ def quality_headline(report: dict) -> str:
             f"{len(app)} seeds each, FID on {sc['final_samples']:,} samples against {sc['n_reference']:,} training "
             f"images): FID **{pm(metric(app, 'fid'), 1)}** in this app, {pm(metric(ref, 'fid'), 1)} in the same "
             f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE), training in {1 / speed:.2f}x PyTorch's time.")
-
-
-def fid_default_runs(*reports: dict) -> str:
-    """The standard metrics of the default run (`python train.py [data=...]`, its default length) per report
-    (one per dataset), over seeds."""
-    rows = []
-    for report in reports:
-        _, points = _final_points(report, "app")
-        fid = metric(points, "fid")
-        sc = report["scoring"]
-        rows.append([f"`{' '.join(['python train.py', *report['settings']['overrides']])}`",
-                     ", ".join(str(s) for s in report["seeds"]), f"{report['settings']['steps']:,}",
-                     f"**{pm(fid, 1)}**", _seeds(fid, 1), pm([1000 * k for k in metric(points, "kid")], 2),
-                     pm(metric(points, "precision"), 3), pm(metric(points, "recall"), 3),
-                     f"{sc['final_samples']:,} vs {sc['n_reference']:,}"])
-    header = ["run", "seeds", "steps", "FID", "per seed", "KID x 10^3", "precision", "recall",
-              "samples vs real images"]
-    sc = reports[0]["scoring"]
-    return (table(header, rows) + f"\n\nMean ± SE over seeds; samples of each run's last checkpoint on its fixed "
-            f"latents against the reference a run of that command uses ({sc['reference']}), {sc['convention']} "
-            f"convention, {sc['extractor']}. A run's own end-of-run FID scores `eval.fid_samples` samples; where that "
-            f"count differs from this table's, so does its figure (FID on fewer samples is higher). "
-            f"{_runs_text(*reports)}.")
 
 
 def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> str:
@@ -1175,7 +1152,6 @@ TABLES: dict[str, Table] = {
     "quality_vs_torch": Table(("bench_quality_fashion_mnist.json",), quality_vs_torch),
     "quality_curve": Table(("bench_quality_fashion_mnist.json",), quality_curve),
     "quality_headline": Table(("bench_quality_fashion_mnist.json",), quality_headline),
-    "fid_default_runs": Table(("bench_quality_default_mnist.json",), fid_default_runs),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
