@@ -266,17 +266,20 @@ def same_scoring(report: dict, scoring: dict) -> bool:
 
 def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[str]) -> None:
     """--rescore: the runs of --from (default --json) scored with this command's metrics into --json, saving after
-    each; runs --json already holds with this scoring (the same sample files) are kept, so a rescore can follow a
-    benchmark that is still running."""
+    each; runs --json or a --reuse report already holds with this scoring (the same sample files) are kept, so a
+    rescore can follow a benchmark that is still running, and rescores of parts of it can run side by side."""
     from gan.atomic import write_json_atomic
 
     report = earlier_report(args, args.source)
     scoring = scoring_settings(args, about)
     done = {}
-    if args.json.exists() and args.json != args.source:
-        target = earlier_report(args, args.json)
+    scored = [args.json] if args.json.exists() and args.json != args.source else []
+    for path in scored + args.reuse:
+        target = earlier_report(args, path)
         if same_scoring(target, scoring):
-            done = {(r["impl"], r["seed"], json.dumps(r["samples"])): r for r in target["records"]}
+            done |= {(r["impl"], r["seed"], json.dumps(r["samples"])): r for r in target["records"]}
+        elif path in args.reuse:
+            raise SystemExit(f"--reuse: {path} was scored with {target.get('scoring')}, not {scoring}")
     report["scoring"] = {**scoring, "command": "python scripts/bench_quality.py " + " ".join(argv), "started": now(),
                          "machine": machine()}
     for i, record in enumerate(report["records"]):
@@ -362,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="train nothing: score the runs of --from again with these metrics and counts into --json")
     parser.add_argument("--from", dest="source", type=Path, default=None,
                         help="--rescore: the benchmark report to read (default --json)")
+    parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="REPORT",
+                        help="--rescore: keep the runs this report scored the same way (repeatable)")
     parser.add_argument("--torch-env", action="append", default=None, metavar="KEY=VALUE",
                         help="environment of the PyTorch runs (default OMP_WAIT_POLICY=PASSIVE: libgomp's spinning "
                              "threads slow torch about 10x on a loaded machine)")

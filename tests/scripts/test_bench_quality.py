@@ -148,7 +148,7 @@ def score_args(tmp_path: Path, **changes) -> "argparse.Namespace":
 
     values = {"steps": 4, "samples": 10, "sample_every": 0, "overrides": [], "torch_env": [], "metrics": "fake",
               "score_samples": None, "curve_samples": None, "curve_seeds": [0, 1], "json": tmp_path / "scored.json",
-              "source": tmp_path / "bench.json"}
+              "source": tmp_path / "bench.json", "reuse": []}
     return argparse.Namespace(**{**values, **changes})
 
 
@@ -175,7 +175,15 @@ def test_rescore_keeps_runs_scored_the_same_way_and_refuses_other_settings(tmp_p
     # scoring again with the same settings reuses both; other counts score both again
     bench_quality.score_all(args, score, {"extractor": "fake"}, ["--rescore"])
     assert scored == [0.0, 1.0]
-    bench_quality.score_all(score_args(tmp_path, score_samples=5), score, {"extractor": "fake"}, ["--rescore"])
+    five = score_args(tmp_path, score_samples=5, json=tmp_path / "five.json")
+    bench_quality.score_all(five, score, {"extractor": "fake"}, ["--rescore"])
     assert scored == [0.0, 1.0, 0.0, 1.0]
     with pytest.raises(SystemExit, match="other settings"):
         bench_quality.earlier_report(score_args(tmp_path, steps=8), args.source)
+    # runs scored the same way in another report (--reuse) are kept too; one scored otherwise is refused
+    merged = score_args(tmp_path, json=tmp_path / "merged.json", reuse=[args.json])
+    bench_quality.score_all(merged, score, {"extractor": "fake"}, ["--rescore"])
+    assert scored == [0.0, 1.0, 0.0, 1.0] and json.loads(merged.json.read_text())["records"] == report["records"]
+    with pytest.raises(SystemExit, match="--reuse: .* was scored with"):
+        bench_quality.score_all(score_args(tmp_path, json=tmp_path / "m2.json", reuse=[five.json]), score,
+                                {"extractor": "fake"}, ["--rescore"])
