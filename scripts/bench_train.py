@@ -25,10 +25,10 @@ os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
 
+from torch_dcgan import torch_models  # noqa: E402  (first: it puts this checkout first on sys.path; torch on call)
 from gan.config import Config, ConfigError, compose_config, to_config  # noqa: E402
 from gan.atomic import write_json_atomic  # noqa: E402
 from gan.plan import FUSION_KINDS as PLAN_FUSIONS, build_plan  # noqa: E402
-from torch_dcgan import torch_models  # noqa: E402  (gan.models' DCGAN in PyTorch; imports torch when called)
 
 MODELS = ("dcgan32", "dcgan64")
 FUSION_KINDS = tuple(map(str, PLAN_FUSIONS))  # the fusion= kinds auto resolves to
