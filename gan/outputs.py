@@ -55,6 +55,7 @@ class RunSummary:
     metrics: dict[str, float] = field(default_factory=dict)  # every metric's latest value (gan.evaluation)
     metrics_note: str = ""  # what the FID numbers are: convention, sample counts, reference, extractor
     objective_name: str = "loss_g"
+    train_seconds: float = 0.0  # wall time of this run's steps and their inputs, without the outputs between them
 
     @property
     def objective(self) -> float:
@@ -99,6 +100,7 @@ class RunOutputs:
         real_png = run_dir / "samples" / "real.png"
         if self.writes and not real_png.exists():
             save_png(task.picture(task.data.sample(t.num_samples)), real_png)
+        self._outputs_done = time.perf_counter()  # training resumes: RunSummary.train_seconds counts from here
 
     def announce(self) -> None:
         """Print the resolved config, what each network builds (gan.plan), the run directory and where the run
@@ -133,6 +135,13 @@ class RunOutputs:
 
     def after_step(self, done: int, stats, real: np.ndarray, z: np.ndarray) -> None:
         """Everything after step `done` (1-based); NonFiniteTrainingError when too many steps in a row were skipped."""
+        self.summary.train_seconds += time.perf_counter() - self._outputs_done
+        try:
+            self._after_step(done, stats, real, z)
+        finally:
+            self._outputs_done = time.perf_counter()
+
+    def _after_step(self, done: int, stats, real: np.ndarray, z: np.ndarray) -> None:
         s = self.summary
         if self.conf.runtime.rank_checksums:
             append_checksum(self.run_dir, self.world, done, self.trainer.replicated_arrays(),
@@ -265,7 +274,9 @@ def end_of_run_summary(summary: RunSummary, diagnostics: TrainingDiagnostics, ru
     (`dashboard`: where it is, or why not, from write_dashboard), the dead-channel table."""
     samples = sorted((run_dir / "samples").glob("step_*.png"))
     metrics = ", ".join(f"{k} {v:.4g}" for k, v in (summary.metrics or {}).items())
-    lines = [f"done: steps {summary.start_step}..{summary.end_step}"
+    steps = summary.end_step - summary.start_step
+    speed = f" in {summary.train_seconds:.1f} s of training" if steps and summary.train_seconds > 0 else ""
+    lines = [f"done: steps {summary.start_step}..{summary.end_step}{speed}"
              + (f", {summary.skipped_steps} skipped (non-finite)" if summary.skipped_steps else "")
              + (f", {summary.unreadable_images} unreadable images skipped" if summary.unreadable_images else ""),
              f"  samples     {samples[-1] if samples else 'none'}",

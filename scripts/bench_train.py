@@ -39,6 +39,7 @@ os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
 
+from torch_dcgan import torch_models  # noqa: E402  (first: it puts this checkout first on sys.path; torch on call)
 from gan.config import Config, ConfigError, compose_config, to_config  # noqa: E402
 from gan.atomic import write_json_atomic  # noqa: E402
 from gan.plan import FUSION_KINDS as PLAN_FUSIONS, build_plan  # noqa: E402
@@ -161,34 +162,6 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step
-
-
-def torch_models(cfg: Config) -> tuple:
-    """gan.models' DCGAN G and D rebuilt in PyTorch: same widths, slopes, BatchNorm placement, no conv bias."""
-    from torch import nn
-
-    from gan.models import network_slopes, num_blocks
-
-    m, act, channels = cfg.model, cfg.act, cfg.data.channels
-    n = num_blocks(m.image_size)
-    g_layers: list[nn.Module] = []
-    in_ch = m.nz
-    for i, slope in enumerate(network_slopes(act, "g", n)):
-        width = m.ngf * 2 ** (n - 1 - i)
-        stride, pad = (1, 0) if i == 0 else (2, 1)
-        g_layers += [nn.ConvTranspose2d(in_ch, width, 4, stride, pad, bias=False), nn.BatchNorm2d(width),
-                     nn.LeakyReLU(slope)]
-        in_ch = width
-    g = nn.Sequential(*g_layers, nn.ConvTranspose2d(in_ch, channels, 4, 2, 1, bias=False), nn.Tanh())
-    d_layers: list[nn.Module] = []
-    in_ch = channels
-    for i, slope in enumerate(network_slopes(act, "d", n)):
-        width = m.ndf * 2 ** i
-        d_layers += [nn.Conv2d(in_ch, width, 4, 2, 1, bias=False)] + ([nn.BatchNorm2d(width)] if i else [])
-        d_layers += [nn.LeakyReLU(slope)]
-        in_ch = width
-    d = nn.Sequential(*d_layers, nn.Conv2d(in_ch, 1, 4, 1, 0, bias=False), nn.Flatten(0))
-    return g, d
 
 
 def torch_step(cfg: Config, precision: str = "fp32") -> Callable[[int], None]:

@@ -895,6 +895,148 @@ def batchnorm_dead_channels(summary: dict, runs: dict) -> str:
             f"layer, which has no BatchNorm; {conditions(runs)}.")
 
 
+# ---------------------------------------------------------------- the app against PyTorch (torch_dcgan.py, bench_quality.py)
+
+def _worst_gradient(report: dict, net: str, pair: str) -> float:
+    """The largest relative gradient difference (of each tensor's largest value) of one network for one pair."""
+    return max(v[pair] for k, v in report["gradients_by_tensor"].items() if f".moment1.{net}." in k)
+
+
+def torch_step1(report: dict) -> str:
+    """Step 1 from the same weights and inputs: the app against the PyTorch reference and both against float64."""
+    pairs = ("app_torch", "app_float64", "torch_float64")
+    losses = report["losses"]
+    f64 = report["after_step_1_vs_float64"]
+    rows = [["loss_d, loss_g (relative)", f"{losses['loss_d']['rel']:.1e}, {losses['loss_g']['rel']:.1e}", "", ""]]
+    for net in ("discriminator", "generator"):
+        rows.append([f"{net[0].upper()}'s gradients (max relative, per tensor)",
+                     *[f"{_worst_gradient(report, net, pair):.1e}" for pair in pairs]])
+    rows.append(["BatchNorm running statistics (max relative)",
+                 f"{report['after_step_1']['batchnorm_statistics']['max_rel']:.1e}",
+                 *[f"{f64[name]['batchnorm_statistics']['max_rel']:.1e}" for name in ("app", "torch")]])
+    rows.append(["weights after the update (max difference, in units of lr)",
+                 f"{report['after_step_1']['weight_updates']['max_abs_in_lr']:.2f}",
+                 *[f"{f64[name]['weight_updates']['max_abs_in_lr']:.2f}" for name in ("app", "torch")]])
+    residual = report["adam_step_1_residual_in_lr"]
+    plain = report["after_step_1_plain_torch_eps"]["weight_updates"]["max_abs_in_lr"]
+    return (table(["step 1", "app vs PyTorch", "app vs float64", "PyTorch vs float64"], rows)
+            + f"\n\n{report['data']}, seed {report['seed']}, batch {report['batch_size']}; both start from the "
+            f"app's initial weights ({report['initial_tensors']} tensors, identical) and take the app's first batch and "
+            f"latents; app `conv_impl={report['app']['conv_impl']}`, `fusion={report['app']['fusion']}`, PyTorch "
+            f"{report['torch']}. float64: the PyTorch reference in float64; G's step-1 gradient, taken through the updated D, "
+            f"carries the same float32 error against it in both implementations. Relative: max |difference| / max |value| of "
+            f"each tensor, the worst tensor. Gradients are Adam's first moment after one step, (1 - beta1) x gradient. "
+            f"Each update equals MindSpore's Adam step computed in float64 from that implementation's own gradient to "
+            f"{max(residual.values()):.0e} lr; Adam's first step is nearly lr x sign(gradient), so a weight whose "
+            f"gradient is near eps moves differently for gradient differences of float32 size. With torch's own Adam "
+            f"eps (not matched) the updates differ by up to {plain:.1f} lr.")
+
+
+def torch_drift(report: dict) -> str:
+    """How the two runs drift apart from identical starts: losses and weight distance at some steps."""
+    shown = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+    rows = [[str(r["step"]), f"{r['app_loss_d']:.4f} / {r['torch_loss_d']:.4f}",
+             f"{r['app_loss_g']:.4f} / {r['torch_loss_g']:.4f}", f"{r['g_weight_distance']:.1e}",
+             f"{r['d_weight_distance']:.1e}"] for r in report["steps"] if r["step"] in shown]
+    return (table(["step", "loss_d app / PyTorch", "loss_g app / PyTorch", "G: ‖w_app − w_torch‖ / ‖w_app‖",
+                   "D: the same"], rows)
+            + "\n\nThe same run in both (same weights, batches and latents at every step): float32 differences of "
+              "one step grow through the GAN's feedback, as between any two float32 implementations; the runs are "
+              "compared by their statistics over seeds, below, not step by step.")
+
+
+IMPL_NAMES = {"app": "this app (MindSpore)", "torch": "PyTorch reference"}
+
+
+def _final_points(report: dict, impl: str) -> tuple[list[dict], list[dict]]:
+    """The records of one implementation, by seed, and their points at the run's last step on the final samples."""
+    records = sorted((r for r in report["records"] if r["impl"] == impl), key=lambda r: r["seed"])
+    n = report["scoring"]["final_samples"]
+    return records, [next(p for p in r["points"] if p["step"] == r["steps"] and p["n_samples"] == n) for r in records]
+
+
+def _difference(name: str, a: Sequence[float], b: Sequence[float], digits: int) -> str:
+    d, t = diff_se(a, b)
+    return f"{name} app - PyTorch {d:+.{digits}f} ({'no spread' if math.isinf(t) else f'{t:.1f} SE'})"
+
+
+def _seeds(values: Sequence[float], digits: int) -> str:
+    return ", ".join(num(v, digits) for v in values)
+
+
+def _scoring_text(report: dict) -> str:
+    """What the numbers are: samples, reference, convention, extractor."""
+    sc = report["scoring"]
+    return (f"{sc['final_samples']:,} samples per run (the run's fixed latents) against {sc['reference']} "
+            f"({sc['n_reference']:,} images), {sc['convention']} convention, {sc['extractor']}")
+
+
+def _runs_text(report: dict) -> str:
+    """Where the runs ran, the load at their starts and ends, and their order."""
+    loads = [x for r in report["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+    m = report["machine"]
+    order = "; runs alternated app, PyTorch, seed by seed" if len(report["impls"]) > 1 else ""
+    return (f"{m['cores']} cores of an {m['cpu']} shared with other jobs (load average {min(loads):.1f}-"
+            f"{max(loads):.1f} at the runs' starts and ends){order}")
+
+
+def quality_vs_torch(report: dict) -> str:
+    """FID, KID, precision/recall and speed per implementation at the benchmark's length, over seeds, and the
+    difference app - PyTorch in standard errors."""
+    steps, rows, finals = report["settings"]["steps"], [], {}
+    for impl in report["impls"]:
+        records, points = _final_points(report, impl)
+        fid, kid = metric(points, "fid"), [1000 * k for k in metric(points, "kid")]
+        finals[impl] = {"fid": fid, "kid": kid, "train_s": metric(records, "train_s"),
+                        "img_per_s": metric(records, "img_per_s")}
+        rows.append([IMPL_NAMES[impl], ", ".join(str(r["seed"]) for r in records), f"**{pm(fid, 1)}**",
+                     _seeds(fid, 1), pm(kid, 2), pm(metric(points, "precision"), 3), pm(metric(points, "recall"), 3),
+                     pm([t / 60 for t in metric(records, "train_s")], 1), pm(metric(records, "img_per_s"), 0),
+                     pm([t / 60 for t in metric(records, "process_s")], 1)])
+    app, ref = finals["app"], finals["torch"]
+    speed = mean(ref["train_s"]) / mean(app["train_s"])
+    header = ["implementation", "seeds", "FID", "FID per seed", "KID x 10^3", "precision", "recall",
+              "training min", "training img/s", "whole run min"]
+    return (table(header, rows)
+            + f"\n\n{_difference('FID', app['fid'], ref['fid'], 1)}, {_difference('KID x 10^3', app['kid'], ref['kid'], 2)}; "
+              f"the app's training took "
+              f"{1 / speed:.2f}x PyTorch's time ({speed:.2f}x its img/s). "
+              f"DCGAN-32, {report['settings']['overrides'] and ' '.join(report['settings']['overrides'])}, "
+              f"{steps:,} steps of batch 64 per run, mean ± SE over seeds; {_scoring_text(report)}. Training: the "
+              f"step loop with its input fetching (graph compilation included for the app); whole run: the process "
+              f"(imports, data, training, checkpoints, writing the samples). {_runs_text(report)}.")
+
+
+def quality_curve(report: dict) -> str:
+    """FID along the runs, every run scored on the same number of samples at every sample step."""
+    sc = report["scoring"]
+    groups = {(g["impl"], g["step"]): g for g in report["summary"] if g["n_samples"] == sc["curve_samples"]}
+    rows = []
+    for step in sorted({step for _, step in groups}):
+        cells = [f"{step:,}"]
+        for impl in report["impls"]:
+            g = groups.get((impl, step))
+            cells += ["", ""] if g is None else [pm(g["fid"]["values"], 1), _seeds(g["fid"]["values"], 1)]
+        rows.append(cells)
+    header = ["step"] + [h for impl in report["impls"] for h in (f"FID, {IMPL_NAMES[impl]}", "per seed")]
+    return (table(header, rows) + f"\n\nFID of the first {sc['curve_samples']:,} samples of each run at each "
+            f"sample step, mean ± SE over the seeds (FID on fewer samples is higher: the benchmark's "
+            f"{sc['final_samples']:,}-sample figure at the last step is lower than this table's).")
+
+
+def quality_headline(report: dict) -> str:
+    """The README's line: FID of both implementations at equal work and the difference in SE, with the size it was
+    measured at (steps, seeds, samples, reference). No speed: the benchmark's times carry the shared machine's load."""
+    _, app = _final_points(report, "app")
+    _, ref = _final_points(report, "torch")
+    d, t = diff_se(metric(app, "fid"), metric(ref, "fid"))
+    sc = report["scoring"]
+    return (f"Fashion-MNIST 32x32, the DCGAN recipe at equal work ({report['settings']['steps']:,} steps, "
+            f"{len(app)} seeds each, FID on {sc['final_samples']:,} samples against {sc['n_reference']:,} training "
+            f"images): FID **{pm(metric(app, 'fid'), 1)}** in this app, {pm(metric(ref, 'fid'), 1)} in the same "
+            f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE).")
+
+
 def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> str:
     """A newcomer's summary: one row per area, each from its JSON."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
@@ -1068,6 +1210,12 @@ TABLES: dict[str, Table] = {
     "distributed": Table(("distributed_2ranks.json",), distributed),
     "dead_channels_batchnorm": Table(("dead_channels_batchnorm.json", "dead_channels_batchnorm_runs.json"),
                                      batchnorm_dead_channels),
+    # the app against PyTorch at equal work (docs/vs_pytorch.md, docs/results.md)
+    "torch_step1": Table(("torch_dcgan_equivalence.json",), torch_step1),
+    "torch_drift": Table(("torch_dcgan_equivalence.json",), torch_drift),
+    "quality_vs_torch": Table(("bench_quality_fashion_mnist.json",), quality_vs_torch),
+    "quality_curve": Table(("bench_quality_fashion_mnist.json",), quality_curve),
+    "quality_headline": Table(("bench_quality_fashion_mnist.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",

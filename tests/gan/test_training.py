@@ -96,6 +96,21 @@ def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(pre
     assert {n for n in trainer.state_arrays() if n.startswith(("opt_", "scaler_"))} == want
 
 
+def test_train_seconds_count_the_steps_not_the_outputs(tmp_path, tiny_run, monkeypatch, capsys):
+    """RunSummary.train_seconds (what scripts/bench_quality.py reports) leaves out what happens between steps."""
+    import time
+
+    import gan.outputs
+
+    save_png = gan.outputs.save_png
+    monkeypatch.setattr(gan.outputs, "save_png", lambda *args: (time.sleep(1.0), save_png(*args))[1])
+    began = time.perf_counter()
+    summary = tiny_run(tmp_path, "train.steps=3", "train.sample_every=1")
+    wall = time.perf_counter() - began
+    assert 0 < summary.train_seconds <= wall - 4.0  # real.png and 3 sample grids, each slowed by 1 s, are outside
+    assert f"done: steps 0..3 in {summary.train_seconds:.1f} s of training" in capsys.readouterr().out
+
+
 def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     summary = tiny_run(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2

@@ -105,3 +105,54 @@ def test_a_difference_is_given_in_standard_errors_of_the_difference() -> None:
 def test_links_in_a_table_point_from_the_page_that_holds_it() -> None:
     assert "[bench_op_family.json](docs/data/bench_op_family.json)" in rr.render("headline", REPO, REPO / "README.md")
     assert "[bench_op_family.json](data/bench_op_family.json)" in rr.render("op_family", REPO, REPO / "docs" / "x.md")
+
+
+# ---------------------------------------------------------------- the app against PyTorch (bench_quality reports)
+
+def quality_report() -> dict:
+    """A bench_quality report as the benchmark writes it (records, summary by bench_quality.summarize): three
+    seeds, FID 10/12/14 (app) and 20/22/24 (torch) on the 8 final samples, training 60 s (app) and 120 s (torch)."""
+    import bench_quality
+
+    records, steps = [], 4
+    for seed in (0, 1, 2):
+        for impl, base, train_s in (("app", 10.0, 60.0), ("torch", 20.0, 120.0)):
+            fid = base + 2 * seed
+            final = {"fid": fid, "kid": fid / 1000, "precision": 0.5 + seed / 100, "recall": 0.2, "n_reference": 100}
+            records.append({"impl": impl, "seed": seed, "steps": steps, "train_s": train_s, "process_s": train_s + 30,
+                            "img_per_s": steps * 64 / train_s, "loadavg_before": [1.5, 1, 1],
+                            "loadavg_after": [2.5 + seed, 1, 1],
+                            "points": [{"step": steps // 2, "n_samples": 3, "fid": fid + 50},
+                                       {"step": steps, "n_samples": 3, "fid": fid + 30},
+                                       {"step": steps, "n_samples": 8, **final}]})
+    return {"settings": {"steps": steps, "samples": 8, "sample_every": steps // 2, "overrides": ["data=fashion_mnist"]},
+            "seeds": [0, 1, 2], "impls": ["app", "torch"], "machine": {"cpu": "Test CPU", "cores": 2},
+            "scoring": {"final_samples": 8, "curve_samples": 3, "reference": "fashion_mnist training images[:100] 32x32",
+                        "n_reference": 100, "convention": "stylegan", "extractor": "inception-2015-12-05"},
+            "records": records, "summary": bench_quality.summarize(records)}
+
+
+def test_quality_table_gives_both_implementations_over_seeds_and_their_difference() -> None:
+    text = rr.quality_vs_torch(quality_report())
+    app, torch_row = (next(line for line in text.splitlines() if line.startswith(f"| {name}"))
+                      for name in ("this app", "PyTorch"))
+    # FID 10, 12, 14: mean 12, SE 2 / sqrt(3) = 1.15; KID x 10^3 the same numbers; 60 s = 1.0 min, 4 x 64 / 60 img/s
+    assert "| 0, 1, 2 | **12.0 ± 1.2** | 10.0, 12.0, 14.0 | 12.00 ± 1.15 | 0.510 ± 0.006 |" in app
+    assert "| 1.0 ± 0.0 | 4 ± 0 | 1.5 ± 0.0 |" in app
+    assert "**22.0 ± 1.2** | 20.0, 22.0, 24.0 |" in torch_row and "| 2.0 ± 0.0 | 2 ± 0 |" in torch_row
+    # -10 over sqrt(1.15^2 + 1.15^2) = 1.63: 6.1 SE; half the time, twice the images per second
+    assert "FID app - PyTorch -10.0 (6.1 SE)" in text and "0.50x PyTorch's time (2.00x its img/s)" in text
+    assert "8 samples per run" in text and "fashion_mnist training images[:100] 32x32 (100 images)" in text
+    assert "load average 1.5-4.5" in text and "alternated app, PyTorch" in text
+
+
+def test_quality_curve_reads_the_curve_count_only_and_headline_states_its_size() -> None:
+    report = quality_report()
+    curve = rr.quality_curve(report)
+    assert "| 2 | 62.0 ± 1.2 | 60.0, 62.0, 64.0 | 72.0 ± 1.2 | 70.0, 72.0, 74.0 |" in curve
+    assert "| 4 | 42.0 ± 1.2 |" in curve and "12.0" not in curve.split("\n\n")[0]  # not the 8-sample points
+    line = rr.quality_headline(report)
+    assert "(4 steps, 3 seeds each, FID on 8 samples against 100 training images)" in line
+    assert "FID **12.0 ± 1.2** in this app, 22.0 ± 1.2 in the same recipe in PyTorch (-10.0, 6.1 SE)" in line
+    assert line.endswith("(-10.0, 6.1 SE).") and "time" not in line
+
