@@ -1037,7 +1037,7 @@ def quality_headline(report: dict) -> str:
             f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE).")
 
 
-def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> str:
+def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, quality) -> str:
     """A newcomer's summary: one row per area, each from its JSON."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
     ratios = {(r["model"], r["fusion"]): [] for r in train["runs"][0]}
@@ -1051,7 +1051,14 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist) -> s
     relu, leaky = groups[SLOPE_ORDER[0]], groups[SLOPE_ORDER[2]]
     dormant = lambda g: pct_sd(_final(g, "D/act2", "dormant_frac"))  # noqa: E731
     fd = default["frechet_distance"]
-    rows = [["LeakyReLU op vs `nn.LeakyReLU`, 16M float32",
+    _, app = _final_points(quality, "app")
+    _, ref = _final_points(quality, "torch")
+    d, t = diff_se(metric(app, "fid"), metric(ref, "fid"))
+    rows = [["Fashion-MNIST 32x32 against PyTorch's same DCGAN recipe at equal work ("
+             f"{quality['settings']['steps']:,} steps: reduced size, [docs/vs_pytorch.md](docs/vs_pytorch.md))",
+             f"FID on {quality['scoring']['final_samples']:,} samples **{pm(metric(app, 'fid'), 1)}** here, "
+             f"{pm(metric(ref, 'fid'), 1)} in PyTorch ({d:+.1f}, {t:.1f} SE)", f"{len(app)} seeds each, ± SE"],
+            ["LeakyReLU op vs `nn.LeakyReLU`, 16M float32",
              f"forward **{sel['fwd_ratio_median']:.2f}x**, forward+backward "
              f"**{sel['fwdbwd_ratio_median']:.2f}x** as fast", f"median of {len(sel['fwd_ratios'])} runs"],
             ["DCGAN training step vs PyTorch 2.13 on CPU (2 threads, `fusion=conv_act`)",
@@ -1220,7 +1227,7 @@ TABLES: dict[str, Table] = {
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
-                       "slope_study_mnist.json"), headline),
+                       "slope_study_mnist.json", "bench_quality_fashion_mnist.json"), headline),
 }
 
 
