@@ -105,10 +105,11 @@ def check_precision_supported(precision: PrecisionConfig, device_target: str, co
     if dtype is None:
         return
     if precision.name == "bf16" and device_target == "CPU":
-        from gan.layers import resolve_conv_impl
+        from gan.plan import resolve_conv_impl
         from gan.precision import check_bf16_conv_impl, check_bf16_cpu
+        from ops import onednn
 
-        check_bf16_conv_impl(resolve_conv_impl(conv_impl, device_target))
+        check_bf16_conv_impl(resolve_conv_impl(conv_impl, device_target, conv_impl == "auto" and onednn.available()))
         check_bf16_cpu()
         return
     import numpy as np

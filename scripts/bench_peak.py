@@ -30,7 +30,7 @@ os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
 
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 
 PROBE = Path(__file__).resolve().parent / "bench_peak.cc"
 GEMM = (2048, 2048, 2048)  # m, n, k

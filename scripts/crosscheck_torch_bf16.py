@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ops"))
 from leaky_relu_cases import boundary_values  # noqa: E402
 
-from gan.files import write_json_atomic  # noqa: E402
+from gan.atomic import write_json_atomic  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
 SLOPES = (0.0, 0.01, 0.2, 1.0)
