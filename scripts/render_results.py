@@ -1101,8 +1101,9 @@ TABLES: dict[str, Table] = {
     "profile_calls": Table(("profile_train_onednn_gradnorm_dcgan64.json", "profile_train_gonce_dcgan64.json"),
                            profile_calls),
     "profile_shares": Table(("profile_train_gonce_dcgan64.json",), profile_shares),
-    "profile_precisions": Table(("profile_train_bf16_dcgan64_fp32.json", "profile_train_bf16_dcgan64_bf16.json"),
-                                profile_precisions),
+    **{f"profile_precisions{'' if m == 'dcgan64' else '_' + m}": Table(
+        tuple(f"profile_train_bf16_{m}_{p}.json" for p in ("fp32", "bf16")), profile_precisions)
+       for m in ("dcgan64", "dcgan32")},
     # reruns with their conditions (scripts/record_bench.py)
     "int8": Table(("bench_int8.json",), int8),
     "inplace": Table(("bench_inplace.json",), inplace),
