@@ -650,7 +650,10 @@ def _bench_conditions(reports: Sequence[list[dict]]) -> str:
         f"{MODEL.get(m, m)} {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
         for m, r in {r["model"]: r for r in report}.items()) for i, report in enumerate(reports, 1))
     omp = f" (OMP_WAIT_POLICY={first['omp_wait_policy']})" if first.get("omp_wait_policy") else ""
-    return (f"batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, {first['cpu']['model']}; "
+    n = len(reports)
+    spread = f"mean ± SE over {n} runs; " if n > 2 else "each run's value; " if n > 1 else ""
+    return (f"{spread}batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, "
+            f"{first['cpu']['model']}; "
             f"load average (1 minute) before -> after each model, {loads}")
 
 
@@ -1049,8 +1052,9 @@ def modes(prefix: str, *names: str) -> tuple[str, ...]:
     return tuple(f"bench_modes_{prefix}{n}.json" for n in names)
 
 
-# scripts/bench_train.py --precisions fp32,bf16 --vs-torch, twice with the same command
-BF16_RUNS = ("bench_train_bf16.json", "bench_train_bf16_run2.json")
+# scripts/bench_train.py --precisions fp32,bf16 --vs-torch, three times with the same command
+BF16_RUNS = ("bench_train_bf16.json", "bench_train_bf16_run2.json", "bench_train_bf16_run3.json")
+BF16_PASSIVE_RUNS = ("bench_train_bf16_omp_passive.json", "bench_train_bf16_omp_passive_run2.json")  # the same
 
 TABLES: dict[str, Table] = {
     # the 2D benchmark (docs/slope_study.md, docs/sweeps.md)
@@ -1096,8 +1100,8 @@ TABLES: dict[str, Table] = {
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
     "bf16_speed": Table(BF16_RUNS, bf16_speed),
-    "train_utilisation_omp_passive": Table(("bench_train_bf16_omp_passive.json",), train_utilisation),
-    "bf16_speed_omp_passive": Table(("bench_train_bf16_omp_passive.json",), bf16_speed),
+    "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),
+    "bf16_speed_omp_passive": Table(BF16_PASSIVE_RUNS, bf16_speed),
     "profile_calls": Table(("profile_train_onednn_gradnorm_dcgan64.json", "profile_train_gonce_dcgan64.json"),
                            profile_calls),
     "profile_shares": Table(("profile_train_gonce_dcgan64.json",), profile_shares),

@@ -154,8 +154,8 @@ def test_the_profile_table_splits_each_precisions_step_into_onednn_kinds_and_the
                            {"kind": "matmul", "prop": "forward_training", "ms_per_step": bwd_w, "calls_per_step": 3}]}
     text = rr.profile_precisions(profile("fp32", 300.0, 0.0, 1000.0), profile("bf16", 100.0, 50.0, 500.0))
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert rows[0] == ("| oneDNN primitive | fp32 ms / step | fp32 share of the step | fp32 calls / step | bf16 ms / step "
-                       "| bf16 share of the step | bf16 calls / step |")
+    assert rows[0] == ("| oneDNN primitive | fp32 ms / step | fp32 share of the step | fp32 calls / step "
+                       "| bf16 ms / step | bf16 share of the step | bf16 calls / step |")
     assert rows[1] == "| forward | 600 | 60.0% | 10 | 200 | 40.0% | 10 |"  # the two forward rows summed
     assert rows[2] == "| matmul | 0 | 0.0% | 3 | 50 | 10.0% | 3 |"
     assert rows[3].endswith("| 400 | 40.0% |  | 250 | 50.0% |  |")  # the step less oneDNN's time
