@@ -10,16 +10,18 @@ torch.autocast("cpu", dtype=torch.bfloat16) (ratio_to_torch compares equal preci
 
     python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
         [--fusions none,bn_act] [--precisions fp32,bf16] [--peak measure|PATH]
-    python scripts/bench_train.py --render docs/data/bench_train_bf16_run1.json   # the markdown table
+    python scripts/bench_train.py --render docs/data/bench_train_bf16.json   # the utilisation and bf16 tables
 
 Utilisation: `gflop_per_step` counts the multiply-adds (2 FLOP each) of every convolution of one step from the
 layer shapes (`step_flops`, the structure of GANTrainer's D + G step: see its docstring), `achieved_gflops` is
 that over the step time and `peak_share` its share of the peak GFLOP/s of the same precision. The peak is
 measured in the same round-robin as the steps (`--peak measure`, default: scripts/bench_peak.py's GEMM and
 convolution, the better of the two) or read from a bench_peak.py JSON. Every record carries the CPU (model,
-bf16/AMX flags), the threads and the load average before and after. `step_cpu_s` (and the cpu_ratio_* fields) is
-the median CPU time of this process per step: where the machine has more runnable threads than cores, wall time
-includes the waits for a core and CPU time what the step itself costs (threads that spin while idle count too).
+bf16/AMX flags), the threads, OMP_WAIT_POLICY (PyTorch's OpenMP threads spin while they wait unless it is PASSIVE;
+on a machine loaded past its cores the spinning takes cores from the threads with work) and the load average before
+and after. `step_cpu_s` (and the cpu_ratio_* fields) is the median CPU time of this process per step: where the
+machine has more runnable threads than cores, wall time includes the waits for a core and CPU time what the step
+itself costs (threads that spin while idle count too).
 
 Each record names its conv impl, fusion and precision; with conv_impl=onednn it also carries the oneDNN version
 and library file the kernels call (`ops.onednn.dnnl_info`).
@@ -230,12 +232,10 @@ def precision_applies(impl: str, precision: str) -> bool:
     """False (with a note) where train.py refuses the precision: bf16 on CPU without oneDNN or bf16 instructions."""
     from gan.runtime import check_precision_supported
 
-    if precision != "bf16":
-        return True
     try:
         check_precision_supported(bench_config(MODELS[0], impl, 8, precision=precision))
     except ConfigError as err:
-        print(f"skipped conv_impl={impl} precision=bf16: {err}", flush=True)
+        print(f"skipped conv_impl={impl} precision={precision}: {err}", flush=True)
         return False
     return True
 
@@ -278,27 +278,6 @@ def utilisation(flops: float, step_s: float, peak: float | None) -> dict:
     return {"achieved_gflops": round(achieved, 1), "peak_share": None if not peak else round(achieved / peak, 4)}
 
 
-def markdown_table(records: list[dict]) -> str:
-    """The utilisation table of bench_train records (docs/performance.md quotes it): per record img/s, GFLOP per
-    step, achieved GFLOP/s, share of the same precision's peak, and the ratios to fp32 and to PyTorch (wall and
-    CPU time)."""
-    def fmt(value, spec: str) -> str:
-        return "" if value is None else format(value, spec)
-
-    rows = ["| model | precision | impl / fusion | img/s | GFLOP/step | GFLOP/s | % of peak (GFLOP/s) | vs fp32 | "
-            "vs PyTorch | vs fp32, CPU time | vs PyTorch, CPU time | PyTorch img/s | load before / after |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in records:
-        share = "" if r.get("peak_share") is None else f"{100 * r['peak_share']:.1f}% ({r['peak_gflops']:.0f})"
-        rows.append(f"| {r['model']} | {r['precision']} | {r['impl']} / {r['fusion']} | {r['img_per_s']:.1f} | "
-                    f"{r['gflop_per_step']:.2f} | {r['achieved_gflops']:.1f} | {share} | "
-                    f"{fmt(r.get('ratio_to_fp32'), '.2f')} | {fmt(r.get('ratio_to_torch'), '.2f')} | "
-                    f"{fmt(r.get('cpu_ratio_to_fp32'), '.2f')} | {fmt(r.get('cpu_ratio_to_torch'), '.2f')} | "
-                    f"{fmt(r.get('torch_img_per_s'), '.1f')} | {r['load_average_before'][0]} / "
-                    f"{r['load_average_after'][0]} |")
-    return "\n".join(rows)
-
-
 def main(argv: list[str] | None = None) -> list[dict]:
     """Run the benchmark, print a table, write the records to --json (or print the tables of --render files)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -324,9 +303,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
     args = parser.parse_args(argv)
-    if args.render:
-        tables = [f"{path}:\n\n{markdown_table(json.loads(path.read_text()))}" for path in args.render]
-        print("\n\n".join(tables))
+    if args.render:  # the tables docs/performance.md and docs/precision.md quote (scripts/render_results.py)
+        from render_results import bf16_speed, train_utilisation
+
+        reports = [json.loads(path.read_text()) for path in args.render]
+        bf16 = any(r["precision"] == "bf16" for report in reports for r in report)
+        print(train_utilisation(*reports), *([bf16_speed(*reports)] if bf16 else []), sep="\n\n")
         return []
     if args.json is None:
         parser.error("--json is required (or --render to print the tables of existing JSONs)")
@@ -359,7 +341,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     dnnl = onednn_version(impls)
     runs = [(impl, fusion, precision) for impl in impls for fusion in fusions for precision in precisions
             if fusion_applies(impl, fusion) and precision_applies(impl, precision)]
-    machine = {"cpu": bench_peak.cpu_info(), "threads": args.threads or num_threads()}
+    machine = {"cpu": bench_peak.cpu_info(), "threads": args.threads or num_threads(),
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}  # PyTorch's idle OpenMP threads spin or sleep
     records = []
     for model in models:
         load_before = bench_peak.load_average()

@@ -626,6 +626,86 @@ def train_gonce_windows(main_w1, branch_w1, main_w2, branch_w2) -> str:
     return table(header, rows) + "\n\n`conv_impl=onednn`, batch 64, 2 threads each; PyTorch 2.13 in each run."
 
 
+def _contenders(reports: Sequence[list[dict]]) -> dict[tuple[str, str, str], list[dict]]:
+    """bench_train records by (model, precision, contender), each contender's record of every run in order: the
+    app's records by "impl / fusion", PyTorch's (fields torch_*) once per model and precision as "PyTorch"."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for report in reports:
+        seen = set()
+        for r in report:
+            out.setdefault((r["model"], r["precision"], f"{r['impl']} / {r['fusion']}"), []).append(r)
+            key = (r["model"], r["precision"], "PyTorch")
+            if r.get("torch_img_per_s") is not None and key not in seen:  # one per run, however many share it
+                seen.add(key)
+                out.setdefault(key, []).append({"img_per_s": r["torch_img_per_s"], "peak_gflops": r["peak_gflops"],
+                                                "achieved_gflops": r["torch_achieved_gflops"],
+                                                "peak_share": r["torch_peak_share"]})
+    return out
+
+
+def _bench_conditions(reports: Sequence[list[dict]]) -> str:
+    """Batch, threads, CPU and each run's load average (1 minute) before and after each model."""
+    first = reports[0][0]
+    loads = "; ".join(f"run {i}: " + ", ".join(
+        f"{MODEL.get(m, m)} {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
+        for m, r in {r["model"]: r for r in report}.items()) for i, report in enumerate(reports, 1))
+    omp = f" (OMP_WAIT_POLICY={first['omp_wait_policy']})" if first.get("omp_wait_policy") else ""
+    n = len(reports)
+    spread = f"mean ± SE over {n} runs; " if n > 2 else "each run's value; " if n > 1 else ""
+    return (f"{spread}batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, "
+            f"{first['cpu']['model']}; "
+            f"load average (1 minute) before -> after each model, {loads}")
+
+
+def train_utilisation(*reports: list[dict]) -> str:
+    """Achieved FLOP/s of a training step over the measured peak of the same precision, this app and PyTorch
+    (float32; bf16 under torch.autocast), from scripts/bench_train.py JSONs (runs joined: one value per run)."""
+    rows = []
+    for (model, precision, who), recs in _contenders(reports).items():
+        name = f"PyTorch{' autocast' if precision == 'bf16' else ''}" if who == "PyTorch" else f"this app, {who}"
+        peak = [r["peak_gflops"] for r in recs]
+        rows.append([MODEL.get(model, model), precision, name, pm([r["img_per_s"] for r in recs], 1),
+                     pm([r["achieved_gflops"] for r in recs], 1), pm(peak, 0) if all(peak) else "",
+                     f"**{pm([r['peak_share'] for r in recs], 1, 100)}%**" if all(peak) else ""])
+    gflop = {r["model"]: r["gflop_per_step"] for r in reports[0]}
+    header = ["model", "precision", "trainer", "img/s", "GFLOP/s", "peak GFLOP/s (same precision)", "share of peak"]
+    return (table(header, rows) + "\n\nGFLOP per step (the convolutions' multiply-adds of one D + G step, forward and "
+            "backward, from the layer shapes): " + ", ".join(f"{MODEL.get(m, m)} {g:.2f}" for m, g in gflop.items())
+            + f". The peak is the better of scripts/bench_peak.py's GEMM and convolution, timed in the same "
+            f"round-robin as the steps; {_bench_conditions(reports)}.")
+
+
+def bf16_speed(*reports: list[dict]) -> str:
+    """precision=bf16 against this app's fp32 and against PyTorch's autocast bf16, wall and CPU time, from
+    scripts/bench_train.py JSONs, with the issue's targets (>= 1.6x fp32, >= 1.0x PyTorch autocast) checked;
+    a ratio the run did not measure (no fp32 run, no --vs-torch) stays blank and unchecked."""
+    def ratios(recs: list[dict], key: str) -> str:
+        values = [r[key] for r in recs if r.get(key) is not None]
+        return " and ".join(f"{v:.2f}x" for v in values) if len(values) <= 2 else f"{pm(values, 2)}x"
+
+    contenders = _contenders(reports)
+    rows, verdicts = [], []
+    for (model, precision, who), recs in contenders.items():
+        if precision != "bf16" or who == "PyTorch":
+            continue
+        torch = contenders.get((model, "bf16", "PyTorch"), [])
+        rows.append([MODEL.get(model, model), who, pm([r["img_per_s"] for r in recs], 1),
+                     f"**{ratios(recs, 'ratio_to_fp32')}**", ratios(recs, "cpu_ratio_to_fp32"),
+                     pm([r["img_per_s"] for r in torch], 1), f"**{ratios(recs, 'ratio_to_torch')}**",
+                     ratios(recs, "cpu_ratio_to_torch")])
+        for key, target, what in (("ratio_to_fp32", 1.6, "fp32"), ("ratio_to_torch", 1.0, "PyTorch autocast bf16")):
+            values = [r[key] for r in recs if r.get(key) is not None]
+            held = sum(v >= target for v in values)
+            verdicts += [f"{MODEL.get(model, model)} bf16 >= {target}x {what}: "
+                         f"{'met' if held == len(values) else 'not met' if not held else 'mixed'} "
+                         f"({held} of {len(values)} run{'s' if len(values) > 1 else ''})"] if values else []
+    header = ["model", "impl / fusion", "bf16 img/s", "bf16 / fp32 (wall)", "bf16 / fp32 (CPU time)",
+              "PyTorch autocast bf16 img/s", "bf16 / PyTorch bf16 (wall)", "bf16 / PyTorch bf16 (CPU time)"]
+    return (table(header, rows) + "\n\nTargets, on wall-clock img/s: " + ("; ".join(verdicts) or "none measured")
+            + ". A ratio is of median step times measured side by side in one run (CPU time: of this process per "
+            f"step); {_bench_conditions(reports)}.")
+
+
 def onednn_vs_gemm(one_thread, two_threads) -> str:
     """The convolution implementations side by side (a heavily loaded machine: ratios only)."""
     rows = []
@@ -656,15 +736,22 @@ def profile_calls(before: dict, after: dict) -> str:
     return table(["calls per DCGAN-64 conv_act step", "two G forwards", "G's forward once"], rows)
 
 
-def profile_shares(report: dict) -> str:
-    """Where the DCGAN-64 conv_act step's oneDNN time goes, by primitive kind."""
-    total = sum(e["ms_per_step"] for e in report["onednn"])
+def _onednn_groups(report: dict) -> dict[str, list[float]]:
+    """A profile_train.py --onednn record's oneDNN time by primitive kind (convolutions by direction): [ms per
+    step, calls per step]."""
     groups: dict[str, list[float]] = {}
     for e in report["onednn"]:
         key = e["prop"].replace("_training", "") if e["kind"] == "convolution" else e["kind"]
         groups.setdefault(key, [0.0, 0.0])
         groups[key][0] += e["ms_per_step"]
         groups[key][1] += e["calls_per_step"]
+    return groups
+
+
+def profile_shares(report: dict) -> str:
+    """Where the DCGAN-64 conv_act step's oneDNN time goes, by primitive kind."""
+    total = sum(e["ms_per_step"] for e in report["onednn"])
+    groups = _onednn_groups(report)
     custom = next(o for o in report["ops"] if o["op_type"] == "Custom")
     rows = [[k, f"{ms:.0f}", f"{ms / total * 100:.1f}%", f"{n:.0f}"] for k, (ms, n) in
             sorted(groups.items(), key=lambda kv: -kv[1][0])]
@@ -674,6 +761,29 @@ def profile_shares(report: dict) -> str:
             "(the "
             f"oneDNN convolutions, the fused kernels, the global norm) take {custom['share'] * 100:.1f}% of the step's "
             f"op time in MindSpore's profiler.")
+
+
+def profile_precisions(*reports: dict) -> str:
+    """Where a step's time goes per precision (profile_train.py --onednn records of one model): oneDNN's time by
+    primitive kind, its share of the step's wall time, and what is left outside oneDNN."""
+    groups = [_onednn_groups(r) for r in reports]
+    keys = sorted({k for g in groups for k in g}, key=lambda k: -max(g.get(k, [0.0])[0] for g in groups))
+    walls = [r["onednn_wall_ms_per_step"] for r in reports]
+
+    def cells(g: dict, wall: float, key: str) -> list[str]:
+        ms, calls = g.get(key, [0.0, 0.0])
+        return [f"{ms:.0f}", f"{ms / wall * 100:.1f}%", f"{calls:.0f}"]
+    rows = [[k, *(c for g, w in zip(groups, walls) for c in cells(g, w, k))] for k in keys]
+    rest = [w - sum(ms for ms, _ in g.values()) for g, w in zip(groups, walls)]
+    rows.append(["outside oneDNN (the element-wise kernels, Adam, framework, waits)",
+                 *(c for r, w in zip(rest, walls) for c in (f"{r:.0f}", f"{r / w * 100:.1f}%", ""))])
+    rows.append(["step (wall, oneDNN's verbose mode on)", *(c for w in walls for c in (f"{w:.0f}", "100%", ""))])
+    header = ["oneDNN primitive"] + [f"{r['precision']} {h}" for r in reports
+                                     for h in ("ms / step", "share of the step", "calls / step")]
+    first = reports[0]
+    return (table(header, rows) + f"\n\n{MODEL[first['model']]}, {first['impl']} + {first['fusion']}, batch "
+            f"{first['batch_size']}, {first['threads']} threads, {first['steps']} profiled steps each under load: "
+            "the shares are the point, not the times.")
 
 
 # ---------------------------------------------------------------- reruns recorded by scripts/record_bench.py
@@ -1149,6 +1259,10 @@ def modes(prefix: str, *names: str) -> tuple[str, ...]:
     return tuple(f"bench_modes_{prefix}{n}.json" for n in names)
 
 
+# scripts/bench_train.py --precisions fp32,bf16 --vs-torch, three times with the same command
+BF16_RUNS = ("bench_train_bf16.json", "bench_train_bf16_run2.json", "bench_train_bf16_run3.json")
+BF16_PASSIVE_RUNS = ("bench_train_bf16_omp_passive.json", "bench_train_bf16_omp_passive_run2.json")  # the same
+
 TABLES: dict[str, Table] = {
     # the 2D benchmark (docs/slope_study.md, docs/sweeps.md)
     "grid25_slopes": Table(modes("batched_grid25_20k_", "slope0_10trials", "slope0.01_10trials", "slope0.2_10trials",
@@ -1198,9 +1312,16 @@ TABLES: dict[str, Table] = {
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
                                  train_gonce_windows),
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
+    "train_utilisation": Table(BF16_RUNS, train_utilisation),
+    "bf16_speed": Table(BF16_RUNS, bf16_speed),
+    "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),
+    "bf16_speed_omp_passive": Table(BF16_PASSIVE_RUNS, bf16_speed),
     "profile_calls": Table(("profile_train_onednn_gradnorm_dcgan64.json", "profile_train_gonce_dcgan64.json"),
                            profile_calls),
     "profile_shares": Table(("profile_train_gonce_dcgan64.json",), profile_shares),
+    **{f"profile_precisions{'' if m == 'dcgan64' else '_' + m}": Table(
+        tuple(f"profile_train_bf16_{m}_{p}.json" for p in ("fp32", "bf16")), profile_precisions)
+       for m in ("dcgan64", "dcgan32")},
     # reruns with their conditions (scripts/record_bench.py)
     "int8": Table(("bench_int8.json",), int8),
     "inplace": Table(("bench_inplace.json",), inplace),

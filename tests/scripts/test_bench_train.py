@@ -79,15 +79,21 @@ def test_utilisation_is_the_share_of_the_same_precisions_peak(tmp_path: Path) ->
     assert bench_train.utilisation(6e9, 0.1, None)["peak_share"] is None
 
 
-def test_render_prints_the_utilisation_table(tmp_path: Path, capsys) -> None:
+def test_render_prints_the_utilisation_and_bf16_tables(tmp_path: Path, capsys) -> None:
+    """--render prints scripts/render_results.py's tables of the given runs (its tests check their contents)."""
     record = {"model": "dcgan32", "precision": "bf16", "impl": "onednn", "fusion": "conv_act", "img_per_s": 100.0,
               "gflop_per_step": 6.39, "achieved_gflops": 10.0, "peak_share": 0.073, "peak_gflops": 136.0,
               "ratio_to_fp32": 1.2, "ratio_to_torch": 1.27, "cpu_ratio_to_fp32": 1.25, "cpu_ratio_to_torch": None,
-              "torch_img_per_s": 78.7, "load_average_before": [6.7, 1, 1], "load_average_after": [9.0, 1, 1]}
+              "torch_img_per_s": 78.7, "torch_achieved_gflops": 7.9, "torch_peak_share": 0.058, "batch_size": 64,
+              "threads": 2, "cpu": {"model": "Test CPU"}, "load_average_before": [6.7, 1, 1],
+              "load_average_after": [9.0, 1, 1]}
     (tmp_path / "b.json").write_text(json.dumps([record]))
     bench_train.main(["--render", str(tmp_path / "b.json")])
-    assert "| dcgan32 | bf16 | onednn / conv_act | 100.0 | 6.39 | 10.0 | 7.3% (136) | 1.20 | 1.27 | 1.25 |  | 78.7 | 6.7 / 9.0 |" \
-        in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| DCGAN-32 | bf16 | this app, onednn / conv_act | 100.0 | 10.0 | 136 | **7.3%** |" in out
+    assert "| DCGAN-32 | bf16 | PyTorch autocast | 78.7 | 7.9 | 136 | **5.8%** |" in out
+    assert "| DCGAN-32 | onednn / conv_act | 100.0 | **1.20x** | 1.25x | 78.7 | **1.27x** |  |" in out
+    assert "run 1: DCGAN-32 6.7 -> 9.0" in out
     with pytest.raises(SystemExit):
         bench_train.main([])
     assert "--json is required" in capsys.readouterr().err

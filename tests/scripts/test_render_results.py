@@ -156,3 +156,57 @@ def test_quality_curve_reads_the_curve_count_only_and_headline_states_its_size()
     assert "FID **12.0 ± 1.2** in this app, 22.0 ± 1.2 in the same recipe in PyTorch (-10.0, 6.1 SE)" in line
     assert line.endswith("(-10.0, 6.1 SE).") and "time" not in line
 
+
+def bench_train_record(model: str, precision: str, img_per_s: float, torch_img_per_s: float, **fields) -> dict:
+    """A scripts/bench_train.py record with the fields the utilisation and bf16 tables read."""
+    return {"model": model, "precision": precision, "impl": "onednn", "fusion": "conv_act", "img_per_s": img_per_s,
+            "torch_img_per_s": torch_img_per_s, "achieved_gflops": img_per_s / 10,
+            "torch_achieved_gflops": torch_img_per_s / 10, "peak_gflops": 100.0 if precision == "fp32" else 400.0,
+            "peak_share": img_per_s / 1000, "torch_peak_share": torch_img_per_s / 1000, "gflop_per_step": 6.39,
+            "batch_size": 64, "threads": 2, "cpu": {"model": "Test CPU"}, "load_average_before": [3.0, 1, 1],
+            "load_average_after": [4.25, 1, 1], "ratio_to_fp32": None, "cpu_ratio_to_fp32": None, **fields}
+
+
+def test_the_utilisation_and_bf16_tables_of_two_runs() -> None:
+    """Each contender once per model and precision (PyTorch once, however many app records share it), both runs'
+    values side by side; the targets (>= 1.6x fp32, >= 1.0x PyTorch) checked per run."""
+    def run(bf16: float, torch_bf16: float) -> list[dict]:
+        return [bench_train_record("dcgan32", "fp32", 100.0, 80.0, ratio_to_torch=1.25, cpu_ratio_to_torch=1.3),
+                bench_train_record("dcgan32", "bf16", bf16, torch_bf16, ratio_to_fp32=bf16 / 100,
+                                   cpu_ratio_to_fp32=1.5, ratio_to_torch=bf16 / torch_bf16, cpu_ratio_to_torch=1.1)]
+    runs = (run(170.0, 150.0), run(150.0, 160.0))
+    text = rr.train_utilisation(*runs)
+    rows = [line for line in text.splitlines() if line.startswith("| DCGAN")]
+    assert rows == ["| DCGAN-32 | fp32 | this app, onednn / conv_act | 100.0 and 100.0 | 10.0 and 10.0 | 100 and 100 "
+                    "| **10.0 and 10.0%** |",
+                    "| DCGAN-32 | fp32 | PyTorch | 80.0 and 80.0 | 8.0 and 8.0 | 100 and 100 | **8.0 and 8.0%** |",
+                    "| DCGAN-32 | bf16 | this app, onednn / conv_act | 170.0 and 150.0 | 17.0 and 15.0 | 400 and 400 "
+                    "| **17.0 and 15.0%** |",
+                    "| DCGAN-32 | bf16 | PyTorch autocast | 150.0 and 160.0 | 15.0 and 16.0 | 400 and 400 "
+                    "| **15.0 and 16.0%** |"]
+    assert "DCGAN-32 6.39" in text and "run 1: DCGAN-32 3.0 -> 4.2" in text and "run 2:" in text
+    speed = rr.bf16_speed(*runs)
+    assert "| DCGAN-32 | onednn / conv_act | 170.0 and 150.0 | **1.70x and 1.50x** | 1.50x and 1.50x | " \
+           "150.0 and 160.0 | **1.13x and 0.94x** | 1.10x and 1.10x |" in speed
+    assert "DCGAN-32 bf16 >= 1.6x fp32: mixed (1 of 2 runs)" in speed
+    assert "DCGAN-32 bf16 >= 1.0x PyTorch autocast bf16: mixed (1 of 2 runs)" in speed
+    one = rr.bf16_speed(run(170.0, 150.0))
+    assert "1.6x fp32: met (1 of 1 run)" in one and "PyTorch autocast bf16: met (1 of 1 run)" in one
+    assert "1.6x fp32: not met (0 of 1 run)" in rr.bf16_speed(run(150.0, 150.0))
+
+
+def test_the_profile_table_splits_each_precisions_step_into_onednn_kinds_and_the_rest() -> None:
+    def profile(precision: str, fwd: float, bwd_w: float, wall: float) -> dict:
+        return {"model": "dcgan64", "impl": "onednn", "fusion": "conv_act", "precision": precision, "batch_size": 64,
+                "threads": 2, "steps": 2, "onednn_wall_ms_per_step": wall,
+                "onednn": [{"kind": "convolution", "prop": "forward_training", "ms_per_step": fwd, "calls_per_step": 9},
+                           {"kind": "convolution", "prop": "forward_training", "ms_per_step": fwd, "calls_per_step": 1},
+                           {"kind": "matmul", "prop": "forward_training", "ms_per_step": bwd_w, "calls_per_step": 3}]}
+    text = rr.profile_precisions(profile("fp32", 300.0, 0.0, 1000.0), profile("bf16", 100.0, 50.0, 500.0))
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert rows[0] == ("| oneDNN primitive | fp32 ms / step | fp32 share of the step | fp32 calls / step "
+                       "| bf16 ms / step | bf16 share of the step | bf16 calls / step |")
+    assert rows[1] == "| forward | 600 | 60.0% | 10 | 200 | 40.0% | 10 |"  # the two forward rows summed
+    assert rows[2] == "| matmul | 0 | 0.0% | 3 | 50 | 10.0% | 3 |"
+    assert rows[3].endswith("| 400 | 40.0% |  | 250 | 50.0% |  |")  # the step less oneDNN's time
+    assert rows[4].endswith("| 1000 | 100% |  | 500 | 100% |  |")
