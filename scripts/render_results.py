@@ -1147,7 +1147,7 @@ def quality_headline(report: dict) -> str:
             f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE).")
 
 
-def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, quality) -> str:
+def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, quality, default_runs) -> str:
     """A newcomer's summary: one row per area, each from its JSON."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
     ratios = {(r["model"], r["fusion"]): [] for r in train["runs"][0]}
@@ -1160,7 +1160,6 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, qual
     groups = {g["label"]: g for g in mnist["groups"]}
     relu, leaky = groups[SLOPE_ORDER[0]], groups[SLOPE_ORDER[2]]
     dormant = lambda g: pct_sd(_final(g, "D/act2", "dormant_frac"))  # noqa: E731
-    fd = default["frechet_distance"]
     _, app = _final_points(quality, "app")
     _, ref = _final_points(quality, "torch")
     d, t = diff_se(metric(app, "fid"), metric(ref, "fid"))
@@ -1180,9 +1179,9 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, qual
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
              f"{pm(metric(grid, 'hq_fraction'), 1, 100)}% high-quality samples", f"{len(grid)} trials, ± SE"],
             ["MNIST, the default run (1,000 steps)",
-             f"{default['class_coverage']['mean']:.0f} of 10 classes, Frechet distance in classifier features "
-             f"{fd['mean']:.1f} ({fd['min']:.1f}-{fd['max']:.1f})",
-             f"seeds {', '.join(str(s) for s in default['seeds'])}, mean (range)"],
+             f"FID **{pm(metric(default_runs['runs'], 'fid'), 1)}** on 1,000 samples against 1,000 training digits "
+             f"(two real sets: {default_runs['real_vs_real']['fid']:.1f}); {default['class_coverage']['mean']:.0f} of "
+             f"10 classes", f"seeds {', '.join(str(r['seed']) for r in default_runs['runs'])}, ± SE"],
             ["Dormant channels in D's third layer without a normaliser (`experiment=dead_channels`, 300 steps)",
              f"ReLU D {dormant(relu)}%, LeakyReLU 0.2 D {dormant(leaky)}%", f"{len(relu['seeds'])} seeds each, ± SD"]]
     return table(["what", "measured", "n"], rows)
@@ -1236,6 +1235,25 @@ def probe_overhead(report: dict) -> str:
     return (table(["step", "median ratio to the loop without diagnostics", "pairs"], rows)
             + f"\n\nMedian step {report['step_s_median']['without'] * 1e3:.0f} ms without diagnostics; load average "
               f"{load:.1f} before the run on {report['cpu_count']} CPUs; MindSpore {report['mindspore']}.")
+
+
+def default_fid(report: dict) -> str:
+    """The default MNIST run's FID/KID/precision/recall per seed (scripts/fid.py), with two real sets as the floor."""
+    rows = [[str(r["seed"]), num(r["fid"], 1), num(r["kid"] * 1e3, 1), num(r["precision"], 3), num(r["recall"], 3),
+             num(r["classifier"]["frechet_distance"], 1)] for r in report["runs"]]
+    runs, real = report["runs"], report["real_vs_real"]
+    rows.append(["mean ± SE", pm(metric(runs, "fid"), 1), pm([r["kid"] * 1e3 for r in runs], 1),
+                 pm(metric(runs, "precision"), 3), pm(metric(runs, "recall"), 3),
+                 pm([r["classifier"]["frechet_distance"] for r in runs], 1)])
+    rows.append([f"two real sets ({real['a']} vs {real['b']})", num(real["fid"], 1), num(real["kid"] * 1e3, 1),
+                 num(real["precision"], 3), num(real["recall"], 3), ""])
+    first = runs[0]
+    return (table(["seed", "FID", "KID x 10^3", "precision", "recall", "Frechet distance (classifier)"], rows)
+            + f"\n\n`{report['train_command']}` ({report['steps']:,} steps, otherwise the default config), then "
+              f"`{report['fid_command']}`: "
+              f"{first['n_generated']:,} samples from the run's fixed latents against {first['a']}, {first['convention']} "
+              f"convention, Inception sha256 {first['extractor_sha256'][:12]}. KID's 100 subsets of 1,000 are the whole "
+              f"sets at this count (no spread within a run).")
 
 
 def script_renderer(module: str, function: str) -> Callable[..., str]:
@@ -1307,6 +1325,7 @@ TABLES: dict[str, Table] = {
     "precision_mnist": Table(("precision_mnist.json",), precision_quality),
     "swap_exactness": Table(("swap_exactness.json",), script_renderer("swap_exactness", "render")),
     "probe_overhead": Table(("probe_overhead.json",), probe_overhead),
+    "default_fid": Table(("fid_default_mnist.json",), default_fid),
     # training speed (docs/performance.md, docs/results.md)
     "train_idle": Table(("bench_train_g_once_idle.json",), train_idle),
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
@@ -1348,7 +1367,8 @@ TABLES: dict[str, Table] = {
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
-                       "slope_study_mnist.json", "bench_quality_fashion_mnist.json"), headline),
+                       "slope_study_mnist.json", "bench_quality_fashion_mnist.json", "fid_default_mnist.json"),
+                      headline),
 }
 
 
