@@ -1201,6 +1201,23 @@ def precision_quality(report: dict) -> str:
             "project's MNIST classifier metrics; not FID).")
 
 
+def precision_fid(fp32: dict, bf16: dict) -> str:
+    """fp32 against bf16 at equal steps in the standard metrics: per seed, mean ± SE, and the difference in SE."""
+    runs = {"fp32": fp32["runs"], "bf16": bf16["runs"]}
+    if [r["seed"] for r in runs["fp32"]] != [r["seed"] for r in runs["bf16"]] or fp32["steps"] != bf16["steps"]:
+        raise ValueError("precision_fid: the fp32 and bf16 reports must hold the same seeds at the same steps")
+    rows = [[name, ", ".join(num(r["fid"], 1) for r in rs), pm(metric(rs, "fid"), 1),
+             pm([r["kid"] * 1e3 for r in rs], 1), pm(metric(rs, "precision"), 3), pm(metric(rs, "recall"), 3)]
+            for name, rs in runs.items()]
+    first = bf16["runs"][0]
+    return (table(["precision", "FID per seed", "FID", "KID x 10^3", "precision (PR)", "recall"], rows)
+            + f"\n\nSeeds {', '.join(str(r['seed']) for r in bf16['runs'])}, {bf16['steps']:,} steps each: "
+              f"`{fp32['train_command']}` and `{bf16['train_command']}`, then `{bf16['fid_command']}` "
+              f"({first['n_generated']:,} samples against {first['a']}, {first['convention']} convention); mean ± SE "
+              f"over the seeds. "
+              + compare("bf16", metric(runs["bf16"], "fid"), "fp32", metric(runs["fp32"], "fid"), 1, "FID") + ".")
+
+
 def inception_parity(report: dict) -> str:
     """The MindSpore Inception-v3 features against torch.jit.load of the same archive (scripts/check_inception.py)."""
     f, r = report["features"], report["resize"]
@@ -1323,6 +1340,7 @@ TABLES: dict[str, Table] = {
     "fid_speed_run1": Table(("bench_fid_2threads_run1.json",), script_renderer("bench_fid", "markdown")),
     "inception_parity": Table(("inception_parity.json",), inception_parity),
     "precision_mnist": Table(("precision_mnist.json",), precision_quality),
+    "precision_fid": Table(("fid_default_mnist.json", "fid_bf16_mnist.json"), precision_fid),
     "swap_exactness": Table(("swap_exactness.json",), script_renderer("swap_exactness", "render")),
     "probe_overhead": Table(("probe_overhead.json",), probe_overhead),
     "default_fid": Table(("fid_default_mnist.json",), default_fid),
