@@ -1,6 +1,7 @@
 """Shared fixtures: a composed config, and a tiny training run on procedural shapes (fast on 2 CPU cores)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -8,9 +9,16 @@ import pytest
 
 from gan.config import Config, compose_config, to_config
 
+MAX_WORKERS = 4  # past 4 the longest test files bound the suite; each worker is another MindSpore process in memory
+
 # A DCGAN-32 with 8 channels per layer on 64 procedural shapes, batch 8: seconds per run.
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject.toml): one worker per core this process may run on, at most MAX_WORKERS."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
 
 
 @pytest.fixture(scope="session")
