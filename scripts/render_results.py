@@ -1086,8 +1086,8 @@ def _runs_text(report: dict) -> str:
     loads = [x for r in report["records"] for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
     m = report["machine"]
     order = "; runs alternated app, PyTorch, seed by seed" if len(report["impls"]) > 1 else ""
-    return (f"{m['cores']} cores of an {m['cpu']} shared with other jobs (load average {min(loads):.1f}-"
-            f"{max(loads):.1f} at the runs' starts and ends){order}")
+    return (f"{m['cores']} cores of an {m['cpu']}, 1-minute load average {min(loads):.1f}-{max(loads):.1f} at the "
+            f"runs' starts and ends (a run's own threads count 2){order}")
 
 
 def quality_vs_torch(report: dict) -> str:
@@ -1164,7 +1164,7 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, qual
     _, ref = _final_points(quality, "torch")
     d, t = diff_se(metric(app, "fid"), metric(ref, "fid"))
     rows = [["Fashion-MNIST 32x32 against PyTorch's same DCGAN recipe at equal work ("
-             f"{quality['settings']['steps']:,} steps: reduced size, [docs/vs_pytorch.md](docs/vs_pytorch.md))",
+             f"{quality['settings']['steps']:,} steps, [docs/vs_pytorch.md](docs/vs_pytorch.md))",
              f"FID on {quality['scoring']['final_samples']:,} samples **{pm(metric(app, 'fid'), 1)}** here, "
              f"{pm(metric(ref, 'fid'), 1)} in PyTorch ({d:+.1f}, {t:.1f} SE)", f"{len(app)} seeds each, ± SE"],
             ["LeakyReLU op vs `nn.LeakyReLU`, 16M float32",
@@ -1380,12 +1380,14 @@ TABLES: dict[str, Table] = {
     "torch_drift": Table(("torch_dcgan_equivalence.json",), torch_drift),
     "quality_vs_torch": Table(("bench_quality_fashion_mnist.json",), quality_vs_torch),
     "quality_curve": Table(("bench_quality_fashion_mnist.json",), quality_curve),
-    "quality_headline": Table(("bench_quality_fashion_mnist.json",), quality_headline),
+    "quality_vs_torch_10k": Table(("bench_quality_fashion_mnist_10k.json",), quality_vs_torch),
+    "quality_curve_10k": Table(("bench_quality_fashion_mnist_10k.json",), quality_curve),
+    "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
-                       "slope_study_mnist.json", "bench_quality_fashion_mnist.json", "fid_default_mnist.json"),
+                       "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),
                       headline),
 }
 
