@@ -53,19 +53,26 @@ def conv_flops(n: int, ic: int, oc: int, hw: int, k: int, s: int, p: int) -> flo
 PROBLEMS = {"gemm": ("PeakMatmul", GEMM, gemm_flops(*GEMM)), "conv": ("PeakConv", CONV, conv_flops(*CONV))}
 
 
-def cpu_info() -> dict:
-    """The CPU model and the /proc/cpuinfo flags among CPU_FLAGS that it has."""
-    model, flags = platform.processor() or platform.machine(), set()
+CPUINFO_IDS = {"vendor_id": "vendor", "cpu family": "family", "model": "model_number"}
+
+
+def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
+    """The CPU model, vendor, family and model number (a virtual machine's model name may be only "AMD EPYC":
+    the family tells Zen 3 (25) from Zen 5 (26)) and the flags among CPU_FLAGS that the first processor has."""
+    model, ids, flags = platform.processor() or platform.machine(), {}, set()
     try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
+        text = cpuinfo.read_text(errors="replace")
     except OSError:
-        pass
-    return {"model": model, "flags": [f for f in CPU_FLAGS if f in flags], "cpus": os.cpu_count()}
+        text = ""
+    for line in text.split("\n\n", 1)[0].splitlines():  # the first processor's block
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if key == "model name":
+            model = value
+        elif key in CPUINFO_IDS:
+            ids[CPUINFO_IDS[key]] = value
+        elif key == "flags":
+            flags = set(value.split())
+    return {"model": model, **ids, "flags": [f for f in CPU_FLAGS if f in flags], "cpus": os.cpu_count()}
 
 
 def load_average() -> list[float]:

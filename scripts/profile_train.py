@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
     cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, precision=args.precision)
     setup_runtime(cfg.runtime)
+    import bench_peak
+
+    load_before = bench_peak.load_average()
     step = mindspore_step(cfg)
     for i in range(args.warmup):
         step(i)
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(f"oneDNN: {sum(kinds.values()):.1f} ms/step of {record['onednn_wall_ms_per_step']:.1f} ms/step wall")
         for (kind, prop), ms in sorted(kinds.items(), key=lambda kv: -kv[1]):
             print(f"  {kind:14s} {prop:18s} {ms:9.2f} ms")
+    record.update(cpu=bench_peak.cpu_info(), load_average_before=load_before,
+                  load_average_after=bench_peak.load_average())
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=2) + "\n")
     return rows

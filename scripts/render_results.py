@@ -598,6 +598,15 @@ def call_overhead(report: dict) -> str:
 MODEL = {"dcgan32": "DCGAN-32", "dcgan64": "DCGAN-64"}
 
 
+def cpu_name(record: dict) -> str:
+    """A bench record's CPU as a reader can place it: the model name, and where recorded the vendor's family and
+    model number and the vector flags (a virtual machine may report only "AMD EPYC")."""
+    cpu = record.get("cpu") or {}
+    ids = ", ".join(f"{label} {cpu[k]}" for k, label in (("family", "family"), ("model_number", "model")) if k in cpu)
+    flags = ", ".join(cpu.get("flags", [])) or "no AVX2"
+    return f"{cpu.get('model', 'CPU not recorded')} ({ids + ': ' if ids else ''}{flags})" if cpu else ""
+
+
 def train_idle(report: dict) -> str:
     """Ratio to PyTorch of every (model, fusion), per run of an idle window."""
     keys = [(r["model"], r["fusion"]) for r in report["runs"][0]]
@@ -608,7 +617,9 @@ def train_idle(report: dict) -> str:
                      " / ".join(f"{v['img_per_s']:.0f}" for v in vals),
                      " / ".join(f"{v['torch_img_per_s']:.0f}" for v in vals)])
     header = ["model", "fusion", f"ratio to PyTorch, runs 1-{len(report['runs'])}", "img/s", "PyTorch img/s (same run)"]
-    return (table(header, rows) + f"\n\n`conv_impl=onednn`, batch 64, 2 threads each; {report['when']}.")
+    cpu = cpu_name(report["runs"][0][0])
+    return table(header, rows) + f"\n\n`conv_impl=onednn`, batch 64, 2 threads each; {cpu + ', ' if cpu else ''}" \
+        f"{report['when']}."
 
 
 def train_gonce_windows(main_w1, branch_w1, main_w2, branch_w2) -> str:
@@ -653,8 +664,26 @@ def _bench_conditions(reports: Sequence[list[dict]]) -> str:
     n = len(reports)
     spread = f"mean ± SE over {n} runs; " if n > 2 else "each run's value; " if n > 1 else ""
     return (f"{spread}batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, "
-            f"{first['cpu']['model']}; "
+            f"{cpu_name(first)}; "
             f"load average (1 minute) before -> after each model, {loads}")
+
+
+def machine_peaks(*records: dict) -> str:
+    """scripts/bench_peak.py records side by side: per CPU, each problem's best and median GFLOP/s and oneDNN's
+    implementation (or, where it has none, that it has none)."""
+    rows = []
+    for rec in records:
+        for i, p in enumerate(rec["problems"]):
+            ok = p["peak_gflops"] is not None
+            rows.append([cpu_name(rec) if i == 0 else "", rec["onednn"]["isa"] if i == 0 else "", p["problem"],
+                         p["precision"],
+                         f"{p['peak_gflops']:.1f}" if ok else "none", f"{p['median_gflops']:.1f}" if ok else "",
+                         f"`{p['impl']}`" if ok else "oneDNN has no primitive here"])
+    loads = "; ".join(f"{r['cpu']['model']}: {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
+                      for r in records)
+    header = ["CPU", "oneDNN ISA", "problem", "precision", "best GFLOP/s", "median GFLOP/s", "implementation"]
+    return (table(header, rows) + f"\n\nscripts/bench_peak.py, {records[0]['threads']} threads: a 2048^3 GEMM and "
+            "a 256 -> 512, 4x4 stride-2 convolution at batch 64; load average (1 minute) before -> after, " + loads + ".")
 
 
 def train_utilisation(*reports: list[dict]) -> str:
@@ -782,8 +811,17 @@ def profile_precisions(*reports: dict) -> str:
                                      for h in ("ms / step", "share of the step", "calls / step")]
     first = reports[0]
     return (table(header, rows) + f"\n\n{MODEL[first['model']]}, {first['impl']} + {first['fusion']}, batch "
-            f"{first['batch_size']}, {first['threads']} threads, {first['steps']} profiled steps each under load: "
-            "the shares are the point, not the times.")
+            f"{first['batch_size']}, {first['threads']} threads, {first['steps']} profiled steps each "
+            f"{_profile_conditions(reports)}: the shares are the point, not the times.")
+
+
+def _profile_conditions(reports: Sequence[dict]) -> str:
+    """The CPU and load average of profile_train.py records where they hold them (later ones do), else "under load"
+    (the earlier ones ran on a shared machine and did not record it)."""
+    if not all("load_average_before" in r for r in reports):
+        return "under load"
+    loads = ", ".join(f"{r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}" for r in reports)
+    return f"on an {cpu_name(reports[0])}, load average (1 minute) before -> after {loads}"
 
 
 # ---------------------------------------------------------------- reruns recorded by scripts/record_bench.py
@@ -1147,13 +1185,19 @@ def quality_headline(report: dict) -> str:
             f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE).")
 
 
-def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, quality, default_runs) -> str:
-    """A newcomer's summary: one row per area, each from its JSON."""
-    sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
-    ratios = {(r["model"], r["fusion"]): [] for r in train["runs"][0]}
+def torch_ratios(train: dict) -> dict[tuple[str, str], list[float]]:
+    """Every run's ratio to PyTorch per (model, fusion) of a bench_train window ({"runs": [records, ...]})."""
+    ratios: dict[tuple[str, str], list[float]] = {}
     for run in train["runs"]:
         for r in run:
-            ratios[(r["model"], r["fusion"])].append(r["ratio_to_torch"])
+            ratios.setdefault((r["model"], r["fusion"]), []).append(r["ratio_to_torch"])
+    return ratios
+
+
+def headline(op_family_report, train, train_amd, ring8, grid25, recipes_report, mnist, quality, default_runs) -> str:
+    """A newcomer's summary: one row per area, each from its JSON."""
+    sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
+    ratios, amd = torch_ratios(train), torch_ratios(train_amd)
     ring = trials(ring8, 15000)
     grid = trials(grid25, 20000)
     default = next(r for r in recipes_report["recipes"] if r["recipe"] == "default")
@@ -1172,8 +1216,9 @@ def headline(op_family_report, train, ring8, grid25, recipes_report, mnist, qual
              f"**{sel['fwdbwd_ratio_median']:.2f}x** as fast", f"median of {len(sel['fwd_ratios'])} runs"],
             ["DCGAN training step vs PyTorch 2.13 on CPU (2 threads, `fusion=conv_act`)",
              f"DCGAN-32 **{span(ratios[('dcgan32', 'conv_act')], 2)}x**, "
-             f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast",
-             f"{len(train['runs'])} runs, idle machine"],
+             f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an Intel Xeon (AVX-512); "
+             f"{span(amd[('dcgan32', 'conv_act')], 2)}x and {span(amd[('dcgan64', 'conv_act')], 2)}x on an "
+             f"{cpu_name(train_amd['runs'][0][0])}", f"{len(train['runs'])} runs each, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
@@ -1349,6 +1394,9 @@ TABLES: dict[str, Table] = {
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
                                  train_gonce_windows),
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
+    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json"), machine_peaks),
+    "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
+    "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
     "bf16_speed": Table(BF16_RUNS, bf16_speed),
     "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),
@@ -1358,6 +1406,8 @@ TABLES: dict[str, Table] = {
     "profile_shares": Table(("profile_train_gonce_dcgan64.json",), profile_shares),
     **{f"profile_precisions{'' if m == 'dcgan64' else '_' + m}": Table(
         tuple(f"profile_train_bf16_{m}_{p}.json" for p in ("fp32", "bf16")), profile_precisions)
+       for m in ("dcgan64", "dcgan32")},
+    **{f"profile_zen3_{m}": Table((f"profile_train_zen3_{m}_fp32.json",), profile_precisions)
        for m in ("dcgan64", "dcgan32")},
     # reruns with their conditions (scripts/record_bench.py)
     "int8": Table(("bench_int8.json",), int8),
@@ -1384,7 +1434,7 @@ TABLES: dict[str, Table] = {
     "quality_curve_10k": Table(("bench_quality_fashion_mnist_10k.json",), quality_curve),
     "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
-    "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json",
+    "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
                        "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),

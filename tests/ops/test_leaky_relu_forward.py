@@ -73,7 +73,8 @@ def test_inplace_in_graph_mode_overwrites_the_intermediate():
         return y, h
 
     y, h = step(ms.Tensor(x))
-    expected = ref.forward(x * np.float32(2.0), 0.01)
+    with np.errstate(over="ignore"):  # the boundary values include float32's largest: 2x of it is inf, as in MindSpore
+        expected = ref.forward(x * np.float32(2.0), 0.01)
     assert_bitwise(y.asnumpy(), expected)
     assert_bitwise(h.asnumpy(), expected)  # h's buffer holds the result: nothing else was allocated for it
 

@@ -43,3 +43,26 @@ def test_a_short_run_records_the_machine_and_the_peaks(tmp_path: Path) -> None:
     else:
         assert record["peak_gflops"]["bf16"] is None and problems[("gemm", "bf16")]["impl"]
     assert "avx512_bf16" in record["cpu"]["flags"] or not record["onednn"]["bf16_dot"]
+
+
+ZEN3 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC
+flags\t\t: fpu avx fma avx2 sha_ni
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model name\t: another
+flags\t\t: avx512f
+"""
+
+
+def test_cpu_info_names_vendor_family_and_flags_of_the_first_processor(tmp_path: Path) -> None:
+    (tmp_path / "cpuinfo").write_text(ZEN3)
+    info = bench_peak.cpu_info(tmp_path / "cpuinfo")
+    assert {k: info[k] for k in ("model", "vendor", "family", "model_number", "flags")} == {
+        "model": "AMD EPYC", "vendor": "AuthenticAMD", "family": "25", "model_number": "1", "flags": ["avx2", "fma"]}
+    assert bench_peak.cpu_info(tmp_path / "missing")["flags"] == []  # no /proc/cpuinfo: no flags claimed
