@@ -210,3 +210,21 @@ def test_the_profile_table_splits_each_precisions_step_into_onednn_kinds_and_the
     assert rows[2] == "| matmul | 0 | 0.0% | 3 | 50 | 10.0% | 3 |"
     assert rows[3].endswith("| 400 | 40.0% |  | 250 | 50.0% |  |")  # the step less oneDNN's time
     assert rows[4].endswith("| 1000 | 100% |  | 500 | 100% |  |")
+
+
+def test_cpu_name_places_a_virtual_machines_cpu_by_family_and_flags() -> None:
+    zen3 = {"cpu": {"model": "AMD EPYC", "vendor": "AuthenticAMD", "family": "25", "model_number": "1",
+                    "flags": ["avx2", "fma"]}}
+    assert rr.cpu_name(zen3) == "AMD EPYC (family 25, model 1: avx2, fma)"
+    assert rr.cpu_name({"cpu": {"model": "Intel(R) Xeon(R) Processor", "flags": ["avx2"]}}) == \
+        "Intel(R) Xeon(R) Processor (avx2)"  # records from before the family was kept
+    assert rr.cpu_name({}) == ""  # a record without a CPU names none
+
+
+def test_machine_peaks_says_where_onednn_has_no_primitive() -> None:
+    peaks = json.loads((REPO / "docs" / "data" / "bench_peak_zen3.json").read_text())
+    text = rr.machine_peaks(peaks)
+    rows = [line for line in text.splitlines() if "| bf16 |" in line]
+    assert len(rows) == 2 and all("| none |" in r and "oneDNN has no primitive here" in r for r in rows)
+    gemm = next(p for p in peaks["problems"] if (p["problem"], p["precision"]) == ("gemm", "fp32"))
+    assert f"| gemm | fp32 | {gemm['peak_gflops']:.1f} |" in text
