@@ -1383,6 +1383,7 @@ TABLES: dict[str, Table] = {
     # standard metrics (docs/metrics.md), bf16 quality (docs/precision.md), the swap (docs/operator.md)
     "fid_speed": Table(("bench_fid.json",), script_renderer("bench_fid", "markdown")),
     "fid_speed_run1": Table(("bench_fid_2threads_run1.json",), script_renderer("bench_fid", "markdown")),
+    "fid_speed_zen3": Table(("bench_fid_zen3.json",), script_renderer("bench_fid", "markdown")),
     "inception_parity": Table(("inception_parity.json",), inception_parity),
     "precision_mnist": Table(("precision_mnist.json",), precision_quality),
     "precision_fid": Table(("fid_default_mnist.json", "fid_bf16_mnist.json"), precision_fid),
