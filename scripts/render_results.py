@@ -1216,7 +1216,7 @@ def headline(op_family_report, train, train_amd, ring8, grid25, recipes_report, 
              f"**{sel['fwdbwd_ratio_median']:.2f}x** as fast", f"median of {len(sel['fwd_ratios'])} runs"],
             ["DCGAN training step vs PyTorch 2.13 on CPU (2 threads, `fusion=conv_act`)",
              f"DCGAN-32 **{span(ratios[('dcgan32', 'conv_act')], 2)}x**, "
-             f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an Intel Xeon (AVX-512); "
+             f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an AVX-512 CPU; "
              f"{span(amd[('dcgan32', 'conv_act')], 2)}x and {span(amd[('dcgan64', 'conv_act')], 2)}x on an "
              f"{cpu_name(train_amd['runs'][0][0])}", f"{len(train['runs'])} runs each, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
