@@ -11,7 +11,8 @@ graphs), so they stay one row; --onednn splits the oneDNN part of them.
 
 --onednn then runs --steps more steps with oneDNN's verbose mode on (the library MindSpore and the onednn
 kernels share) and splits the oneDNN work per primitive: kind, implementation, direction and problem (for
-reorders their source and destination layouts), in ms per step and calls per step.
+reorders their source and destination layouts), in ms per step and calls per step. The record names the CPU
+(scripts/bench_peak.py's cpu_info) and the load average before and after.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 
+import bench_peak  # noqa: E402
 from bench_train import FUSION_KINDS, IMPLS, MODELS, PRECISIONS, bench_config, mindspore_step  # noqa: E402
 
 TYPE_INFO = "cpu_op_type_info_0.csv"
@@ -112,8 +114,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
     cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, precision=args.precision)
     setup_runtime(cfg.runtime)
-    import bench_peak
-
     load_before = bench_peak.load_average()
     step = mindspore_step(cfg)
     for i in range(args.warmup):
