@@ -29,10 +29,10 @@ struct PaddedPlane {
 
   size_t padded_size() const { return static_cast<size_t>(padded_h * padded_w); }
 
-  // image (H, W) = the sum of one channel's K*K cols rows (row r at cols + r * row_stride); acc is scratch of
-  // padded_size() floats.
-  template <typename T>
-  void col2im(const T* cols, int64_t row_stride, float* acc, T* image) const {
+  // image (H, W) = the sum of one channel's K*K cols rows (row r at cols + r * row_stride), rounded once to T;
+  // acc is scratch of padded_size() floats.
+  template <typename C, typename T>
+  void col2im(const C* cols, int64_t row_stride, float* acc, T* image) const {
     std::fill(acc, acc + padded_size(), 0.0f);
     for (int64_t r = 0; r < taps; ++r) scatter_add(cols + r * row_stride, index.data() + r * seg, acc, seg);
     for (int64_t y = 0; y < h; ++y) {

@@ -70,7 +70,9 @@ enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kFo
 // {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout,
 // constant_weights, compute (1: bfloat16, 0: float32)}
 constexpr int64_t kGeometryLength = 12;
-constexpr int64_t kSmallPlane = 16;  // bf16 backward-weights into at most 4x4 outputs: one GEMM (gemm_weights)
+// bf16 backward-weights into at most this many output positions runs as one GEMM (gemm_weights): with AMX,
+// else (AVX512-BF16 alone), from at least kGemmWeightsChannels input channels.
+constexpr int64_t kSmallPlane = 16, kLargePlane = 256, kGemmWeightsChannels = 16;
 // {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
 constexpr int64_t kPoolGeometryLength = 11;
 enum Layout : int32_t { kNCHW = 0, kNHWC = 1 };
@@ -314,6 +316,19 @@ void run(Entry& entry, void** inputs, void* out) {
   stream.wait();
 }
 
+// The bf16 bits of element i of a float32, float16 or bfloat16 tensor (rounded to nearest even once).
+inline uint16_t bits_at(const float* d, int64_t i) { return lrelu::cpu::bf16::round_bits(d[i]); }
+inline uint16_t bits_at(const _Float16* d, int64_t i) { return lrelu::cpu::bf16::round_bits(static_cast<float>(d[i])); }
+inline uint16_t bits_at(const lrelu::cpu::bf16* d, int64_t i) { return d[i].bits; }
+
+// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
+template <typename Fn>
+void with_type(memory::data_type t, const void* data, const Fn& fn) {
+  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
+  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
+  else fn(static_cast<const float*>(data));
+}
+
 // Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
 // backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench_conv_layouts.cc, 1 thread,
 // batch 64, 4x4 stride 2, primitive with its reorders vs GEMM + col2im: into 3 channels from 32 at 32x32
@@ -321,21 +336,42 @@ void run(Entry& entry, void** inputs, void* out) {
 // geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
 constexpr int64_t kFewChannels = 8;
 
-// diff_src (N, C, H, W) of a float32 Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
+// diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
 // cols (C K K, Ho Wo) = weights^T (C K K, O) @ diff_dst[n] (O, Ho Wo) with oneDNN's sgemm, then the gemm
-// layers' col2im (col2im.h) adds every column entry onto its input position. Samples are split over the pool.
-void backward_data_few_channels(const Problem& p, const float* dy, const float* wt, float* dx) {
+// layers' col2im (col2im.h) adds every column entry onto its input position and rounds once to the output's
+// dtype. A bf16 problem's weights are rounded to bf16 first, as its primitive's reorder rounds them; its bf16
+// diff_dst is exact in float32, and so is every product of two bf16 values: the float32 GEMM computes what the
+// bf16 primitive computes, in another summation order. Samples are split over the pool.
+template <typename D, typename O>
+void backward_data_few_channels(const Problem& p, const D* dy, const void* weights, O* dx) {
   const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0];
   const lrelu::cpu::PaddedPlane plane(h, w, p.wei[2], p.strides[0], p.pad_l[0], p.dst[2], p.dst[3]);
   const int64_t rows = c * plane.taps, cols = plane.seg;
+  const float* wt = static_cast<const float*>(weights);
+  std::vector<float> rounded;
+  if (p.bf16 || p.types[1] != memory::data_type::f32) {
+    rounded.resize(static_cast<size_t>(o * rows));
+    with_type(p.types[1], weights, [&](auto ws) {
+      for (int64_t i = 0; i < o * rows; ++i) rounded[i] = lrelu::cpu::bf16::round(static_cast<float>(ws[i]));
+    });
+    wt = rounded.data();
+  }
   const int workers = static_cast<int>(n < p.threads ? n : p.threads);
   lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
-    thread_local std::vector<float> buf, acc;
+    thread_local std::vector<float> buf, acc, wide;
     buf.resize(static_cast<size_t>(rows * cols));
     acc.resize(plane.padded_size());
     for (int64_t i = first; i < n; i += workers) {
-      dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, o, 1.0f, wt, rows, dy + i * o * cols, cols, 0.0f,
-                                    buf.data(), cols, nullptr);  // no threadpool: sequential on this thread
+      const float* dyi;
+      if constexpr (std::is_same_v<D, float>) {
+        dyi = dy + i * o * cols;
+      } else {
+        wide.resize(static_cast<size_t>(o * cols));
+        for (int64_t j = 0; j < o * cols; ++j) wide[j] = static_cast<float>(dy[i * o * cols + j]);
+        dyi = wide.data();
+      }
+      dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, o, 1.0f, wt, rows, dyi, cols, 0.0f, buf.data(), cols,
+                                    nullptr);  // no threadpool: sequential on this thread
       for (int64_t ci = 0; ci < c; ++ci) {
         plane.col2im(buf.data() + ci * plane.taps * cols, cols, acc.data(), dx + (i * c + ci) * h * w);
       }
@@ -343,27 +379,44 @@ void backward_data_few_channels(const Problem& p, const float* dy, const float* 
   });
 }
 
-// The GEMM + col2im path takes NCHW, square kernels, one stride and one padding on every side.
+// The GEMM + col2im path takes NCHW, square kernels, one stride and one padding on every side; float32 tensors,
+// and in a bf16 problem bf16 ones too.
 bool few_channels_path(const Problem& p) {
-  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.bf16 || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
+  if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
       p.strides[0] != p.strides[1] || p.pad_l[0] != p.pad_l[1] || p.pad_l != p.pad_r) {
     return false;
   }
   for (memory::data_type t : p.types) {
-    if (t != memory::data_type::f32) return false;
+    if (t != memory::data_type::f32 && !(p.bf16 && t == memory::data_type::bf16)) return false;
   }
   return true;
 }
 
-// Backward-weights of a bf16 problem into an output plane of at most kSmallPlane positions (DCGAN's 8x8 -> 4x4
-// layers, G's 4x4 -> 8x8 ones and its 1x1 -> 4x4 first layer) as one bf16 GEMM with float32 sums:
-//   dW (O, C K K) = dY (O, N Ho Wo) @ patches (N Ho Wo, C K K),
-// dY transposed from (N, O, Ho Wo) and the patches gathered from x (im2col), both rounded to bf16 where they
-// come as float32, so it computes what the bf16 primitive computes, in another summation order. oneDNN's
-// convolution kernels are slow there (scripts/bench_conv_layouts.cc bf16: Xeon with AMX, 1 thread, CPU time,
-// batch 64): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32, 21 as this GEMM;
-// 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; 64 -> 128 8x8 -> 4x4 3.6, 2.4 and 3.0 ms. Into 8x8
-// planes the AMX kernel is faster again (128 -> 256: 26 ms, the GEMM 37).
+// backward_data_few_channels with diff_dst and diff_src cast to their dtypes (float32 or bfloat16).
+void run_few_channels(const Problem& p, const void* dy, const void* weights, void* dx) {
+  with_type(p.types[0], dy, [&](auto dys) {
+    if (p.types[2] == memory::data_type::bf16) {
+      backward_data_few_channels(p, dys, weights, static_cast<lrelu::cpu::bf16*>(dx));
+    } else {
+      backward_data_few_channels(p, dys, weights, static_cast<float*>(dx));
+    }
+  });
+}
+
+// Backward-weights of a bf16 problem into a small output plane as one bf16 GEMM with float32 sums:
+//   dW (O, K K C) = dY (O, N Ho Wo) @ patches (N Ho Wo, K K C),
+// dY transposed from (N, O, Ho Wo) and the patches gathered from a channels-last copy of x (im2col), both rounded
+// to bf16 where they come as float32, so it computes what the bf16 primitive computes, in another summation
+// order. Where oneDNN's bf16 kernels are slower than this GEMM depends on the CPU (gemm_weights_plane):
+// - with AMX (scripts/bench_conv_layouts.cc bf16 on a Xeon, 1 thread, CPU time, batch 64, measured with an
+//   earlier, slower gather): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32,
+//   21 as this GEMM; 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; into 8x8 planes the AMX kernel was
+//   faster (128 -> 256: 26 ms, the GEMM 37): planes of at most 4x4;
+// - with AVX512-BF16 and no AMX (AMD EPYC Zen 5, 2 threads, batch 64, kernel call in a jit graph, primitive vs
+//   GEMM): 256 -> 512 8x8 -> 4x4 17.1 vs 7.7 ms, 128 -> 256 16x16 -> 8x8 14.6 vs 8.5, 64 -> 128 32x32 -> 16x16
+//   11.4 vs 10.6, 32 -> 64 16x16 -> 8x8 0.90 vs 0.64, 64 -> 128 8x8 -> 4x4 1.17 vs 0.58; from 3 channels the
+//   primitive is as fast or faster (3 -> 32 32x32 -> 16x16 0.29 vs 0.47): planes of at most 16x16, from at
+//   least kGemmWeightsChannels channels.
 struct GemmWeights {
   std::mutex mu;
   Pool pool;
@@ -376,22 +429,20 @@ struct GemmWeights {
 };
 
 // The GEMM takes NCHW, square kernels, one stride and one padding on every side (the DCGAN layers).
-bool gemm_weights_path(const Problem& p) {
-  return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= kSmallPlane && p.layout == kNCHW &&
-         p.wei[2] == p.wei[3] && p.strides[0] == p.strides[1] && p.pad_l[0] == p.pad_l[1] && p.pad_l == p.pad_r;
+// The largest output plane whose bf16 backward-weights runs as gemm_weights on this CPU (read once).
+int64_t gemm_weights_plane() {
+  static const int64_t plane = [] {
+    const auto isa = static_cast<int64_t>(dnnl_get_effective_cpu_isa());
+    const bool amx = (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+    return amx ? kSmallPlane : kLargePlane;
+  }();
+  return plane;
 }
 
-// The bf16 bits of element i of a float32, float16 or bfloat16 tensor (rounded to nearest even once).
-inline uint16_t bits_at(const float* d, int64_t i) { return lrelu::cpu::bf16::round_bits(d[i]); }
-inline uint16_t bits_at(const _Float16* d, int64_t i) { return lrelu::cpu::bf16::round_bits(static_cast<float>(d[i])); }
-inline uint16_t bits_at(const lrelu::cpu::bf16* d, int64_t i) { return d[i].bits; }
-
-// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
-template <typename Fn>
-void with_type(memory::data_type t, const void* data, const Fn& fn) {
-  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
-  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
-  else fn(static_cast<const float*>(data));
+bool gemm_weights_path(const Problem& p) {
+  return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= gemm_weights_plane() &&
+         p.src[1] >= kGemmWeightsChannels && p.layout == kNCHW &&
+         p.wei[2] == p.wei[3] && p.strides[0] == p.strides[1] && p.pad_l[0] == p.pad_l[1] && p.pad_l == p.pad_r;
 }
 
 GemmWeights& gemm_weights(const Problem& p) {
@@ -417,37 +468,58 @@ GemmWeights& gemm_weights(const Problem& p) {
   return *slot;
 }
 
-// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo), out: diff_weights (O, C, K, K), dtypes p.types.
+// dst[j] = the bf16 bits of src[j] for j < len.
+inline void copy_bits(const lrelu::cpu::bf16* src, uint16_t* dst, int64_t len) {
+  std::memcpy(dst, src, static_cast<size_t>(len) * 2);
+}
+template <typename T>
+inline void copy_bits(const T* src, uint16_t* dst, int64_t len) {
+  for (int64_t j = 0; j < len; ++j) dst[j] = bits_at(src, j);
+}
+
+// xp (H + 2 pad, W + 2 pad, C) = the bf16 bits of one sample x (C, H, W) in channels-last order, zero in the
+// border: a patch row then reads K runs of K C contiguous values.
+template <typename T>
+void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, uint16_t* xp) {
+  const int64_t wp = w + 2 * pad;
+  std::memset(xp, 0, static_cast<size_t>((h + 2 * pad) * wp * c) * 2);
+  for (int64_t ci = 0; ci < c; ++ci) {
+    for (int64_t ih = 0; ih < h; ++ih) {
+      const T* src = x + (ci * h + ih) * w;
+      uint16_t* dst = xp + ((ih + pad) * wp + pad) * c + ci;
+      for (int64_t iw = 0; iw < w; ++iw) dst[iw * c] = bits_at(src, iw);
+    }
+  }
+}
+
+// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo), out: diff_weights (O, C, K, K), dtypes p.types. The
+// patches' columns are in (kh, kw, ci) order, contiguous runs of the channels-last copy of x; the GEMM's
+// (O, K K C) sums are permuted into OIHW at the end (and rounded once where the weight is not float32).
 void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void* dw) {
   GemmWeights& g = gemm_weights(p);
   const std::lock_guard<std::mutex> lock(g.mu);
   const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0], k = p.wei[2];
   const int64_t ho = p.dst[2], wo = p.dst[3], q = ho * wo, ckk = c * k * k;
-  const int64_t stride = p.strides[0], pad = p.pad_l[0];
+  const int64_t stride = p.strides[0], pad = p.pad_l[0], wp = w + 2 * pad;
   uint16_t* a = static_cast<uint16_t*>(g.a.get_data_handle());
   uint16_t* b = static_cast<uint16_t*>(g.b.get_data_handle());
   const int workers = static_cast<int>(n < p.threads ? n : p.threads);
   with_type(p.types[0], x, [&](auto xs) {
     with_type(p.types[1], dy, [&](auto dys) {
       lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
+        thread_local std::vector<uint16_t> xp;
+        xp.resize(static_cast<size_t>((h + 2 * pad) * wp * c));
         for (int64_t i = first; i < n; i += workers) {
           for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
-            for (int64_t j = 0; j < q; ++j) a[oc * n * q + i * q + j] = bits_at(dys, (i * o + oc) * q + j);
+            copy_bits(dys + (i * o + oc) * q, a + oc * n * q + i * q, q);
           }
-          // b[(i, oh, ow), (ci, kh, kw)] = x[i, ci, oh s - p + kh, ow s - p + kw], 0 in the padding
-          for (int64_t oh = 0; oh < ho; ++oh) {
+          to_padded_nhwc(xs + i * c * h * w, c, h, w, pad, xp.data());
+          for (int64_t oh = 0; oh < ho; ++oh) {  // b[(i, oh, ow), (kh, kw, ci)] = xp[oh s + kh, ow s + kw, ci]
             for (int64_t ow = 0; ow < wo; ++ow) {
               uint16_t* row = b + ((i * ho + oh) * wo + ow) * ckk;
-              for (int64_t ci = 0; ci < c; ++ci) {
-                for (int64_t kh = 0; kh < k; ++kh) {
-                  const int64_t ih = oh * stride - pad + kh;
-                  uint16_t* dst = row + (ci * k + kh) * k;
-                  for (int64_t kw = 0; kw < k; ++kw) {
-                    const int64_t iw = ow * stride - pad + kw;
-                    const bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
-                    dst[kw] = inside ? bits_at(xs, ((i * c + ci) * h + ih) * w + iw) : 0;
-                  }
-                }
+              for (int64_t kh = 0; kh < k; ++kh) {
+                std::memcpy(row + kh * k * c, xp.data() + ((oh * stride + kh) * wp + ow * stride) * c,
+                            static_cast<size_t>(k * c) * 2);
               }
             }
           }
@@ -455,21 +527,21 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
       });
     });
   });
-  const bool direct = p.types[2] == memory::data_type::f32;  // float32 OIHW is the GEMM's (O, C K K) row-major
-  memory out = direct ? memory(g.c.get_desc(), cpu_engine(), dw) : g.c;
-  g.prim.execute(g.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, out},
+  g.prim.execute(g.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c},
                             {DNNL_ARG_SCRATCHPAD, g.scratch}});
   g.stream.wait();
-  if (!direct) {  // a bf16 or float16 weight: its gradient rounded once
-    const float* sums = static_cast<const float*>(g.c.get_data_handle());
-    for (int64_t i = 0; i < o * ckk; ++i) {
-      if (p.types[2] == memory::data_type::bf16) {
-        static_cast<lrelu::cpu::bf16*>(dw)[i] = lrelu::cpu::bf16(sums[i]);
-      } else {
-        static_cast<_Float16*>(dw)[i] = static_cast<_Float16>(sums[i]);
+  const float* sums = static_cast<const float*>(g.c.get_data_handle());
+  auto permute = [&](auto* out) {  // out[oc, ci, kh, kw] = sums[oc, (kh k + kw) c + ci], rounded once
+    using T = std::remove_pointer_t<decltype(out)>;
+    for (int64_t oc = 0; oc < o; ++oc) {
+      for (int64_t ci = 0; ci < c; ++ci) {
+        for (int64_t t = 0; t < k * k; ++t) out[(oc * c + ci) * k * k + t] = static_cast<T>(sums[oc * ckk + t * c + ci]);
       }
     }
-  }
+  };
+  if (p.types[2] == memory::data_type::f32) permute(static_cast<float*>(dw));
+  else if (p.types[2] == memory::data_type::bf16) permute(static_cast<lrelu::cpu::bf16*>(dw));
+  else permute(static_cast<_Float16*>(dw));
 }
 
 memory::dims dims_of(int ndim, const int64_t* s) { return memory::dims(s, s + ndim); }
@@ -538,8 +610,7 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
   p.dst = kind == kBackwardData ? a : kind == kBackwardWeights ? b : o;
   if (kind == kForwardAct && (ndims[2] != 1 || shapes[2][0] != p.dst[1])) return 1;
   if (few_channels_path(p)) {
-    backward_data_few_channels(p, static_cast<const float*>(params[0]), static_cast<const float*>(params[1]),
-                               static_cast<float*>(params[out]));
+    run_few_channels(p, params[0], params[1], params[out]);
     return 0;
   }
   if (gemm_weights_path(p)) {
