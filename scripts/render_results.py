@@ -668,6 +668,19 @@ def _bench_conditions(reports: Sequence[list[dict]]) -> str:
             f"load average (1 minute) before -> after each model, {loads}")
 
 
+def _cpu_label(record: dict) -> str:
+    """A record's CPU model name, with the vendor's family and model number where recorded (two AMD EPYC virtual
+    machines may report the same name)."""
+    cpu = record["cpu"]
+    return cpu["model"] + (f" (family {cpu['family']}, model {cpu['model_number']})" if "family" in cpu else "")
+
+
+def with_when(render: Callable[..., str]) -> Callable[[dict], str]:
+    """A renderer of scripts/bench_train.py runs for a {command, when, runs} record: the runs' table, then when and
+    on which commit they ran."""
+    return lambda report: render(*report["runs"]) + f"\n\n{report['when']}."
+
+
 def machine_peaks(*records: dict) -> str:
     """scripts/bench_peak.py records side by side: per CPU, each problem's best and median GFLOP/s and oneDNN's
     implementation (or, where it has none, that it has none)."""
@@ -679,7 +692,7 @@ def machine_peaks(*records: dict) -> str:
                          p["precision"],
                          f"{p['peak_gflops']:.1f}" if ok else "none", f"{p['median_gflops']:.1f}" if ok else "",
                          f"`{p['impl']}`" if ok else "oneDNN has no primitive here"])
-    loads = "; ".join(f"{r['cpu']['model']}: {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
+    loads = "; ".join(f"{_cpu_label(r)}: {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
                       for r in records)
     header = ["CPU", "oneDNN ISA", "problem", "precision", "best GFLOP/s", "median GFLOP/s", "implementation"]
     return (table(header, rows) + f"\n\nscripts/bench_peak.py, {records[0]['threads']} threads: a 2048^3 GEMM and "
@@ -1185,19 +1198,24 @@ def quality_headline(report: dict) -> str:
             f"recipe in PyTorch ({d:+.1f}, {t:.1f} SE).")
 
 
-def torch_ratios(train: dict) -> dict[tuple[str, str], list[float]]:
-    """Every run's ratio to PyTorch per (model, fusion) of a bench_train window ({"runs": [records, ...]})."""
+def run_ratios(train: dict, key: str = "ratio_to_torch",
+               precision: str = "fp32") -> dict[tuple[str, str], list[float]]:
+    """Every run's ratio (to PyTorch, or another `key` of the records) per (model, fusion) of a bench_train window
+    ({"runs": [records, ...]}), from the records of one precision."""
     ratios: dict[tuple[str, str], list[float]] = {}
     for run in train["runs"]:
         for r in run:
-            ratios.setdefault((r["model"], r["fusion"]), []).append(r["ratio_to_torch"])
+            if r.get("precision", "fp32") == precision:
+                ratios.setdefault((r["model"], r["fusion"]), []).append(r[key])
     return ratios
 
 
-def headline(op_family_report, train, train_amd, ring8, grid25, recipes_report, mnist, quality, default_runs) -> str:
+def headline(op_family_report, train, train_amd, bf16, ring8, grid25, recipes_report, mnist, quality,
+             default_runs) -> str:
     """A newcomer's summary: one row per area, each from its JSON."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
-    ratios, amd = torch_ratios(train), torch_ratios(train_amd)
+    ratios, amd = run_ratios(train), run_ratios(train_amd)
+    bf16_ratios = run_ratios(bf16, "ratio_to_fp32", precision="bf16")
     ring = trials(ring8, 15000)
     grid = trials(grid25, 20000)
     default = next(r for r in recipes_report["recipes"] if r["recipe"] == "default")
@@ -1219,6 +1237,12 @@ def headline(op_family_report, train, train_amd, ring8, grid25, recipes_report, 
              f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an AVX-512 CPU; "
              f"{span(amd[('dcgan32', 'conv_act')], 2)}x and {span(amd[('dcgan64', 'conv_act')], 2)}x on an "
              f"{cpu_name(train_amd['runs'][0][0])}", f"{len(train['runs'])} runs each, idle machine"],
+            ["`precision=bf16` against this app's fp32 on CPU (2 threads, `fusion=conv_act`, "
+             "[docs/precision.md](docs/precision.md))",
+             f"DCGAN-32 **{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x**, DCGAN-64 "
+             f"**{span(bf16_ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an {_cpu_label(bf16['runs'][0][0])} "
+             f"with {', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)}",
+             f"{len(bf16['runs'])} runs each, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
@@ -1395,7 +1419,10 @@ TABLES: dict[str, Table] = {
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
                                  train_gonce_windows),
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
-    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json"), machine_peaks),
+    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json", "bench_peak_zen5.json"), machine_peaks),
+    "bf16_speed_zen5_before": Table(("bench_train_zen5_bf16_before.json",), with_when(bf16_speed)),
+    "bf16_speed_zen5": Table(("bench_train_zen5_bf16.json",), with_when(bf16_speed)),
+    "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
@@ -1410,6 +1437,8 @@ TABLES: dict[str, Table] = {
        for m in ("dcgan64", "dcgan32")},
     **{f"profile_zen3_{m}": Table((f"profile_train_zen3_{m}_fp32.json",), profile_precisions)
        for m in ("dcgan64", "dcgan32")},
+    **{f"profile_zen5_{m}": Table(tuple(f"profile_train_zen5_{m}_{p}.json" for p in ("fp32", "bf16")),
+                                  profile_precisions) for m in ("dcgan64", "dcgan32")},
     # reruns with their conditions (scripts/record_bench.py)
     "int8": Table(("bench_int8.json",), int8),
     "inplace": Table(("bench_inplace.json",), inplace),
@@ -1436,6 +1465,7 @@ TABLES: dict[str, Table] = {
     "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
+                       "bench_train_zen5_bf16.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
                        "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),

@@ -89,6 +89,19 @@ def test_bf16_backward_data_into_few_channels(transpose: bool, case: tuple) -> N
     _check(case, transpose, batch=5)
 
 
+# Backward-weights from >= 16 channels into planes of <= 16x16 runs as one GEMM over a channels-last gather on CPUs
+# without AMX (<= 4x4 with AMX): odd kernels, strides, paddings and planes, wider ones around the 16x16 limit.
+GEMM_WEIGHTS_CASES = [(16, 8, 3, 1, 1, 7, 9), (24, 4, 5, 3, 2, 11, 10), (16, 3, 4, 2, 1, 32, 32),
+                      (17, 5, 2, 2, 0, 34, 32), (32, 16, 4, 1, 0, 4, 4)]
+
+
+@needs_bf16
+@pytest.mark.parametrize("transpose,case", [(False, c) for c in GEMM_WEIGHTS_CASES]
+                         + [(True, (c[1], c[0], *c[2:])) for c in GEMM_WEIGHTS_CASES[:2]])
+def test_bf16_backward_weights_as_gemm(transpose: bool, case: tuple) -> None:
+    _check(case, transpose, batch=3)
+
+
 @needs_bf16
 @pytest.mark.parametrize("transpose,case", DCGAN, ids=[f"{'T' if t else 'C'}{c}" for t, c in DCGAN])
 def test_bf16_conv_on_dcgan_layers(transpose: bool, case: tuple) -> None:

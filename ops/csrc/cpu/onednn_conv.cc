@@ -70,8 +70,9 @@ enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kFo
 // {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope bits, clamp bits, layout,
 // constant_weights, compute (1: bfloat16, 0: float32)}
 constexpr int64_t kGeometryLength = 12;
-// bf16 backward-weights into at most this many output positions runs as one GEMM (gemm_weights): with AMX,
-// else (AVX512-BF16 alone), from at least kGemmWeightsChannels input channels.
+// bf16 backward-weights into at most this many output positions runs as one GEMM (gemm_weights): kSmallPlane with
+// AMX, kLargePlane without (measured with AVX512-BF16; AVX-512's emulated bf16 takes the same rule), each from at
+// least kGemmWeightsChannels input channels.
 constexpr int64_t kSmallPlane = 16, kLargePlane = 256, kGemmWeightsChannels = 16;
 // {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
 constexpr int64_t kPoolGeometryLength = 11;
@@ -422,13 +423,12 @@ struct GemmWeights {
   Pool pool;
   dnnl::stream stream;
   dnnl::matmul prim;
-  memory a, b, c;  // bf16 (O, NQ), bf16 (NQ, CKK), float32 (O, CKK)
+  memory a, b, c;  // bf16 (O, NQ), bf16 (NQ, KKC), float32 (O, KKC)
   memory scratch;
   explicit GemmWeights(int threads)
       : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
 };
 
-// The GEMM takes NCHW, square kernels, one stride and one padding on every side (the DCGAN layers).
 // The largest output plane whose bf16 backward-weights runs as gemm_weights on this CPU (read once).
 int64_t gemm_weights_plane() {
   static const int64_t plane = [] {
@@ -439,6 +439,7 @@ int64_t gemm_weights_plane() {
   return plane;
 }
 
+// The GEMM takes NCHW, square kernels, one stride and one padding on every side (the DCGAN layers).
 bool gemm_weights_path(const Problem& p) {
   return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= gemm_weights_plane() &&
          p.src[1] >= kGemmWeightsChannels && p.layout == kNCHW &&
