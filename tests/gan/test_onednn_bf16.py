@@ -89,6 +89,28 @@ def test_bf16_backward_data_into_few_channels(transpose: bool, case: tuple) -> N
     _check(case, transpose, batch=5)
 
 
+@needs_bf16
+@pytest.mark.parametrize("transpose,case", [(False, FEW_CHANNEL_CASES[0]), (True, FEW_CHANNEL_TRANSPOSE_CASES[0])])
+def test_bf16_compute_rounds_float32_tensors_into_few_channels(transpose: bool, case: tuple) -> None:
+    """compute=bfloat16 on float32 tensors (precision=bf16's edges): x, dy and the weights are rounded to bf16 once,
+    as the primitive's reorders round them, also on the few-channel GEMM path; y and dx are float32 tensors holding
+    the bf16 primitive's outputs (one rounding of the float32 result), dw float32 sums."""
+    x, wt, s, p = _inputs(case, transpose, batch=5)
+    x = x.astype(np.float32) + np.float32(2.0 ** -12)  # not a bf16 value: the kernel must round it
+    conv = onednn.conv_transpose2d if transpose else onednn.conv2d
+    rng = np.random.default_rng(9)
+    y, dx, dw, dy = _vjp(lambda a, b: conv(a, b, s, p, compute=ms.bfloat16), x, wt,
+                         lambda shape, dtype: (rng.standard_normal(shape) + 2.0 ** -12).astype(dtype))
+    assert y.dtype == dx.dtype == dw.dtype == np.float32
+    rounded = lambda a: a.astype(BF16).astype(np.float32)  # noqa: E731
+    ref_y, pullback = ms.vjp(lambda a, b: conv(a, b, s, p), ms.Tensor(rounded(x)), ms.Tensor(rounded(wt)))
+    ref_dx, ref_dw = (g.asnumpy() for g in pullback(ms.Tensor(rounded(dy))))
+    for got, want, name in ((y, ref_y.asnumpy(), "y"), (dx, ref_dx, "dx")):
+        assert_one_rounding(got.astype(BF16), want, name)
+        np.testing.assert_array_equal(got, rounded(got), err_msg=f"{name} holds bf16 values")
+    np.testing.assert_allclose(dw, ref_dw, rtol=0, atol=1e-5 * float(np.abs(ref_dw).max()), err_msg="dw")
+
+
 # Backward-weights from >= 16 channels into planes of <= 16x16 runs as one GEMM over a channels-last gather on CPUs
 # without AMX (<= 4x4 with AMX): odd kernels, strides, paddings and planes, wider ones around the 16x16 limit.
 GEMM_WEIGHTS_CASES = [(16, 8, 3, 1, 1, 7, 9), (24, 4, 5, 3, 2, 11, 10), (16, 3, 4, 2, 1, 32, 32),

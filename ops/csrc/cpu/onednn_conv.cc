@@ -340,9 +340,9 @@ constexpr int64_t kFewChannels = 8;
 // diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
 // cols (C K K, Ho Wo) = weights^T (C K K, O) @ diff_dst[n] (O, Ho Wo) with oneDNN's sgemm, then the gemm
 // layers' col2im (col2im.h) adds every column entry onto its input position and rounds once to the output's
-// dtype. A bf16 problem's weights are rounded to bf16 first, as its primitive's reorder rounds them; its bf16
-// diff_dst is exact in float32, and so is every product of two bf16 values: the float32 GEMM computes what the
-// bf16 primitive computes, in another summation order. Samples are split over the pool.
+// dtype (to bf16 in a bf16 problem, as its primitive computes diff_src in bf16). A bf16 problem's weights and float32 diff_dst are rounded to bf16 first, as its primitive's reorders
+// round them; bf16 values are exact in float32, and so is every product of two of them: the float32 GEMM computes
+// what the bf16 primitive computes, in another summation order. Samples are split over the pool.
 template <typename D, typename O>
 void backward_data_few_channels(const Problem& p, const D* dy, const void* weights, O* dx) {
   const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0];
@@ -350,7 +350,7 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
   const int64_t rows = c * plane.taps, cols = plane.seg;
   const float* wt = static_cast<const float*>(weights);
   std::vector<float> rounded;
-  if (p.bf16 || p.types[1] != memory::data_type::f32) {
+  if (p.bf16) {
     rounded.resize(static_cast<size_t>(o * rows));
     with_type(p.types[1], weights, [&](auto ws) {
       for (int64_t i = 0; i < o * rows; ++i) rounded[i] = lrelu::cpu::bf16::round(static_cast<float>(ws[i]));
@@ -363,18 +363,25 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
     buf.resize(static_cast<size_t>(rows * cols));
     acc.resize(plane.padded_size());
     for (int64_t i = first; i < n; i += workers) {
-      const float* dyi;
-      if constexpr (std::is_same_v<D, float>) {
-        dyi = dy + i * o * cols;
-      } else {
+      const D* src = dy + i * o * cols;
+      const float* dyi = nullptr;
+      if constexpr (std::is_same_v<D, float>) dyi = src;
+      if (!std::is_same_v<D, float> || p.bf16) {  // widened; rounded to bf16 first in a bf16 problem, as its reorder
         wide.resize(static_cast<size_t>(o * cols));
-        for (int64_t j = 0; j < o * cols; ++j) wide[j] = static_cast<float>(dy[i * o * cols + j]);
+        for (int64_t j = 0; j < o * cols; ++j) {
+          const float v = static_cast<float>(src[j]);
+          wide[j] = p.bf16 ? lrelu::cpu::bf16::round(v) : v;
+        }
         dyi = wide.data();
       }
       dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, o, 1.0f, wt, rows, dyi, cols, 0.0f, buf.data(), cols,
                                     nullptr);  // no threadpool: sequential on this thread
       for (int64_t ci = 0; ci < c; ++ci) {
-        plane.col2im(buf.data() + ci * plane.taps * cols, cols, acc.data(), dx + (i * c + ci) * h * w);
+        O* image = dx + (i * c + ci) * h * w;
+        plane.col2im(buf.data() + ci * plane.taps * cols, cols, acc.data(), image);
+        if constexpr (std::is_same_v<O, float>) {  // a bf16 primitive's diff_src is bf16, then widened
+          if (p.bf16) for (int64_t j = 0; j < h * w; ++j) image[j] = lrelu::cpu::bf16::round(image[j]);
+        }
       }
     }
   });
