@@ -340,9 +340,10 @@ constexpr int64_t kFewChannels = 8;
 // diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
 // cols (C K K, Ho Wo) = weights^T (C K K, O) @ diff_dst[n] (O, Ho Wo) with oneDNN's sgemm, then the gemm
 // layers' col2im (col2im.h) adds every column entry onto its input position and rounds once to the output's
-// dtype (to bf16 in a bf16 problem, as its primitive computes diff_src in bf16). A bf16 problem's weights and float32 diff_dst are rounded to bf16 first, as its primitive's reorders
-// round them; bf16 values are exact in float32, and so is every product of two of them: the float32 GEMM computes
-// what the bf16 primitive computes, in another summation order. Samples are split over the pool.
+// dtype (to bf16 in a bf16 problem, whose primitive computes diff_src in bf16). A bf16 problem's weights and
+// float32 diff_dst are rounded to bf16 first, as its primitive's reorders round them; bf16 values are exact in
+// float32, and so is every product of two of them: the float32 GEMM computes what the bf16 primitive computes, in
+// another summation order. Samples are split over the pool.
 template <typename D, typename O>
 void backward_data_few_channels(const Problem& p, const D* dy, const void* weights, O* dx) {
   const int64_t n = p.src[0], c = p.src[1], h = p.src[2], w = p.src[3], o = p.wei[0];
@@ -543,7 +544,9 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
     using T = std::remove_pointer_t<decltype(out)>;
     for (int64_t oc = 0; oc < o; ++oc) {
       for (int64_t ci = 0; ci < c; ++ci) {
-        for (int64_t t = 0; t < k * k; ++t) out[(oc * c + ci) * k * k + t] = static_cast<T>(sums[oc * ckk + t * c + ci]);
+        for (int64_t t = 0; t < k * k; ++t) {
+          out[(oc * c + ci) * k * k + t] = static_cast<T>(sums[oc * ckk + t * c + ci]);
+        }
       }
     }
   };
