@@ -491,7 +491,17 @@ inline void copy_bits(const T* src, uint16_t* dst, int64_t len) {
 template <typename T>
 void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, uint16_t* xp) {
   const int64_t wp = w + 2 * pad;
-  std::memset(xp, 0, static_cast<size_t>((h + 2 * pad) * wp * c) * 2);
+  const auto zero = [&](int64_t row, int64_t col, int64_t pixels) {
+    std::memset(xp + (row * wp + col) * c, 0, static_cast<size_t>(pixels * c) * 2);
+  };
+  for (int64_t r = 0; r < pad; ++r) {  // the border only: the interior is written below
+    zero(r, 0, wp);
+    zero(h + pad + r, 0, wp);
+  }
+  for (int64_t r = pad; r < h + pad && pad > 0; ++r) {
+    zero(r, 0, pad);
+    zero(r, w + pad, pad);
+  }
   for (int64_t ci = 0; ci < c; ++ci) {
     for (int64_t ih = 0; ih < h; ++ih) {
       const T* src = x + (ci * h + ih) * w;
