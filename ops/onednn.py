@@ -134,14 +134,21 @@ def cpu_isa() -> CpuIsa:
     return CpuIsa(CPU_ISAS.get(isa, hex(isa)), isa & BF16_ISA == BF16_ISA, isa & BF16_DOT_ISA == BF16_DOT_ISA)
 
 
-def available() -> bool:
-    """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
+def unavailable_reason() -> str | None:
+    """Why the oneDNN kernels cannot run here (the headers missing, a failed build, a version mismatch), or None."""
     try:
         dnnl_info()
     except (RuntimeError, OSError) as err:
-        _log.info("oneDNN convolutions unavailable: %s", err)
-        return False
-    return True
+        return str(err)
+    return None
+
+
+def available() -> bool:
+    """True when the oneDNN kernels build and load here (CPU with MindSpore's oneDNN and the headers)."""
+    reason = unavailable_reason()
+    if reason is not None:
+        _log.info("oneDNN convolutions unavailable: %s", reason)
+    return reason is None
 
 
 def _shape_of(shape: tuple) -> Callable[..., list[int]]:

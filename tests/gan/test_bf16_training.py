@@ -23,8 +23,9 @@ from gan.precision import BF16_FLAGS, check_bf16_cpu
 from gan.runtime import setup_runtime
 from gan.training import GANTrainer, run
 from ops import onednn
+from tests.helpers import needs_onednn
 
-pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+pytestmark = needs_onednn()
 needs_bf16_cpu = pytest.mark.skipif(onednn.available() and not onednn.cpu_isa().bf16_dot,
                                     reason="this CPU has no bfloat16 dot-product instructions (precision=bf16 refused)")
 REPO = Path(__file__).resolve().parents[2]

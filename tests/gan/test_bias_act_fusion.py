@@ -14,6 +14,7 @@ from gan.layers import BiasAct, OnednnConv2dAct, SpectralNorm, fuse_conv_act, ma
 from gan.models import Discriminator, init_dcgan_weights
 from gan.plan import build_plan
 from ops import LeakyReLU, PReLU, onednn
+from tests.helpers import needs_onednn
 
 IMPLS = ["native", "gemm"] + (["onednn"] if onednn.available() else [])
 ACTS = {"leaky0.2": lambda c: LeakyReLU(0.2), "relu_clamp": lambda c: LeakyReLU(0.0, clamp=0.5),
@@ -62,7 +63,7 @@ def test_fused_bias_act_matches_conv_then_activation(impl, spectral, act_name):
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(w).max())), err_msg=name)
 
 
-@pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+@needs_onednn()
 def test_conv_act_fuses_the_spectral_onednn_conv_into_one_primitive():
     unfused, fused, x = _layers("onednn", True, "leaky0.2", fusion="conv_act")
     assert isinstance(fused, OnednnConv2dAct) and isinstance(fused, SpectralNorm)

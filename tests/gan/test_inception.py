@@ -17,16 +17,13 @@ from gan import inception
 from gan.inception import (ARCHIVE_SHA1, ARCHIVE_SHA256, INCEPTION_V3, INSTALL_COMMAND, Block, Conv, InceptionError,
                            InceptionV3, archive_path, archive_tensors, fold_batch_norm, inception_weights,
                            layer_specs, module_types, verify_archive)
-from ops import onednn
-from tests.helpers import inception_installed
+from tests.helpers import inception_installed, needs_onednn
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "inception_reference.npz"
 
 
 needs_weights = pytest.mark.skipif(not inception_installed(), reason=f"the Inception weights are not installed: "
                                                             f"{INSTALL_COMMAND}")
-needs_onednn = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps "
-                                                                 "onednn-devel==2025.3.0")
 
 
 def _flow(shape: tuple[int, int, int], step) -> tuple[int, int, int]:
@@ -143,7 +140,7 @@ def _stage_inputs():
         shape = _flow(shape, stage)
 
 
-@needs_onednn
+@needs_onednn()
 @pytest.mark.parametrize("stage, shape", list(_stage_inputs()),
                          ids=[s.path if isinstance(s, Block) else s[0] for s, _ in _stage_inputs()])
 def test_onednn_nhwc_stages_equal_mindspores_own_layers(stage, shape):

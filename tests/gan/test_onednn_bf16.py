@@ -24,11 +24,11 @@ import pytest
 from ops import onednn
 from ops import reference as ref
 
-from tests.helpers import BF16, as_numpy
+from tests.helpers import BF16, as_numpy, needs_onednn
 from test_layers import CASES, TRANSPOSE_CASES
 from test_onednn_layers import FEW_CHANNEL_CASES, FEW_CHANNEL_TRANSPOSE_CASES, _dcgan_geometries
 
-pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+pytestmark = needs_onednn()
 needs_bf16 = pytest.mark.skipif(onednn.available() and not onednn.cpu_isa().bf16,
                                 reason="oneDNN has no bfloat16 convolution on this CPU (it needs AVX-512)")
 

@@ -26,10 +26,11 @@ from gan.training import run
 from ops import LeakyReLU, onednn
 
 from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
+from tests.helpers import needs_onednn
 
 RTOL, ATOL = 1e-4, 1e-5
 
-pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+pytestmark = needs_onednn()
 
 
 def _pair(case: tuple, transpose: bool, has_bias: bool, reference: str, batch: int = 2):

@@ -10,9 +10,9 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from ops import onednn
+from tests.helpers import needs_onednn
 
-pytestmark = pytest.mark.skipif(not onednn.available(),
-                                reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+pytestmark = needs_onednn()
 
 # (cin, cout, (kh, kw), (sh, sw), (top, bottom, left, right), (h, w))
 CASES = [(5, 7, (1, 7), (1, 1), (0, 0, 3, 3), (9, 11)), (6, 4, (7, 1), (1, 1), (3, 3, 0, 0), (10, 8)),

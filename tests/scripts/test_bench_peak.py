@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ops import onednn
-from tests.helpers import script_env
+from tests.helpers import needs_onednn, script_env
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_peak.py"
 sys.path.insert(0, str(SCRIPT.parent))
@@ -24,7 +24,7 @@ def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, 
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not onednn.available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+@needs_onednn()
 def test_a_short_run_records_the_machine_and_the_peaks(tmp_path: Path) -> None:
     out = tmp_path / "peak.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--json", str(out), "--threads", "1", "--rounds", "1",

@@ -14,6 +14,7 @@ from ops.onednn import available as onednn_available
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "profile_train.py"
 sys.path.insert(0, str(SCRIPT.parent))
 import profile_train  # noqa: E402
+from tests.helpers import needs_onednn
 
 
 def test_summary_is_per_step_sorted_with_shares(tmp_path: Path) -> None:
@@ -73,7 +74,7 @@ def test_onednn_rows_sum_each_primitive_per_step() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not onednn_available(), reason="oneDNN headers missing: pip install --no-deps onednn-devel==2025.3.0")
+@needs_onednn()
 def test_tiny_run_splits_the_onednn_work(tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
     argv = ["--json", str(out), "--batch-size", "2", "--warmup", "1", "--steps", "1", "--threads", "1",
