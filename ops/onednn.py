@@ -81,7 +81,8 @@ def build_with_onednn(stem: str, source: Path, headers_used: tuple[str, ...]) ->
 @functools.lru_cache(maxsize=None)
 def library_path() -> str:
     """The compiled oneDNN kernel library."""
-    return build_with_onednn("onednn_conv", SOURCE, ("worker_pool.h", "col2im.h", "bfloat16.h", "dnnl_pool.h"))
+    return build_with_onednn("onednn_conv", SOURCE,
+                             ("worker_pool.h", "col2im.h", "bfloat16.h", "blocked16.h", "dnnl_pool.h"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,9 +10,11 @@
 // onednn-devel package (ops.onednn.headers()):
 //   ML=$(python -c "import ops.onednn as o; print(o.mindspore_dnnl().parent)")
 //   INC=$(python -c "import ops.onednn as o; print(o.headers())")
-//   g++ -O2 -std=c++17 scripts/bench_conv_layouts.cc -I$INC -L$ML -l:libdnnl.so.3 -Wl,-rpath,$ML -o /tmp/layouts
+//   g++ -O2 -march=native -pthread -std=c++17 scripts/bench_conv_layouts.cc -I$INC -L$ML -l:libdnnl.so.3 \
+//       -Wl,-rpath,$ML -o /tmp/layouts   # -march=native as the kernels are built (blocked16.h uses AVX2 there)
 //   /tmp/layouts            # prints one line per (geometry, layout): ms of the best of 5 runs, and the kernel
-//   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights
+//   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights;
+//                           # then per activation shape: the bf16 and float32 reorders to nChw16c and back
 #include <time.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../ops/csrc/cpu/blocked16.h"
 #include "../ops/csrc/cpu/col2im.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.h"
@@ -242,6 +245,28 @@ void bf16_against_f32(const Geometry& g) {
   }
 }
 
+// ms of the nchw -> nChw16c and nChw16c -> nchw reorders of one activation: oneDNN's in bf16 and in float32, and
+// the kernel's own bf16 transposes (blocked16.h, move_blocked16), on this thread.
+void bf16_reorders(const memory::dims& dims) {
+  double ms[3];
+  for (int i = 0; i < 2; ++i) {
+    const memory::data_type t = i == 0 ? memory::data_type::bf16 : memory::data_type::f32;
+    memory plain = zeroed(memory::desc(dims, t, tag::nchw)), blocked = zeroed(memory::desc(dims, t, tag::nChw16c));
+    dnnl::reorder in(plain, blocked), out(blocked, plain);
+    ms[i] = best_cpu_ms([&] {
+      in.execute(strm, plain, blocked);
+      out.execute(strm, blocked, plain);
+    });
+  }
+  std::vector<uint16_t> plain(dims[0] * dims[1] * dims[2] * dims[3]), blocked(plain.size());
+  ms[2] = best_cpu_ms([&] {
+    lrelu::cpu::move_blocked16<true>(dims.data(), plain.data(), blocked.data(), 1);
+    lrelu::cpu::move_blocked16<false>(dims.data(), blocked.data(), plain.data(), 1);
+  });
+  std::printf("%ldx%ldx%ldx%ld nchw -> nChw16c -> nchw: oneDNN bf16 %6.3f ms, oneDNN float32 %6.3f ms, "
+              "move_blocked16 bf16 %6.3f ms CPU\n", dims[0], dims[1], dims[2], dims[3], ms[0], ms[1], ms[2]);
+}
+
 int main(int argc, char** argv) {
   const std::vector<Geometry> layers = {
       {64, 3, 32, 32, 4, 2, 1},  {64, 32, 64, 16, 4, 2, 1},  {64, 64, 128, 8, 4, 2, 1},    // DCGAN-32
@@ -249,6 +274,10 @@ int main(int argc, char** argv) {
       {64, 256, 512, 8, 4, 2, 1}, {64, 512, 100, 4, 4, 1, 0}};
   if (argc > 1 && std::string(argv[1]) == "bf16") {
     for (const Geometry& g : layers) bf16_against_f32(g);
+    for (const memory::dims& d : std::vector<memory::dims>{{64, 32, 16, 16}, {64, 64, 8, 8}, {64, 128, 4, 4},
+                                                           {64, 64, 32, 32}, {64, 128, 16, 16}, {64, 256, 8, 8}}) {
+      bf16_reorders(d);
+    }
     return 0;
   }
   for (const Geometry& g : layers) {

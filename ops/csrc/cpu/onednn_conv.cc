@@ -3,13 +3,13 @@
 //
 // Linked against the oneDNN that MindSpore itself ships and has already loaded (mindspore/lib/libdnnl.so.3,
 // a threadpool build), compiled with the headers of an older or equal 3.x release (ops/onednn.py checks
-// the versions at load time). For NCHW activations each primitive is created with format_tag::any, so oneDNN
-// picks its blocked layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are
-// reordered into and out of them at the edges. NHWC activations (layout 1: the tensors are (N, H, W, C)) are
-// given to oneDNN as they are (its brgemm kernels compute in nhwc), so a network kept in NHWC runs without
-// any activation reorder; weights stay OIHW and are reordered. One cache entry per (kernel, shapes,
-// geometry, threads) holds the primitive, the reorders, the blocked buffers and the scratchpad; a call locks
-// only its own entry.
+// the versions at load time). For NCHW activations each primitive is created with format_tag::any, so oneDNN picks
+// its blocked layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are reordered
+// into and out of them at the edges (bf16 activations of a multiple of 16 channels by blocked16.h's transposes,
+// which are faster there than oneDNN's reorder). NHWC activations (layout 1: the tensors are (N, H, W, C)) are given
+// to oneDNN as they are (its brgemm kernels compute in nhwc), so a network kept in NHWC runs without any activation
+// reorder; weights stay OIHW and are reordered. One cache entry per (kernel, shapes, geometry, threads) holds the
+// primitive, the reorders, the blocked buffers and the scratchpad; a call locks only its own entry.
 //
 // Backward-data into at most kFewChannels channels (an image's gradient, a transposed conv to an image) is
 // float32 GEMM + col2im instead (backward_data_few_channels): oneDNN's kernel is slow there.
@@ -53,6 +53,7 @@
 
 #include "oneapi/dnnl/dnnl.hpp"
 #include "bfloat16.h"
+#include "blocked16.h"
 #include "col2im.h"
 #include "dnnl_pool.h"
 #include "worker_pool.h"
@@ -87,6 +88,7 @@ struct Edge {
   memory blocked;
   dnnl::reorder convert;  // plain -> blocked for inputs, blocked -> plain for the output
   bool reordered;
+  bool channels16 = false;  // bf16 nchw <-> nChw16c, C a multiple of 16: moved by to_blocked16 / from_blocked16
   // Constant weights (inference): `blocked` was reordered from bytes equal to `last`, so an input with the same
   // bytes (compared on every call) skips its reorder.
   bool keep = false;
@@ -109,6 +111,8 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
                bool is_input) {
   Edge e{arg, memory::desc(dims, type, plain_tag), chosen, {}, {}, false};
   e.reordered = e.plain != e.chosen;
+  e.channels16 = e.reordered && type == memory::data_type::bf16 && plain_tag == tag::nchw && dims[1] % 16 == 0 &&
+                 chosen == memory::desc(dims, memory::data_type::bf16, tag::nChw16c);
   if (e.reordered) {
     e.blocked = memory(chosen, cpu_engine());
     e.convert = is_input ? dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e.plain, cpu_engine(), chosen))
@@ -291,14 +295,27 @@ Entry& lookup(const Problem& p, const void* weights = nullptr) {
   return *slot;
 }
 
+// plain -> blocked (an input) or blocked -> plain (the output) of an edge, on `threads` threads.
+void convert(Edge& e, dnnl::stream& stream, memory& plain, memory& blocked, bool to_blocked, int threads) {
+  if (!e.channels16) {
+    if (to_blocked) e.convert.execute(stream, plain, blocked);
+    else e.convert.execute(stream, blocked, plain);
+    return;
+  }
+  uint16_t* p = static_cast<uint16_t*>(plain.get_data_handle());
+  uint16_t* b = static_cast<uint16_t*>(blocked.get_data_handle());
+  if (to_blocked) lrelu::cpu::move_blocked16<true>(e.plain.get_dims().data(), p, b, threads);
+  else lrelu::cpu::move_blocked16<false>(e.plain.get_dims().data(), b, p, threads);
+}
+
 // The memory the primitive reads or writes for this edge; an input is reordered into its blocked buffer.
-memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input) {
+memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input, int threads) {
   memory user(e.plain, cpu_engine(), data);
   if (!e.reordered) return user;
   if (!is_input) return e.blocked;
   const size_t bytes = e.plain.get_size();
   if (e.keep && e.last.size() == bytes && std::memcmp(e.last.data(), data, bytes) == 0) return e.blocked;
-  e.convert.execute(stream, user, e.blocked);
+  convert(e, stream, user, e.blocked, true, threads);
   if (e.keep) e.last.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
   return e.blocked;
 }
@@ -306,13 +323,16 @@ memory bind(Edge& e, void* data, dnnl::stream& stream, bool is_input) {
 void run(Entry& entry, void** inputs, void* out) {
   const std::lock_guard<std::mutex> lock(entry.mu);
   dnnl::stream& stream = entry.stream;
-  std::unordered_map<int, memory> args = {{entry.out.arg, bind(entry.out, out, stream, false)},
+  const int threads = entry.pool.get_num_threads();
+  std::unordered_map<int, memory> args = {{entry.out.arg, bind(entry.out, out, stream, false, threads)},
                                           {DNNL_ARG_SCRATCHPAD, entry.scratch}};
-  for (size_t i = 0; i < entry.in.size(); ++i) args[entry.in[i].arg] = bind(entry.in[i], inputs[i], stream, true);
+  for (size_t i = 0; i < entry.in.size(); ++i) {
+    args[entry.in[i].arg] = bind(entry.in[i], inputs[i], stream, true, threads);
+  }
   entry.prim.execute(stream, args);
   if (entry.out.reordered) {
     memory user(entry.out.plain, cpu_engine(), out);
-    entry.out.convert.execute(stream, entry.out.blocked, user);
+    convert(entry.out, stream, user, entry.out.blocked, false, threads);
   }
   stream.wait();
 }
@@ -502,6 +522,30 @@ void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, ui
     zero(r, 0, pad);
     zero(r, w + pad, pad);
   }
+  if constexpr (std::is_same_v<T, lrelu::cpu::bf16>) {
+    if (c % 16 == 0) {  // 16 channels x 16 pixels at a time, through a transposed tile
+      const uint16_t* bits = reinterpret_cast<const uint16_t*>(x);
+      const int64_t hw = h * w;
+      uint16_t tile[16 * 16];
+      for (int64_t c0 = 0; c0 < c; c0 += 16) {
+        for (int64_t p0 = 0; p0 < hw; p0 += 16) {
+          const int64_t pixels = hw - p0 < 16 ? hw - p0 : 16;
+          if (pixels == 16) {
+            lrelu::cpu::transpose16x16(bits + c0 * hw + p0, hw, tile, 16);
+          } else {
+            for (int64_t j = 0; j < pixels; ++j) {
+              for (int64_t i = 0; i < 16; ++i) tile[j * 16 + i] = bits[(c0 + i) * hw + p0 + j];
+            }
+          }
+          for (int64_t j = 0; j < pixels; ++j) {
+            const int64_t ih = (p0 + j) / w, iw = (p0 + j) % w;
+            std::memcpy(xp + ((ih + pad) * wp + iw + pad) * c + c0, tile + j * 16, 32);
+          }
+        }
+      }
+      return;
+    }
+  }
   for (int64_t ci = 0; ci < c; ++ci) {
     for (int64_t ih = 0; ih < h; ++ih) {
       const T* src = x + (ci * h + ih) * w;
@@ -552,13 +596,16 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
   const float* sums = static_cast<const float*>(g.c.get_data_handle());
   auto permute = [&](auto* out) {  // out[oc, ci, kh, kw] = sums[oc, (kh k + kw) c + ci], rounded once
     using T = std::remove_pointer_t<decltype(out)>;
-    for (int64_t oc = 0; oc < o; ++oc) {
-      for (int64_t ci = 0; ci < c; ++ci) {
-        for (int64_t t = 0; t < k * k; ++t) {
-          out[(oc * c + ci) * k * k + t] = static_cast<T>(sums[oc * ckk + t * c + ci]);
+    const int split = static_cast<int>(o < p.threads ? o : p.threads);
+    lrelu::cpu::WorkerPool::instance().run(split, [&](int first) {
+      for (int64_t oc = first; oc < o; oc += split) {
+        for (int64_t ci = 0; ci < c; ++ci) {
+          for (int64_t t = 0; t < k * k; ++t) {
+            out[(oc * c + ci) * k * k + t] = static_cast<T>(sums[oc * ckk + t * c + ci]);
+          }
         }
       }
-    }
+    });
   };
   if (p.types[2] == memory::data_type::f32) permute(static_cast<float*>(dw));
   else if (p.types[2] == memory::data_type::bf16) permute(static_cast<lrelu::cpu::bf16*>(dw));
