@@ -1422,6 +1422,7 @@ TABLES: dict[str, Table] = {
     "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json", "bench_peak_zen5.json"), machine_peaks),
     "bf16_speed_zen5_before": Table(("bench_train_zen5_bf16_before.json",), with_when(bf16_speed)),
     "bf16_speed_zen5": Table(("bench_train_zen5_bf16.json",), with_when(bf16_speed)),
+    "bf16_speed_zen5_blocked16": Table(("bench_train_zen5_bf16_blocked16.json",), with_when(bf16_speed)),
     "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
@@ -1465,7 +1466,7 @@ TABLES: dict[str, Table] = {
     "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
-                       "bench_train_zen5_bf16.json",
+                       "bench_train_zen5_bf16_blocked16.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
                        "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),
