@@ -80,12 +80,23 @@ inline V act_value(V z, const Affine& f, const Scalars& s) {
   return clamp_value(s.gain * forward_unclamped<V, NoRound, false>(z, f.slope), s.clamp);
 }
 
-// ---- run loops: one channel, contiguous, __restrict__ pointers; 8 lanes where F16C/AVX exist ----
+// ---- run loops: one channel, contiguous, __restrict__ pointers; 16 lanes where AVX-512 exists, then 8 where
+// F16C/AVX do, then one by one (the element-wise results are the same bits in every lane width) ----
 
 template <typename T>
 __attribute__((noinline)) void stats_run(const T* __restrict__ x, int64_t len, float pivot, double* acc) {
   int64_t i = 0;
   double s1 = 0.0, s2 = 0.0;
+#if LRELU_FV_LANES == 16
+  fv w1 = splat<fv>(0.0f), w2 = splat<fv>(0.0f);
+  for (; i + 16 <= len; i += 16) {
+    const fv d = load_v(x + i) - pivot;
+    w1 += d;
+    w2 += d * d;
+  }
+  s1 = lane_sum(w1);
+  s2 = lane_sum(w2);
+#endif
 #if defined(__F16C__)
   f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f);
   for (; i + 8 <= len; i += 8) {
@@ -93,8 +104,8 @@ __attribute__((noinline)) void stats_run(const T* __restrict__ x, int64_t len, f
     v1 += d;
     v2 += d * d;
   }
-  s1 = lane_sum(v1);
-  s2 = lane_sum(v2);
+  s1 += lane_sum(v1);
+  s2 += lane_sum(v2);
 #endif
   for (; i < len; ++i) {
     const double d = static_cast<double>(static_cast<float>(x[i]) - pivot);
@@ -109,6 +120,9 @@ template <typename T>
 __attribute__((noinline)) void forward_run(const T* __restrict__ x, T* __restrict__ y, int64_t len,
                                            const Affine f, const Scalars s) {
   int64_t i = 0;
+#if LRELU_FV_LANES == 16
+  for (; i + 16 <= len; i += 16) store_v(y + i, act_value<fv>(pre_activation<fv>(load_v(x + i), f), f, s));
+#endif
 #if defined(__F16C__)
   for (; i + 8 <= len; i += 8) store8(y + i, act_value<f8>(pre_activation<f8>(load8(x + i), f), f, s));
 #endif
@@ -121,6 +135,21 @@ __attribute__((noinline)) void grad_sums_run(const T* __restrict__ x, const T* _
                                              const Affine f, const Scalars s, double* acc) {
   int64_t i = 0;
   double s1 = 0.0, s2 = 0.0, s3 = 0.0;
+#if LRELU_FV_LANES == 16
+  fv w1 = splat<fv>(0.0f), w2 = splat<fv>(0.0f), w3 = splat<fv>(0.0f);
+  for (; i + 16 <= len; i += 16) {
+    const fv xv = load_v(x + i);
+    const fv z = pre_activation<fv>(xv, f);
+    const fv dyv = load_v(dy + i);
+    const fv dz = act_grad<fv>(z, dyv, f, s);
+    w1 += dz;
+    w2 += dz * (xv - f.mean);
+    if (kSlopeGrad) w3 += slope_grad<fv>(z, dyv, f, s);
+  }
+  s1 = lane_sum(w1);
+  s2 = lane_sum(w2);
+  if (kSlopeGrad) s3 = lane_sum(w3);
+#endif
 #if defined(__F16C__)
   f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f), v3 = splat<f8>(0.0f);
   for (; i + 8 <= len; i += 8) {
@@ -132,9 +161,9 @@ __attribute__((noinline)) void grad_sums_run(const T* __restrict__ x, const T* _
     v2 += dz * (xv - f.mean);
     if (kSlopeGrad) v3 += slope_grad<f8>(z, dyv, f, s);
   }
-  s1 = lane_sum(v1);
-  s2 = lane_sum(v2);
-  if (kSlopeGrad) s3 = lane_sum(v3);
+  s1 += lane_sum(v1);
+  s2 += lane_sum(v2);
+  if (kSlopeGrad) s3 += lane_sum(v3);
 #endif
   for (; i < len; ++i) {
     const float xv = static_cast<float>(x[i]);
@@ -156,6 +185,13 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
                                               T* __restrict__ dx, int64_t len, const Affine f, const Scalars s,
                                               float k1, float k2) {
   int64_t i = 0;
+#if LRELU_FV_LANES == 16
+  for (; i + 16 <= len; i += 16) {
+    const fv xv = load_v(x + i);
+    const fv dz = act_grad<fv>(pre_activation<fv>(xv, f), load_v(dy + i), f, s);
+    store_v(dx + i, f.a * (dz - k1 - (xv - f.mean) * k2));
+  }
+#endif
 #if defined(__F16C__)
   for (; i + 8 <= len; i += 8) {
     const f8 xv = load8(x + i);

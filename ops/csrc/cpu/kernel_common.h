@@ -184,6 +184,13 @@ inline void store_v(bf16* p, fv v) {
       bf16_bits<u32x16>(v))));
 }
 inline void stream_v(float* p, fv v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned: one whole line
+inline double lane_sum(fv v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  double s = 0.0;
+  for (float f : lanes) s += f;
+  return s;
+}
 #elif LRELU_FV_LANES == 8
 inline fv load_v(const float* p) { return load8(p); }
 inline fv load_v(const half* p) { return load8(p); }

@@ -388,10 +388,11 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
       const float* dyi = nullptr;
       if constexpr (std::is_same_v<D, float>) dyi = src;
       if (!std::is_same_v<D, float> || p.bf16) {  // widened; rounded to bf16 first in a bf16 problem, as its reorder
-        wide.resize(static_cast<size_t>(o * cols));
-        for (int64_t j = 0; j < o * cols; ++j) {
-          const float v = static_cast<float>(src[j]);
-          wide[j] = p.bf16 ? lrelu::cpu::bf16::round(v) : v;
+        wide.resize(static_cast<size_t>(o * cols));  // (a bf16 diff_dst widens exactly: one vectorised loop)
+        if (std::is_same_v<D, lrelu::cpu::bf16> || !p.bf16) {
+          for (int64_t j = 0; j < o * cols; ++j) wide[j] = static_cast<float>(src[j]);
+        } else {
+          for (int64_t j = 0; j < o * cols; ++j) wide[j] = lrelu::cpu::bf16::round(static_cast<float>(src[j]));
         }
         dyi = wide.data();
       }
