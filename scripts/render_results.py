@@ -1423,6 +1423,7 @@ TABLES: dict[str, Table] = {
     "bf16_speed_zen5_before": Table(("bench_train_zen5_bf16_before.json",), with_when(bf16_speed)),
     "bf16_speed_zen5": Table(("bench_train_zen5_bf16.json",), with_when(bf16_speed)),
     "bf16_speed_zen5_blocked16": Table(("bench_train_zen5_bf16_blocked16.json",), with_when(bf16_speed)),
+    "bf16_speed_zen5_lanes16": Table(("bench_train_zen5_bf16_lanes16.json",), with_when(bf16_speed)),
     "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
