@@ -80,40 +80,96 @@ inline V act_value(V z, const Affine& f, const Scalars& s) {
   return clamp_value(s.gain * forward_unclamped<V, NoRound, false>(z, f.slope), s.clamp);
 }
 
-// ---- run loops: one channel, contiguous, __restrict__ pointers; 16 lanes where AVX-512 exists, then 8 where
-// F16C/AVX do, then one by one (the element-wise results are the same bits in every lane width) ----
+// ---- run loops: one channel, contiguous, __restrict__ pointers. Each runs its V-wide loop (*_lanes) 16 lanes
+// at a time where AVX-512 exists, then 8 where F16C/AVX do, then one by one (the element-wise results are the
+// same bits at every width; the sums add their lanes in another order) ----
+
+#if defined(__F16C__)
+// The loads and stores of a V-wide loop: V is f8, or fv where it has 16 lanes.
+template <typename V, typename T>
+inline V load_lanes(const T* p) {
+  if constexpr (sizeof(V) == sizeof(f8)) return load8(p); else return load_v(p);
+}
+template <typename V, typename T>
+inline void store_lanes(T* p, V v) {
+  if constexpr (sizeof(V) == sizeof(f8)) store8(p, v); else store_v(p, v);
+}
+
+// Each *_lanes loop starts at element i, stops before the first V-wide group that does not fit in len, adds its
+// lane sums (if any) to the doubles, and returns where it stopped.
+template <typename V, typename T>
+inline int64_t stats_lanes(const T* __restrict__ x, int64_t i, int64_t len, float pivot, double* s) {
+  constexpr int64_t n = sizeof(V) / sizeof(float);
+  V v1 = splat<V>(0.0f), v2 = splat<V>(0.0f);
+  for (; i + n <= len; i += n) {
+    const V d = load_lanes<V>(x + i) - pivot;
+    v1 += d;
+    v2 += d * d;
+  }
+  s[0] += lane_sum(v1);
+  s[1] += lane_sum(v2);
+  return i;
+}
+
+template <typename V, typename T>
+inline int64_t forward_lanes(const T* __restrict__ x, T* __restrict__ y, int64_t i, int64_t len, const Affine& f,
+                             const Scalars& s) {
+  constexpr int64_t n = sizeof(V) / sizeof(float);
+  for (; i + n <= len; i += n) store_lanes<V>(y + i, act_value<V>(pre_activation<V>(load_lanes<V>(x + i), f), f, s));
+  return i;
+}
+
+template <typename V, typename T, bool kSlopeGrad>
+inline int64_t grad_sums_lanes(const T* __restrict__ x, const T* __restrict__ dy, int64_t i, int64_t len,
+                               const Affine& f, const Scalars& s, double* sums) {
+  constexpr int64_t n = sizeof(V) / sizeof(float);
+  V v1 = splat<V>(0.0f), v2 = splat<V>(0.0f), v3 = splat<V>(0.0f);
+  for (; i + n <= len; i += n) {
+    const V xv = load_lanes<V>(x + i);
+    const V z = pre_activation<V>(xv, f);
+    const V dyv = load_lanes<V>(dy + i);
+    const V dz = act_grad<V>(z, dyv, f, s);
+    v1 += dz;
+    v2 += dz * (xv - f.mean);
+    if (kSlopeGrad) v3 += slope_grad<V>(z, dyv, f, s);
+  }
+  sums[0] += lane_sum(v1);
+  sums[1] += lane_sum(v2);
+  if (kSlopeGrad) sums[2] += lane_sum(v3);
+  return i;
+}
+
+template <typename V, typename T>
+inline int64_t input_grad_lanes(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, int64_t i,
+                                int64_t len, const Affine& f, const Scalars& s, float k1, float k2) {
+  constexpr int64_t n = sizeof(V) / sizeof(float);
+  for (; i + n <= len; i += n) {
+    const V xv = load_lanes<V>(x + i);
+    const V dz = act_grad<V>(pre_activation<V>(xv, f), load_lanes<V>(dy + i), f, s);
+    store_lanes<V>(dx + i, f.a * (dz - k1 - (xv - f.mean) * k2));
+  }
+  return i;
+}
+
+#endif  // __F16C__
 
 template <typename T>
 __attribute__((noinline)) void stats_run(const T* __restrict__ x, int64_t len, float pivot, double* acc) {
   int64_t i = 0;
-  double s1 = 0.0, s2 = 0.0;
+  double s[2] = {0.0, 0.0};
 #if LRELU_FV_LANES == 16
-  fv w1 = splat<fv>(0.0f), w2 = splat<fv>(0.0f);
-  for (; i + 16 <= len; i += 16) {
-    const fv d = load_v(x + i) - pivot;
-    w1 += d;
-    w2 += d * d;
-  }
-  s1 = lane_sum(w1);
-  s2 = lane_sum(w2);
+  i = stats_lanes<fv>(x, i, len, pivot, s);
 #endif
 #if defined(__F16C__)
-  f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f);
-  for (; i + 8 <= len; i += 8) {
-    const f8 d = load8(x + i) - pivot;
-    v1 += d;
-    v2 += d * d;
-  }
-  s1 += lane_sum(v1);
-  s2 += lane_sum(v2);
+  i = stats_lanes<f8>(x, i, len, pivot, s);
 #endif
   for (; i < len; ++i) {
     const double d = static_cast<double>(static_cast<float>(x[i]) - pivot);
-    s1 += d;
-    s2 += d * d;
+    s[0] += d;
+    s[1] += d * d;
   }
-  acc[0] += s1;
-  acc[1] += s2;
+  acc[0] += s[0];
+  acc[1] += s[1];
 }
 
 template <typename T>
@@ -121,10 +177,10 @@ __attribute__((noinline)) void forward_run(const T* __restrict__ x, T* __restric
                                            const Affine f, const Scalars s) {
   int64_t i = 0;
 #if LRELU_FV_LANES == 16
-  for (; i + 16 <= len; i += 16) store_v(y + i, act_value<fv>(pre_activation<fv>(load_v(x + i), f), f, s));
+  i = forward_lanes<fv>(x, y, i, len, f, s);
 #endif
 #if defined(__F16C__)
-  for (; i + 8 <= len; i += 8) store8(y + i, act_value<f8>(pre_activation<f8>(load8(x + i), f), f, s));
+  i = forward_lanes<f8>(x, y, i, len, f, s);
 #endif
   for (; i < len; ++i) y[i] = static_cast<T>(act_value<float>(pre_activation<float>(static_cast<float>(x[i]), f), f, s));
 }
@@ -134,49 +190,25 @@ template <typename T, bool kSlopeGrad>
 __attribute__((noinline)) void grad_sums_run(const T* __restrict__ x, const T* __restrict__ dy, int64_t len,
                                              const Affine f, const Scalars s, double* acc) {
   int64_t i = 0;
-  double s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  double sums[3] = {0.0, 0.0, 0.0};
 #if LRELU_FV_LANES == 16
-  fv w1 = splat<fv>(0.0f), w2 = splat<fv>(0.0f), w3 = splat<fv>(0.0f);
-  for (; i + 16 <= len; i += 16) {
-    const fv xv = load_v(x + i);
-    const fv z = pre_activation<fv>(xv, f);
-    const fv dyv = load_v(dy + i);
-    const fv dz = act_grad<fv>(z, dyv, f, s);
-    w1 += dz;
-    w2 += dz * (xv - f.mean);
-    if (kSlopeGrad) w3 += slope_grad<fv>(z, dyv, f, s);
-  }
-  s1 = lane_sum(w1);
-  s2 = lane_sum(w2);
-  if (kSlopeGrad) s3 = lane_sum(w3);
+  i = grad_sums_lanes<fv, T, kSlopeGrad>(x, dy, i, len, f, s, sums);
 #endif
 #if defined(__F16C__)
-  f8 v1 = splat<f8>(0.0f), v2 = splat<f8>(0.0f), v3 = splat<f8>(0.0f);
-  for (; i + 8 <= len; i += 8) {
-    const f8 xv = load8(x + i);
-    const f8 z = pre_activation<f8>(xv, f);
-    const f8 dyv = load8(dy + i);
-    const f8 dz = act_grad<f8>(z, dyv, f, s);
-    v1 += dz;
-    v2 += dz * (xv - f.mean);
-    if (kSlopeGrad) v3 += slope_grad<f8>(z, dyv, f, s);
-  }
-  s1 += lane_sum(v1);
-  s2 += lane_sum(v2);
-  if (kSlopeGrad) s3 += lane_sum(v3);
+  i = grad_sums_lanes<f8, T, kSlopeGrad>(x, dy, i, len, f, s, sums);
 #endif
   for (; i < len; ++i) {
     const float xv = static_cast<float>(x[i]);
     const float z = pre_activation<float>(xv, f);
     const float dyv = static_cast<float>(dy[i]);
     const float dz = act_grad<float>(z, dyv, f, s);
-    s1 += dz;
-    s2 += static_cast<double>(dz * (xv - f.mean));
-    if (kSlopeGrad) s3 += static_cast<double>(slope_grad<float>(z, dyv, f, s));
+    sums[0] += dz;
+    sums[1] += static_cast<double>(dz * (xv - f.mean));
+    if (kSlopeGrad) sums[2] += static_cast<double>(slope_grad<float>(z, dyv, f, s));
   }
-  acc[0] += s1;
-  acc[1] += s2;
-  if (kSlopeGrad) acc[2] += s3;
+  acc[0] += sums[0];
+  acc[1] += sums[1];
+  if (kSlopeGrad) acc[2] += sums[2];
 }
 
 // dx = a * (dz - k1 - (x - mean) * k2); k1 = k2 = 0 unless the statistics are batch statistics.
@@ -186,18 +218,10 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
                                               float k1, float k2) {
   int64_t i = 0;
 #if LRELU_FV_LANES == 16
-  for (; i + 16 <= len; i += 16) {
-    const fv xv = load_v(x + i);
-    const fv dz = act_grad<fv>(pre_activation<fv>(xv, f), load_v(dy + i), f, s);
-    store_v(dx + i, f.a * (dz - k1 - (xv - f.mean) * k2));
-  }
+  i = input_grad_lanes<fv>(x, dy, dx, i, len, f, s, k1, k2);
 #endif
 #if defined(__F16C__)
-  for (; i + 8 <= len; i += 8) {
-    const f8 xv = load8(x + i);
-    const f8 dz = act_grad<f8>(pre_activation<f8>(xv, f), load8(dy + i), f, s);
-    store8(dx + i, f.a * (dz - k1 - (xv - f.mean) * k2));
-  }
+  i = input_grad_lanes<f8>(x, dy, dx, i, len, f, s, k1, k2);
 #endif
   for (; i < len; ++i) {
     const float xv = static_cast<float>(x[i]);

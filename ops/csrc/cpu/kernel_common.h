@@ -100,14 +100,16 @@ inline void store8(half* p, f8 v) {
 }
 inline f8 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline void store8(float* p, f8 v) { _mm256_storeu_ps(p, v); }
-inline double lane_sum(f8 v) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, v);
+#endif
+// The double sum of the float lanes of v (f8, or fv of 16 lanes), in lane order.
+template <typename V>
+inline double lane_sum(V v) {
+  float lanes[sizeof(V) / sizeof(float)];
+  std::memcpy(lanes, &v, sizeof v);
   double s = 0.0;
   for (float f : lanes) s += f;
   return s;
 }
-#endif
 // ---- bfloat16 vectors: widen by shifting the bits up, narrow by bf16::round_bits's integer rounding, written
 // once over GCC vector types: U is the uint32 vector as wide as the float vector V ----
 typedef uint32_t u32x8 __attribute__((vector_size(32)));
@@ -184,13 +186,6 @@ inline void store_v(bf16* p, fv v) {
       bf16_bits<u32x16>(v))));
 }
 inline void stream_v(float* p, fv v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned: one whole line
-inline double lane_sum(fv v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  double s = 0.0;
-  for (float f : lanes) s += f;
-  return s;
-}
 #elif LRELU_FV_LANES == 8
 inline fv load_v(const float* p) { return load8(p); }
 inline fv load_v(const half* p) { return load8(p); }
