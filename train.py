@@ -22,13 +22,15 @@ def main(cfg: DictConfig) -> float:
     if threads is not None and cfg.runtime.threads is None:
         limit_threads_env(threads)
         cfg.runtime.threads = threads
-    from gan.training import TrainingAborted, run  # imported here so `--help` and config errors do not load MindSpore
+    from gan.training import USER_ERRORS, TrainingAborted, run  # here: `--help` and config errors do not load MindSpore
 
     try:
         summary = run(cfg, HydraConfig.get().runtime.output_dir)
     except TrainingAborted as aborted:
         print(f"\n{aborted}", file=sys.stderr, flush=True)
         sys.exit(INTERRUPTED_EXIT)
+    except USER_ERRORS as err:  # the message says what to change; a traceback would bury it
+        sys.exit(f"error: {err}")
     if summary.interrupted:
         sys.exit(INTERRUPTED_EXIT)
     return summary.objective

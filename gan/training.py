@@ -22,21 +22,23 @@ from omegaconf import DictConfig
 from gan.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
                             latest_checkpoint, load_training_checkpoint, set_aside_later)
 from gan.config import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
-from gan.distributed import World, gradient_reducer
+from gan.distributed import DistributedError, World, gradient_reducer
 from gan.diagnostics import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
 from gan.layers import PowerIteration
 from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models import NETWORKS, Discriminator, Generator, seed_random_activations
-from gan.outputs import RunOutputs, RunSummary
+from gan.inception import InceptionError
+from gan.outputs import NonFiniteTrainingError, RunOutputs, RunSummary
 from gan.plan import build_plan
 from gan.recycle import Recycler
-from gan.run_dir import claim_run_dir, previous_run_files
+from gan.run_dir import RunDirError, claim_run_dir, previous_run_files
 from gan.run_files import record_restart, record_resume
 from gan.precision import mixed_precision
 from gan.runtime import prepare_run
 from gan.streams import Purpose, fixed_latents, latents, mixing_weights, stream
-from gan.data import ImageData
+from gan.data import DataError, ImageData
 from gan.tasks import PointData, build_task
+from gan.untrusted import UntrustedFileError
 from ops import global_norm
 
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks
@@ -478,6 +480,12 @@ class GANTrainer:
                 raise CheckpointError(f"{source}: '{name}' has shape {arrays[name].shape}, this model needs "
                                       f"{tuple(p.shape)} (was it trained with other model.* settings?)")
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
+
+
+# What a user's config, files, run folder or data can cause, each with a message naming the key, file or value
+# and what is allowed: train.py prints it as one line, without a traceback (which stays for the project's bugs).
+USER_ERRORS = (ConfigError, CheckpointError, DataError, RunDirError, UntrustedFileError, InceptionError,
+               DistributedError, NonFiniteTrainingError)
 
 
 class TrainingAborted(KeyboardInterrupt):

@@ -38,6 +38,20 @@ def test_config_error_fails_at_start_naming_the_key(override, key, tmp_path):
     assert not (tmp_path / "samples").exists()
 
 
+@pytest.mark.parametrize("override, message", [
+    ("data=folder", "error: data=folder needs data.root=PATH"),
+    ("train.resume={junk}", "error: checkpoint '{junk}' is truncated or was not written by lrelu-gan"),
+])
+def test_an_error_the_user_can_fix_is_one_line_without_a_traceback(override, message, tmp_path):
+    """Errors raised once training has started (gan.training.USER_ERRORS) name what to change; the traceback
+    Hydra would print above them is for the project's own bugs."""
+    junk = tmp_path / "junk.ckpt"
+    junk.write_bytes(b"not a checkpoint")
+    result = run_train(override.format(junk=junk), f"hydra.run.dir={tmp_path / 'run'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(message.format(junk=junk))
+
+
 @pytest.mark.slow
 def test_dry_run_from_the_command_line(tmp_path, tiny_overrides):
     result = run_train(*tiny_overrides, "train.dry_run=true", f"hydra.run.dir={tmp_path}")
