@@ -305,6 +305,11 @@ def test_cli_screenshot_option_renders_the_page(sweep, tmp_path):
     assert [p.name for p in shot.parent.iterdir()] == ["report.png"]  # no temporary left behind
 
 
+def changed_share(a: np.ndarray, b: np.ndarray) -> float:
+    """The share of pixels that differ between two RGB images of one shape."""
+    return float(np.any(a != b, axis=2).mean())
+
+
 @pytest.mark.slow
 def test_screenshot_top_shows_the_page_further_down(sweep, tmp_path):
     page = tmp_path / "r.html"
@@ -312,7 +317,10 @@ def test_screenshot_top_shows_the_page_further_down(sweep, tmp_path):
     full = np.asarray(Image.open(screenshot(page, tmp_path / "full.png", height=900)).convert("RGB"))
     lower = np.asarray(Image.open(screenshot(page, tmp_path / "lower.png", height=400, top=500)).convert("RGB"))
     assert lower.shape == (400, 1400, 3) and lower.std() > 10
-    assert np.array_equal(lower, full[500:900])  # the same window, the part below 500 pixels
+    # The same window, the part below 500 pixels. Chromium's raster is not bit-stable on a loaded machine (one
+    # clean-clone CI run on an AVX2-only EPYC differed), so a few pixels may change; the top of the page may not.
+    assert changed_share(lower, full[500:900]) < 0.002, changed_share(lower, full[500:900])
+    assert changed_share(lower, full[:400]) > 0.05
     done = subprocess.run([sys.executable, str(SCRIPT), str(sweep), "--out", str(page), "--screenshot",
                            str(tmp_path / "x.png"), "--screenshot-top", "-1"], capture_output=True, text=True)
     assert done.returncode == 2 and "--screenshot-top=-1" in done.stderr
