@@ -622,6 +622,17 @@ def train_idle(report: dict) -> str:
         f"{report['when']}."
 
 
+def builds_ab(report: dict) -> str:
+    """img/s of two builds run alternately in one window, per round and model."""
+    models = [r["model"] for r in report["runs"][0]["records"]]
+    rows = [[run["round"], f"{run['commit']} ({run['build']})",
+             *(f"{next(r for r in run['records'] if r['model'] == m)['img_per_s']:.1f}" for m in models)]
+            for run in report["runs"]]
+    cpu = cpu_name(report["runs"][0]["records"][0])
+    return table(["round", "build", *(f"{MODEL[m]} img/s" for m in models)], rows) + \
+        f"\n\n`conv_impl=onednn`, `fusion=conv_act`, fp32, batch 64, 2 threads; {cpu + ', ' if cpu else ''}{report['when']}."
+
+
 def train_gonce_windows(main_w1, branch_w1, main_w2, branch_w2) -> str:
     """G's forward once per iteration against the build before it, back to back in two windows."""
     rows = []
@@ -1210,11 +1221,12 @@ def run_ratios(train: dict, key: str = "ratio_to_torch",
     return ratios
 
 
-def headline(op_family_report, train, train_amd, bf16, ring8, grid25, recipes_report, mnist, quality,
+def headline(op_family_report, train, train_amd, train_amd_later, bf16, ring8, grid25, recipes_report, mnist, quality,
              default_runs) -> str:
-    """A newcomer's summary: one row per area, each from its JSON."""
+    """A newcomer's summary: one row per area, each from its JSON (the AMD EPYC's over its two windows)."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
-    ratios, amd = run_ratios(train), run_ratios(train_amd)
+    amd_runs = train_amd["runs"] + train_amd_later["runs"]
+    ratios, amd = run_ratios(train), run_ratios({"runs": amd_runs})
     bf16_ratios = run_ratios(bf16, "ratio_to_fp32", precision="bf16")
     ring = trials(ring8, 15000)
     grid = trials(grid25, 20000)
@@ -1236,7 +1248,8 @@ def headline(op_family_report, train, train_amd, bf16, ring8, grid25, recipes_re
              f"DCGAN-32 **{span(ratios[('dcgan32', 'conv_act')], 2)}x**, "
              f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an AVX-512 CPU; "
              f"{span(amd[('dcgan32', 'conv_act')], 2)}x and {span(amd[('dcgan64', 'conv_act')], 2)}x on an "
-             f"{cpu_name(train_amd['runs'][0][0])}", f"{len(train['runs'])} runs each, idle machine"],
+             f"{cpu_name(train_amd['runs'][0][0])}",
+             f"{len(train['runs'])} runs each ({len(amd_runs)} on the EPYC, two days), idle machine"],
             ["`precision=bf16` against this app's fp32 on CPU (2 threads, `fusion=conv_act`, "
              "[docs/precision.md](docs/precision.md))",
              f"DCGAN-32 **{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x**, DCGAN-64 "
@@ -1427,6 +1440,8 @@ TABLES: dict[str, Table] = {
     "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
+    "train_idle_zen3_after_bf16": Table(("bench_train_zen3_after_bf16.json",), train_idle),
+    "train_builds_zen3": Table(("bench_train_zen3_builds_ab.json",), builds_ab),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
     "bf16_speed": Table(BF16_RUNS, bf16_speed),
     "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),
@@ -1467,6 +1482,7 @@ TABLES: dict[str, Table] = {
     "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
+                       "bench_train_zen3_after_bf16.json",
                        "bench_train_zen5_bf16_blocked16.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
