@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 import gan.config  # noqa: E402,F401  (registers the structured-config schema)
+from gan.run_dir import ReportedError  # noqa: E402
 from gan.runtime import job_threads, limit_threads_env  # noqa: E402
 
 INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps can tell a stopped run from a finished one
@@ -30,7 +31,7 @@ def main(cfg: DictConfig) -> float:
         print(f"\n{aborted}", file=sys.stderr, flush=True)
         sys.exit(INTERRUPTED_EXIT)
     except USER_ERRORS as err:  # the message says what to change; a traceback would bury it
-        sys.exit(f"error: {err}")
+        raise ReportedError.of(err) from err
     if summary.interrupted:
         sys.exit(INTERRUPTED_EXIT)
     return summary.objective

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import CompactHydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
@@ -177,6 +178,16 @@ def write_status(run_dir: str | Path, state: str, **fields: Any) -> None:
     write_text_atomic(path, json.dumps(record) + "\n")
 
 
+class ReportedError(CompactHydraException):
+    """An error the user can fix (gan.training.USER_ERRORS), re-raised by train.py as `error: Type: message` so
+    that Hydra prints that one line and no traceback; the original exception is its __cause__. Hydra still sees
+    a failed job: its callbacks record it and the other jobs of a sweep run."""
+
+    @classmethod
+    def of(cls, err: BaseException) -> ReportedError:
+        return cls(f"error: {type(err).__name__}: {err}")
+
+
 def describe_error(err: BaseException) -> str:
     """`Type: first line of the message`, for status.json and sweep summaries."""
     first = next((line.strip() for line in str(err).splitlines() if line.strip(" -")), "")
@@ -285,6 +296,8 @@ class ClaimRunDir(Callback):
         """A job that failed before its run claimed the directory (a config error) records why, so a sweep
         summary can say it; a refused run (another run's directory) writes nothing there."""
         error = job_return._return_value  # the exception of a failed job (its return_value property re-raises it)
+        if isinstance(error, ReportedError):
+            error = error.__cause__
         if job_return.status != JobStatus.FAILED or _launched_main(config) is not True or isinstance(error, RunDirError):
             return
         run_dir = Path(config.hydra.runtime.output_dir)

@@ -1,4 +1,5 @@
 """`python train.py` as a user runs it: --help, config errors at start, a dry run, Ctrl-C."""
+import json
 import signal
 import subprocess
 import sys
@@ -39,17 +40,20 @@ def test_config_error_fails_at_start_naming_the_key(override, key, tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("data=folder", "error: data=folder needs data.root=PATH"),
-    ("train.resume={junk}", "error: checkpoint '{junk}' is truncated or was not written by lrelu-gan"),
+    ("data=folder", "error: ConfigError: data=folder needs data.root=PATH"),
+    ("train.resume={junk}", "error: CheckpointError: checkpoint '{junk}' is truncated or was not written by lrelu-gan"),
 ])
 def test_an_error_the_user_can_fix_is_one_line_without_a_traceback(override, message, tmp_path):
-    """Errors raised once training has started (gan.training.USER_ERRORS) name what to change; the traceback
-    Hydra would print above them is for the project's own bugs."""
+    """Errors raised once training has started (gan.training.USER_ERRORS) are one line naming what to change, with
+    Hydra's HYDRA_FULL_ERROR hint below it and no traceback (that is for the project's own bugs); the run folder
+    still records the failure."""
     junk = tmp_path / "junk.ckpt"
     junk.write_bytes(b"not a checkpoint")
     result = run_train(override.format(junk=junk), f"hydra.run.dir={tmp_path / 'run'}")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.stderr.strip().splitlines()[-1].startswith(message.format(junk=junk))
+    assert any(line.startswith(message.format(junk=junk)) for line in result.stderr.splitlines())
+    status = json.loads((tmp_path / "run" / "status.json").read_text())
+    assert status["state"] == "failed" and status["error"].startswith(message.format(junk=junk)[len("error: "):])
 
 
 @pytest.mark.slow
