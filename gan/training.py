@@ -483,7 +483,8 @@ class GANTrainer:
 
 
 # What a user's config, files, run folder or data can cause, each with a message naming the key, file or value
-# and what is allowed: train.py prints it as one line, without a traceback (which stays for the project's bugs).
+# and what is allowed: train.py re-raises it as gan.run_dir.ReportedError, one line without a traceback (which
+# stays for the project's bugs).
 USER_ERRORS = (ConfigError, CheckpointError, DataError, RunDirError, UntrustedFileError, InceptionError,
                DistributedError, NonFiniteTrainingError)
 

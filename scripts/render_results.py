@@ -628,9 +628,11 @@ def builds_ab(report: dict) -> str:
     rows = [[run["round"], f"{run['commit']} ({run['build']})",
              *(f"{next(r for r in run['records'] if r['model'] == m)['img_per_s']:.1f}" for m in models)]
             for run in report["runs"]]
-    cpu = cpu_name(report["runs"][0]["records"][0])
+    first = report["runs"][0]["records"][0]
+    cpu = cpu_name(first)
     return table(["round", "build", *(f"{MODEL[m]} img/s" for m in models)], rows) + \
-        f"\n\n`conv_impl=onednn`, `fusion=conv_act`, fp32, batch 64, 2 threads; {cpu + ', ' if cpu else ''}{report['when']}."
+        f"\n\n`conv_impl={first['impl']}`, `fusion={first['fusion']}`, {first['precision']}, batch " \
+        f"{first['batch_size']}, {first['threads']} threads; {cpu + ', ' if cpu else ''}{report['when']}."
 
 
 def train_gonce_windows(main_w1, branch_w1, main_w2, branch_w2) -> str:
