@@ -27,8 +27,18 @@ from .reference import FORMULATIONS
 
 logger = logging.getLogger("ops")
 
-__all__ = ["FLOAT_DTYPES", "LeakyReLU", "check_clamp", "check_negative_slope", "device_target", "kernel",
-           "leaky_relu", "num_threads", "pack_scalars"]
+__all__ = ["FLOAT_DTYPES", "LAYOUTS", "LeakyReLU", "check_clamp", "check_negative_slope", "device_target", "kernel",
+           "layout_code", "leaky_relu", "num_threads", "pack_scalars"]
+
+
+LAYOUTS = ("NCHW", "NHWC")  # of 4-d activations: channels on axis 1, or last; oneDNN weights are OIHW in both
+
+
+def layout_code(layout: str) -> int:
+    """0 for "NCHW", 1 for "NHWC" (the kernels' code); ValueError naming any other value."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not one of {LAYOUTS}")
+    return LAYOUTS.index(layout)
 
 
 def check_options(formulation: str, inplace: bool, clamp: float | None) -> None:

@@ -30,7 +30,7 @@ from mindspore.ops import constexpr
 from . import params
 from ._custom import KERNEL_DTYPES, aot, num_threads
 from .activations import PReLU, check_clamp, check_finite, check_negative_slope
-from .api import LeakyReLU
+from .api import LeakyReLU, layout_code
 
 
 def check_gain(gain: float) -> float:
@@ -62,15 +62,18 @@ def _prelu_grad_outputs(x, _dy, gamma, _beta, _mean, _var, weight, _params):
 
 @functools.lru_cache(maxsize=None)
 def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
-           momentum: float, threads: int, prelu: bool = False) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+           momentum: float, threads: int, prelu: bool = False, channels_last: bool = False
+           ) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """(forward primitive with its bprop, statistics primitive, scalars tensor), cached per configuration.
 
     Scalars travel as a tensor input (ops/csrc/params.h's BnActParams, packed by ops.params; not attributes,
     see ops._custom). One primitive serves float32, float16 and bfloat16. prelu=True: the forward takes a PReLU weight
     ((1,) or (C,)) after var, whose values replace the slope, and the backward returns its gradient too.
+    channels_last=True: x is (N, ..., C) (NHWC), else (N, C, ...) (NCHW).
     """
     scalars = params.pack("bn_act", slope=negative_slope, clamp=math.inf if clamp is None else clamp, gain=gain,
-                          threads=threads, batch_stats=float(batch_stats), eps=eps, momentum=momentum)
+                          threads=threads, batch_stats=float(batch_stats), eps=eps, momentum=momentum,
+                          channels_last=float(channels_last))
 
     def stats_grads(gamma, mean, var, dgamma, dbeta):
         """Gradients for mean and var: 0 for x's own batch statistics (dx already includes their dependence
@@ -105,54 +108,69 @@ def kernel(negative_slope: float, clamp: float | None, gain: float, batch_stats:
 
 
 @constexpr
-def _check_input(dtype: ms.Type, shape: tuple, channels: int, batch_stats: bool) -> None:
-    """TypeError/ValueError naming the bad dtype or shape (runs at compile time under ms.jit)."""
+def _check_input(dtype: ms.Type, shape: tuple, channels: int, batch_stats: bool, layout: str) -> None:
+    """TypeError/ValueError naming the bad dtype, shape or layout (runs at compile time under ms.jit)."""
     if dtype not in KERNEL_DTYPES:
         raise TypeError(f"fused_bn_act supports bfloat16 as well as float32 and float16 inputs, got dtype {dtype}")
-    if len(shape) < 2 or shape[1] != channels:
-        raise ValueError(f"fused_bn_act expects an input of shape (N, {channels}, ...) with the channels on "
-                         f"axis 1, got shape {shape}")
+    if len(shape) < 2 or shape[_channel_axis(layout, len(shape))] != channels:
+        expected, where = ((f"(N, ..., {channels})", "last") if layout == "NHWC" else
+                           (f"(N, {channels}, ...)", "on axis 1"))
+        raise ValueError(f"fused_bn_act with layout={layout!r} expects an input of shape {expected} with the "
+                         f"channels {where}, got shape {shape}")
     per_channel = math.prod(shape) // channels if channels else 0
     if batch_stats and per_channel < 2:
         raise ValueError(f"batch statistics need more than one value per channel, got input shape {shape}")
 
 
+def _channel_axis(layout: str, ndim: int) -> int:
+    """The channel axis of an ndim-d activation in `layout` (NHWC: the last one)."""
+    return ndim - 1 if layout_code(layout) else 1
+
+
 @constexpr
 def _resolve(negative_slope: float, clamp: float | None, gain: float, batch_stats: bool, eps: float,
-             momentum: float, prelu: bool = False) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
+             momentum: float, prelu: bool = False, layout: str = "NCHW"
+             ) -> tuple[msops.Custom, msops.Custom, ms.Tensor]:
     """Checked arguments -> cached kernels; constexpr so it also runs inside ms.jit."""
     if not (0.0 <= momentum <= 1.0 and eps > 0.0):
         raise ValueError(f"momentum={momentum!r} must be in [0, 1] and eps={eps!r} must be > 0")
     return kernel(check_negative_slope(negative_slope), check_clamp(clamp), check_gain(gain), batch_stats,
-                  float(eps), float(momentum), num_threads(), prelu)
+                  float(eps), float(momentum), num_threads(), prelu, bool(layout_code(layout)))
 
 
-def batch_moments(x: ms.Tensor, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None
+def batch_moments(x: ms.Tensor, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None, layout: str = "NCHW"
                   ) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
-    """(mean, biased variance, count) per channel (axis 1) of x in float32; over all ranks with `sum_across`.
+    """(mean, biased variance, count) per channel (axis 1, or the last axis for NHWC) of x in float32; over all
+    ranks with `sum_across`.
 
     `sum_across` is an AllReduce (sum) for synchronised BatchNorm: every rank then gets the statistics of the
     concatenated batches; None: this batch alone. Two passes (the mean, then the centred squares) keep the
     variance exact when the mean is large. Differentiable: gradients reach x through both passes.
     """
-    axes = (0,) + tuple(range(2, x.ndim))
+    axis = _channel_axis(layout, x.ndim)
+    axes = tuple(a for a in range(x.ndim) if a != axis)
     xf = x.astype(ms.float32)
-    totals = msops.concat((xf.sum(axes), msops.full((1,), x.size // x.shape[1], dtype=ms.float32)))
+    totals = msops.concat((xf.sum(axes), msops.full((1,), x.size // x.shape[axis], dtype=ms.float32)))
     if sum_across is not None:
         totals = sum_across(totals)
     count = totals[-1]
     mean = totals[:-1] / count
-    centred = xf - mean.reshape((1, -1) + (1,) * (x.ndim - 2))
+    centred = xf - mean.reshape(_channel_view(axis, x.ndim))
     squares = (centred * centred).sum(axes)
     if sum_across is not None:
         squares = sum_across(squares)
     return mean, squares / count, count
 
 
+def _channel_view(axis: int, ndim: int) -> tuple[int, ...]:
+    """The shape that broadcasts a (C,) tensor along the channel axis of an ndim-d activation."""
+    return tuple(-1 if a == axis else 1 for a in range(ndim))
+
+
 def normalise(x: ms.Tensor, mean: ms.Tensor, var: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
-              eps: float) -> ms.Tensor:
-    """BatchNorm's (x - mean) / sqrt(var + eps) * gamma + beta in float32, per channel (axis 1)."""
-    view = (1, -1) + (1,) * (x.ndim - 2)
+              eps: float, layout: str = "NCHW") -> ms.Tensor:
+    """BatchNorm's (x - mean) / sqrt(var + eps) * gamma + beta in float32, per channel (axis 1, or last: NHWC)."""
+    view = _channel_view(_channel_axis(layout, x.ndim), x.ndim)
     return ((x.astype(ms.float32) - mean.reshape(view)) / msops.sqrt(var.reshape(view) + eps) * gamma.reshape(view)
             + beta.reshape(view))
 
@@ -170,20 +188,21 @@ def moving_update(moving_mean: ms.Tensor, moving_variance: ms.Tensor, mean: ms.T
 def _bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor, beta: ms.Tensor,
             negative_slope: float, *, training: bool, momentum: float, eps: float, gain: float,
             clamp: float | None, sum_across: Callable[[ms.Tensor], ms.Tensor] | None = None,
-            weight: ms.Tensor | None = None) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
+            weight: ms.Tensor | None = None, layout: str = "NCHW"
+            ) -> tuple[ms.Tensor, ms.Tensor | None, ms.Tensor | None]:
     """(y, new moving mean, new moving variance) of fused_bn_act without the update; the statistics are
     None unless training. The caller assigns them: see BatchNormAct.construct for why. With `sum_across`
     (synchronised BatchNorm) training uses batch_moments over the ranks and the kernel takes them as inputs.
-    `weight`: a PReLU weight ((1,) or (C,)) in place of the slope (BatchNormPReLU)."""
-    _check_input(x.dtype, x.shape, gamma.shape[0], training)
+    `weight`: a PReLU weight ((1,) or (C,)) in place of the slope (BatchNormPReLU). `layout`: "NCHW" or "NHWC"."""
+    _check_input(x.dtype, x.shape, gamma.shape[0], training, layout)
     prelu = weight is not None
     tail = (weight,) if prelu else ()
     if training and sum_across is not None:
-        forward, _, scalars = _resolve(negative_slope, clamp, gain, False, eps, momentum, prelu)
-        mean, var, count = batch_moments(x, sum_across)
+        forward, _, scalars = _resolve(negative_slope, clamp, gain, False, eps, momentum, prelu, layout)
+        mean, var, count = batch_moments(x, sum_across, layout)
         new_mean, new_var = moving_update(moving_mean, moving_variance, mean, var, count, momentum)
         return forward(x, gamma, beta, mean, var, *tail, scalars), new_mean, new_var
-    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum, prelu)
+    forward, stats_op, scalars = _resolve(negative_slope, clamp, gain, training, eps, momentum, prelu, layout)
     if training:
         mean, var, new_mean, new_var = stats_op(x, moving_mean, moving_variance, scalars)
         y = forward(x, gamma, beta, msops.stop_gradient(mean), msops.stop_gradient(var), *tail, scalars)
@@ -195,18 +214,18 @@ def _bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, ga
 
 def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tensor, gamma: ms.Tensor,
                  beta: ms.Tensor, negative_slope: float, *, training: bool, momentum: float = 0.9,
-                 eps: float = 1e-5, gain: float = 1.0, clamp: float | None = None) -> ms.Tensor:
+                 eps: float = 1e-5, gain: float = 1.0, clamp: float | None = None, layout: str = "NCHW") -> ms.Tensor:
     """clamp(gain * leaky_relu(batch_norm(x))), like `mindspore.ops.batch_norm` followed by the activation.
 
     training=True normalises with the batch mean and biased variance of x (the backward includes their
     dependence on x) and updates the moving statistics (Parameters) in place:
     moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch variance.
-    training=False normalises with the moving statistics. x is (N, C, ...) float32 or float16; the
-    per-channel tensors are float32 (or float16) of length C. Inside a float16 (amp) cell use BatchNormAct:
+    training=False normalises with the moving statistics. x is (N, C, ...), or (N, ..., C) with layout="NHWC",
+    float32, float16 or bfloat16; the per-channel tensors are float32 (or float16) of length C. Inside a float16 (amp) cell use BatchNormAct:
     amp in graph mode casts Parameters passed to a function, and the update cannot assign to that copy.
     """
     y, new_mean, new_var = _bn_act(x, moving_mean, moving_variance, gamma, beta, negative_slope, training=training,
-                                   momentum=momentum, eps=eps, gain=gain, clamp=clamp)
+                                   momentum=momentum, eps=eps, gain=gain, clamp=clamp, layout=layout)
     if training:
         msops.assign(moving_mean, new_mean)
         msops.assign(moving_variance, new_var)
@@ -214,13 +233,14 @@ def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tenso
 
 
 def bias_act(x: ms.Tensor, bias: ms.Tensor, negative_slope: float, *, gain: float = 1.0,
-             clamp: float | None = None, weight: ms.Tensor | None = None) -> ms.Tensor:
-    """clamp(gain * leaky_relu(x + bias[channel])) in one pass; x is (N, C, ...), bias float32 (C,).
+             clamp: float | None = None, weight: ms.Tensor | None = None, layout: str = "NCHW") -> ms.Tensor:
+    """clamp(gain * leaky_relu(x + bias[channel])) in one pass; x is (N, C, ...) (or (N, ..., C) with
+    layout="NHWC"), bias float32 (C,).
 
     `weight`: a PReLU weight ((1,) or (C,)) in place of the slope (x + bias <= 0 gives weight[c] * (x + bias));
     its gradient comes from the same backward kernel."""
-    _check_input(x.dtype, x.shape, bias.shape[0], False)
-    forward, _, scalars = _resolve(negative_slope, clamp, gain, False, 1e-5, 0.9, weight is not None)
+    _check_input(x.dtype, x.shape, bias.shape[0], False, layout)
+    forward, _, scalars = _resolve(negative_slope, clamp, gain, False, 1e-5, 0.9, weight is not None, layout)
     ones = msops.ones_like(bias)
     tail = () if weight is None else (weight,)
     return forward(x, ones, bias, msops.zeros_like(bias), ones - 1e-5, *tail, scalars)
@@ -255,14 +275,18 @@ class BatchNormAct(nn.BatchNorm2d):
     Training: batch mean and biased variance normalise x; the moving statistics are updated like
     nn.BatchNorm2d's (moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch
     variance). sync=True takes those statistics over the global batch of all ranks (see SyncBatchNorm2d).
-    set_train(False) normalises with the moving statistics. Mixed precision: amp O2 keeps it in
+    set_train(False) normalises with the moving statistics. layout="NHWC": x is (N, ..., C), the channels last.
+    Mixed precision: amp O2 keeps it in
     float32 like every BatchNorm2d; under O3 the kernels take float16 x, gamma and beta, compute in float32
     and return float16 (in PyNative amp also rounds the assigned moving statistics to float16).
     """
 
     def __init__(self, num_features: int, negative_slope: float, *, clamp: float | None = None,
-                 gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9, sync: bool = False) -> None:
+                 gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9, sync: bool = False,
+                 layout: str = "NCHW") -> None:
         super().__init__(num_features, eps=eps, momentum=momentum)
+        layout_code(layout)
+        self.layout = layout
         self.negative_slope = check_negative_slope(negative_slope)
         self.clamp = check_clamp(clamp)
         self.gain = check_gain(gain)
@@ -274,7 +298,8 @@ class BatchNormAct(nn.BatchNorm2d):
         # function arrives cast to float16, and assign() refuses that copy as its target.
         y, new_mean, new_var = _bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta,
                                        self.negative_slope, training=self.training, momentum=self.keep, eps=self.eps,
-                                       gain=self.gain, clamp=self.clamp, sum_across=self.sum_across)
+                                       gain=self.gain, clamp=self.clamp, sum_across=self.sum_across,
+                                       layout=self.layout)
         if self.training:
             msops.assign(self.moving_mean, new_mean)
             msops.assign(self.moving_variance, new_var)
@@ -285,14 +310,14 @@ class BatchNormAct(nn.BatchNorm2d):
         updating the moving ones; the moving statistics in eval), times gamma plus beta. For inspection tools
         (ops.ranges), which see only the cell's input; training does not call it."""
         if self.training:
-            mean, var, _ = batch_moments(x, self.sum_across)
+            mean, var, _ = batch_moments(x, self.sum_across, self.layout)
         else:
             mean, var = self.moving_mean, self.moving_variance
-        return normalise(x, mean, var, self.gamma, self.beta, self.eps)
+        return normalise(x, mean, var, self.gamma, self.beta, self.eps, self.layout)
 
     def extend_repr(self) -> str:
         return (f"{super().extend_repr()}, negative_slope={self.negative_slope}, clamp={self.clamp}, "
-                f"gain={self.gain}")
+                f"gain={self.gain}, layout={self.layout}")
 
 
 class BatchNormPReLU(BatchNormAct):
@@ -302,8 +327,9 @@ class BatchNormPReLU(BatchNormAct):
 
     def __init__(self, num_features: int, num_parameters: int = 1, init: float = 0.25, *,
                  clamp: float | None = None, gain: float = 1.0, eps: float = 1e-5, momentum: float = 0.9,
-                 sync: bool = False) -> None:
-        super().__init__(num_features, 0.0, clamp=clamp, gain=gain, eps=eps, momentum=momentum, sync=sync)
+                 sync: bool = False, layout: str = "NCHW") -> None:
+        super().__init__(num_features, 0.0, clamp=clamp, gain=gain, eps=eps, momentum=momentum, sync=sync,
+                         layout=layout)
         if num_parameters not in (1, num_features):
             raise ValueError(f"num_parameters={num_parameters!r} is not allowed: it must be 1 or num_features="
                              f"{num_features}")
@@ -315,7 +341,8 @@ class BatchNormPReLU(BatchNormAct):
         # changed amp O3's graph-mode casting of gamma/beta (tests/ops/test_amp.py caught it).
         y, new_mean, new_var = _bn_act(x, self.moving_mean, self.moving_variance, self.gamma, self.beta, 0.0,
                                        training=self.training, momentum=self.keep, eps=self.eps, gain=self.gain,
-                                       clamp=self.clamp, sum_across=self.sum_across, weight=self.prelu_weight)
+                                       clamp=self.clamp, sum_across=self.sum_across, weight=self.prelu_weight,
+                                       layout=self.layout)
         if self.training:
             msops.assign(self.moving_mean, new_mean)
             msops.assign(self.moving_variance, new_var)
@@ -323,7 +350,7 @@ class BatchNormPReLU(BatchNormAct):
 
     def extend_repr(self) -> str:
         return (f"{nn.BatchNorm2d.extend_repr(self)}, num_parameters={self.prelu_weight.shape[0]}, init={self.init}, "
-                f"clamp={self.clamp}, gain={self.gain}")
+                f"clamp={self.clamp}, gain={self.gain}, layout={self.layout}")
 
 
 class SharedWeight(nn.Cell):

@@ -39,7 +39,7 @@ from mindspore.ops import constexpr
 
 from . import build
 from ._custom import KERNEL_DTYPES
-from .api import check_clamp, check_negative_slope, num_threads
+from .api import check_clamp, check_negative_slope, layout_code, num_threads
 
 SOURCE = build.CSRC / "cpu" / "onednn_conv.cc"
 HEADERS_PACKAGE, HEADERS_VERSION = "onednn-devel", "2025.3.0"  # oneDNN 3.9.1 headers; pinned in pyproject.toml
@@ -157,7 +157,6 @@ def _shape_of(shape: tuple) -> Callable[..., list[int]]:
     return lambda *_: list(shape)
 
 
-LAYOUTS = ("NCHW", "NHWC")  # of the activations; weights are OIHW in both
 POOLS = ("max", "avg", "avg_include_pad")  # max; average over the window's input pixels; ... over all of it
 
 
@@ -185,12 +184,6 @@ def _ints(value, name: str, lengths: tuple[int, ...], low: int) -> tuple[int, ..
     return items
 
 
-def _layout_code(layout: str) -> int:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r} is not one of {LAYOUTS}")
-    return LAYOUTS.index(layout)
-
-
 def _geometry(stride: tuple[int, int], padding: tuple[int, int, int, int], threads: int, slope: float,
               clamp: float, layout: str, constant_weights: bool, bf16: bool) -> ms.Tensor:
     """The kernels' int32 geometry input {stride h/w, padding top/bottom/left/right, threads, slope, clamp,
@@ -198,7 +191,7 @@ def _geometry(stride: tuple[int, int], padding: tuple[int, int, int, int], threa
     compute 1 for a bfloat16 primitive."""
     floats = np.array([slope, clamp], np.float32).view(np.int32)
     head = np.array([*stride, *padding, threads], np.int32)
-    tail = np.array([_layout_code(layout), int(constant_weights), int(bf16)], np.int32)
+    tail = np.array([layout_code(layout), int(constant_weights), int(bf16)], np.int32)
     return ms.Tensor(np.concatenate([head, floats, tail]))
 
 
@@ -367,7 +360,7 @@ def pool_kernel(x_shape: tuple[int, ...], kind: str, kernel: tuple[int, int], st
     if max(top, bottom) >= kh or max(left, right) >= kw:
         raise ValueError(f"pooling padding {padding} must be smaller than the kernel {kernel} on each side")
     y_shape = _in_layout(n, c, _out_size(h, kh, sh, top, bottom), _out_size(w, kw, sw, left, right), layout)
-    geometry = ms.Tensor(np.array([POOLS.index(kind), *kernel, *stride, *padding, threads, _layout_code(layout)],
+    geometry = ms.Tensor(np.array([POOLS.index(kind), *kernel, *stride, *padding, threads, layout_code(layout)],
                                   np.int32))
     prim = msops.Custom(f"{lib}:DnnlPoolForward", out_shape=_shape_of(y_shape), out_dtype=lambda a, *_: a,
                         func_type="aot")

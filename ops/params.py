@@ -12,7 +12,7 @@ import numpy as np
 
 LAYOUTS: dict[str, tuple[str, ...]] = {
     "act": ("slope", "clamp", "threads", "lower", "upper"),
-    "bn_act": ("slope", "clamp", "gain", "threads", "batch_stats", "eps", "momentum"),
+    "bn_act": ("slope", "clamp", "gain", "threads", "batch_stats", "eps", "momentum", "channels_last"),
     "quantized": ("slope", "in_scale", "in_zero_point", "out_scale", "out_zero_point", "threads"),
 }
 

@@ -7,7 +7,8 @@ to the input, gamma and beta) of
 
 - builtin: nn.BatchNorm2d + nn.LeakyReLU (MindSpore only),
 - none:    the fusion=none layers, nn.BatchNorm2d + ops.LeakyReLU,
-- bn_act:  the fusion=bn_act layer, ops.BatchNormAct.
+- bn_act:  the fusion=bn_act layer, ops.BatchNormAct,
+- bn_act_nhwc: ops.BatchNormAct(layout="NHWC") on the same values with the channels last (N, H, W, C).
 
 Without BatchNorm (D with model.d_norm=none|spectral), fusion=bn_act fuses the conv's bias with the activation
 instead: for D's conv blocks (1 input channel as MNIST, conv_impl=auto, d_norm=none) it times the conv +
@@ -53,14 +54,14 @@ from gan.plan import FUSION_KINDS, build_plan  # noqa: E402
 from gan.streams import Purpose, latents  # noqa: E402
 from gan.training import GANTrainer  # noqa: E402
 from gan.atomic import write_json_atomic  # noqa: E402
-from ops import LeakyReLU, norm_act_layers  # noqa: E402
+from ops import BatchNormAct, LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402
 
 SLOPE = 0.2
 BATCH = 64
 WIDTHS = {32: 32, 64: 64}  # image size -> ngf = ndf (configs/model/dcgan32.yaml, dcgan64.yaml)
-IMPLS = ("builtin", "none", "bn_act")
+IMPLS = ("builtin", "none", "bn_act", "bn_act_nhwc")
 DTYPES = {"float32": np.float32, "float16": np.float16}
 STEP_FUSIONS = ("none", "bn_act")
 STEP_MEMORY_STEPS = 2
@@ -78,6 +79,8 @@ def make_block(impl: str, channels: int) -> nn.Cell:
     """The block under test, in training mode."""
     if impl == "builtin":
         block = nn.SequentialCell([nn.BatchNorm2d(channels), nn.LeakyReLU(SLOPE)])
+    elif impl == "bn_act_nhwc":
+        block = BatchNormAct(channels, SLOPE, layout="NHWC")
     else:
         block = nn.SequentialCell(OrderedDict(norm_act_layers(channels, SLOPE,
                                                               fused=FUSION_KINDS[impl].fused_kernels)))
@@ -86,8 +89,10 @@ def make_block(impl: str, channels: int) -> nn.Cell:
 
 
 def block_fns(impl: str, x: ms.Tensor) -> tuple[Callable[[], object], Callable[[], object]]:
-    """Callables running the jitted forward and forward+backward of one block on x (asnumpy waits)."""
+    """Callables running the jitted forward and forward+backward of one block on x (asnumpy waits); x is
+    (N, C, H, W), moved channels-last for bn_act_nhwc."""
     block = make_block(impl, x.shape[1])
+    x = channels_last(x) if impl == "bn_act_nhwc" else x
     fwd = ms.jit(block.construct)
     fwdbwd = ms.jit(ms.grad(block.construct, grad_position=0, weights=block.trainable_params()))
     return (lambda: fwd(x).asnumpy()), (lambda: fwdbwd(x)[0].asnumpy())
@@ -110,7 +115,14 @@ def block_peak_mib(impl: str, shape: tuple[int, ...], dtype: str) -> float:
     """Peak MiB of one forward+backward of the block (run in a fresh process by in_child)."""
     ms.set_context(mode=ms.GRAPH_MODE)
     setup_runtime(RuntimeConfig())
-    return execution_peak_mib(ForwardBackward(make_block(impl, shape[1])), input_tensor(shape, dtype))
+    x = input_tensor(shape, dtype)
+    return execution_peak_mib(ForwardBackward(make_block(impl, shape[1])),
+                              channels_last(x) if impl == "bn_act_nhwc" else x)
+
+
+def channels_last(x: ms.Tensor) -> ms.Tensor:
+    """(N, C, H, W) -> the same values as a contiguous (N, H, W, C) tensor."""
+    return ms.Tensor(np.ascontiguousarray(x.asnumpy().transpose(0, 2, 3, 1)))
 
 
 def input_tensor(shape: tuple[int, ...], dtype: str) -> ms.Tensor:

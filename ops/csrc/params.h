@@ -17,8 +17,9 @@
 //   lower, upper  rrelu in training: per-element slopes drawn uniformly in [lower, upper)
 #define LRELU_ACT_PARAMS(X) X(slope) X(clamp) X(threads) X(lower) X(upper)
 
-// Fused per-channel affine + LeakyReLU (bn_act.cc); batch_stats is 0 or 1.
-#define LRELU_BN_ACT_PARAMS(X) X(slope) X(clamp) X(gain) X(threads) X(batch_stats) X(eps) X(momentum)
+// Fused per-channel affine + LeakyReLU (bn_act.cc); batch_stats is 0 or 1; channels_last 1: x is (N, ..., C) (NHWC),
+// 0: (N, C, ...) (NCHW).
+#define LRELU_BN_ACT_PARAMS(X) X(slope) X(clamp) X(gain) X(threads) X(batch_stats) X(eps) X(momentum) X(channels_last)
 
 // Quantised LeakyReLU (quantized_leaky_relu.cc); the zero points are integral values.
 #define LRELU_QUANTIZED_PARAMS(X) X(slope) X(in_scale) X(in_zero_point) X(out_scale) X(out_zero_point) X(threads)

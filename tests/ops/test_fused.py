@@ -19,6 +19,8 @@ from ops import reference as ref
 from ops.fused import BatchNormAct, SyncBatchNorm2d, bias_act, fused_bn_act, norm_act_layers
 from ops import LeakyReLU
 
+from leaky_relu_cases import BF16
+
 SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
 DTYPES = [np.float32, np.float16]
 
@@ -304,3 +306,146 @@ def test_bad_inputs_name_the_problem():
         fused_bn_act(ms.Tensor(np.ones((1, 3, 1, 1), np.float32)), mm, mv, g, g, 0.2, training=True)
     with pytest.raises(ValueError, match="momentum=1.5 must be in"):
         fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 2), np.float32)), mm, mv, g, g, 0.2, training=True, momentum=1.5)
+
+
+# ---- layout="NHWC": the channels last. The kernels run across the channels of a position in V-wide lanes, so
+# the element-wise results are the same bits as NCHW's on the same values; only the per-channel sums add in
+# another order. ----
+
+def to_nhwc(a: np.ndarray) -> np.ndarray:
+    """(N, C, *spatial) -> (N, *spatial, C)."""
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+def to_nchw(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.moveaxis(a, -1, 1))
+
+
+def run_nhwc(x, gamma, beta, dy, slope, stats=None, **kw):
+    """run_fused with layout="NHWC" on the NCHW arrays moved channels-last; the results moved back to NCHW."""
+    y, dx, dgamma, dbeta = run_fused_layout(to_nhwc(x), gamma, beta, to_nhwc(dy), slope, stats, x.shape[1], **kw)
+    return to_nchw(y), to_nchw(dx), dgamma, dbeta
+
+
+def run_fused_layout(x, gamma, beta, dy, slope, stats, channels, **kw):
+    mm, mv = moving(channels, stats)
+
+    def f(t, g, b):
+        return fused_bn_act(t, mm, mv, g, b, slope, training=stats is None, layout="NHWC", **kw)
+    y, vjp = ms.vjp(f, ms.Tensor(x), ms.Tensor(gamma), ms.Tensor(beta))
+    return (y.asnumpy(), *(g.asnumpy() for g in vjp(ms.Tensor(dy))))
+
+
+def eval_stats(c: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.linspace(2.0, 4.0, c).astype(np.float32), np.linspace(0.5, 5.0, c).astype(np.float32)
+
+
+# Channel counts that take 16-lane, 8-lane and single-float groups (3, 5, 17, 40) and whole vectors (8, 16, 64).
+NHWC_SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (4, 17, 3, 5), (2, 40, 6, 6), (2, 64, 4, 4), (3, 8, 5, 2), (6, 16)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("shape", NHWC_SHAPES)
+def test_nhwc_eval_is_nchw_bit_for_bit(shape, dtype):
+    # With given statistics y and dx are element-wise: the same bits in both layouts; dgamma, dbeta are sums.
+    x, gamma, beta, dy = data(shape, dtype)
+    stats = eval_stats(shape[1])
+    want = run_fused(x, gamma, beta, dy, 0.2, stats=stats, clamp=2.5, gain=1.5)
+    got = run_nhwc(x, gamma, beta, dy, 0.2, stats=stats, clamp=2.5, gain=1.5)
+    for a, b in zip(got[:2], want[:2]):
+        np.testing.assert_array_equal(a.view(np.uint16 if a.itemsize == 2 else np.uint32),
+                                      b.view(np.uint16 if b.itemsize == 2 else np.uint32))
+    for a, b in zip(got[2:], want[2:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", NHWC_SHAPES)
+def test_nhwc_training_matches_reference(shape, dtype):
+    x, gamma, beta, dy = data(shape, dtype)
+    m = x.size // shape[1]
+    mm, mv = moving(shape[1])
+    y, dx, dgamma, dbeta = run_nhwc(x, gamma, beta, dy, 0.2)
+    y_ref, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
+    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
+    np.testing.assert_allclose(y.astype(np.float64), y_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dx.astype(np.float64), dx_ref.astype(np.float64), **tol(dtype))
+    np.testing.assert_allclose(dgamma, dgamma_ref, **sums_tol(dtype, m))
+    np.testing.assert_allclose(dbeta, dbeta_ref, **sums_tol(dtype, m))
+    fused_bn_act(ms.Tensor(to_nhwc(x)), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2, training=True,
+                 momentum=0.0, layout="NHWC")
+    np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mv.asnumpy(), var_ref * m / (m - 1), rtol=1e-4)
+
+
+def test_nhwc_large_mean_does_not_lose_the_variance():
+    x, gamma, beta, _ = data((4, 24, 8, 8), np.float32, seed=2)
+    x = (1e4 + x / 20).astype(np.float32)
+    mm, mv = moving(24)
+    fused_bn_act(ms.Tensor(to_nhwc(x)), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2, training=True, momentum=0.0,
+                 layout="NHWC")
+    _, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
+    np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-7)
+    np.testing.assert_allclose(mv.asnumpy(), var_ref * 256 / 255, rtol=1e-4)
+
+
+def test_nhwc_many_tiles_and_threads_give_identical_results(monkeypatch):
+    # 40 channels: the plan's tiles start and end inside a position, so the partial positions at the edges of
+    # a tile are summed too; tiles depend on the size only, so every thread count gives the same bits.
+    x, gamma, beta, dy = data((2, 40, 50, 50), np.float32, seed=3)
+    results = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("LRELU_NUM_THREADS", threads)
+        results.append(run_nhwc(x, gamma, beta, dy, 0.2))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
+    np.testing.assert_allclose(results[0][1], dx_ref, atol=2e-5)
+    np.testing.assert_allclose(results[0][2], dgamma_ref, **sums_tol(np.float32, 2 * 50 * 50))
+    np.testing.assert_allclose(results[0][3], dbeta_ref, **sums_tol(np.float32, 2 * 50 * 50))
+
+
+@pytest.mark.parametrize("channels", [1, 40])
+def test_nhwc_prelu_and_bias_act_are_nchw_bit_for_bit(channels):
+    x, _, bias, dy = data((2, 40, 3, 7), np.float32, seed=4)
+    w = np.linspace(-0.3, 0.6, channels).astype(np.float32)
+
+    def both(layout, x_, dy_):
+        y, pull = ms.vjp(lambda t, b, a: bias_act(t, b, 0.0, clamp=2.0, weight=a, layout=layout),
+                         ms.Tensor(x_), ms.Tensor(bias), ms.Tensor(w))
+        return [y.asnumpy(), *(g.asnumpy() for g in pull(ms.Tensor(dy_)))]
+    want = both("NCHW", x, dy)
+    y, dx, dbias, dw = both("NHWC", to_nhwc(x), to_nhwc(dy))
+    np.testing.assert_array_equal(to_nchw(y), want[0])
+    np.testing.assert_array_equal(to_nchw(dx), want[1])
+    np.testing.assert_allclose(dbias, want[2], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dw, want[3], rtol=1e-5, atol=1e-5)
+
+
+def test_batchnorm_act_nhwc_trains_like_nchw_in_graph_mode():
+    # One compiled SGD step of BatchNormAct on the same values in both layouts: the same parameters and moving
+    # statistics after it.
+    x = data((4, 24, 5, 5), np.float32, seed=8)[0]
+    results = []
+    for layout, move in (("NCHW", lambda a: a), ("NHWC", to_nhwc)):
+        cell = BatchNormAct(24, 0.2, clamp=3.0, layout=layout)
+        cell.set_train(True)
+        step = nn.TrainOneStepCell(nn.WithLossCell(cell, nn.MSELoss()), nn.SGD(cell.trainable_params(), 0.1))
+        step.set_train(True)
+        ms.jit(step.construct)(ms.Tensor(move(x)), ms.Tensor(np.full_like(move(x), 0.5)))
+        results.append([p.asnumpy() for p in (cell.gamma, cell.beta, cell.moving_mean, cell.moving_variance)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(results[1][0], 1.0)  # gamma moved
+    assert "layout=NHWC" in repr(cell)
+
+
+def test_nhwc_bad_layout_and_shape_name_the_problem():
+    g = ms.Tensor(np.ones(3, np.float32))
+    mm, mv = moving(3)
+    with pytest.raises(ValueError, match=r"layout='NDHWC' is not one of \('NCHW', 'NHWC'\)"):
+        BatchNormAct(3, 0.2, layout="NDHWC")
+    with pytest.raises(ValueError, match=r"layout='NHWC' expects an input of shape \(N, ..., 3\) with the "
+                                         r"channels last, got shape \(2, 3, 2, 4\)"):
+        fused_bn_act(ms.Tensor(np.ones((2, 3, 2, 4), np.float32)), mm, mv, g, g, 0.2, training=False,
+                     layout="NHWC")

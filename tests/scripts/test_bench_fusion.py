@@ -38,7 +38,7 @@ def test_quick_json_schema(tmp_path: Path) -> None:
     result = run_bench("--quick", "--json", str(out))
     assert result.returncode == 0, result.stderr
     payload = json.loads(out.read_text())
-    assert sorted(r["impl"] for r in payload["blocks"]) == ["bn_act", "builtin", "none"]
+    assert sorted(r["impl"] for r in payload["blocks"]) == ["bn_act", "bn_act_nhwc", "builtin", "none"]
     for r in payload["blocks"]:
         assert set(r) == BLOCK_KEYS and r["shape"] == [8, 128, 4, 4] and r["dtype"] == "float32"
         for key in ("fwd_ms", "fwdbwd_ms"):

@@ -1,12 +1,13 @@
 // Fused per-channel affine (batch normalisation or bias) + LeakyReLU + gain + clamp, CPU aot kernels.
 //
-// x has shape (N, C, *inner) (channel axis 1, NCHW; float32, float16 or bfloat16). With per-channel gamma, beta,
+// x has shape (N, C, *inner) (channel axis 1, NCHW), or (N, *inner, C) with the scalars' channels_last (NHWC);
+// float32, float16 or bfloat16. With per-channel gamma, beta,
 // mean, var (float32, or float16/bfloat16 where mixed precision O3 cast them; widened to float32 once per call):
 //     z = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c]
 //     y = clamp(gain * (z > 0 ? z : slope * z))       (clamp to [-clamp, clamp], NaN kept)
 // in float32, rounded once to x's dtype. A plain bias is gamma = 1, mean = 0, var = 1 - eps, beta = bias.
 // Scalars travel as one lrelu::BnActParams (../params.h: slope, clamp (+inf = none), gain, threads, batch_stats,
-// eps, momentum) in an int32 tensor of float32 bit patterns, which mixed precision does not cast. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
+// eps, momentum, channels_last) in an int32 tensor of float32 bit patterns, which mixed precision does not cast. Separate (C,) tensors rather than one packed tensor keep the MindSpore graph free of
 // concat/split ops, whose launch costs more than the kernels at DCGAN sizes.
 //
 // BnActStats   (x, moving_mean, moving_var, scalars)  -> mean, var (biased), new moving_mean, moving_var
@@ -22,9 +23,12 @@
 // Every kernel walks the shared tiling plan (kernel_common.h). Inside a tile the elements form runs
 // of one channel, so the inner loops see per-channel constants. Per-channel reductions go into one
 // partial row per tile and are summed in tile order after the threads join: deterministic results.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernel_common.h"
@@ -57,26 +61,32 @@ std::vector<Affine> channel_affines(const Channels& ch, int64_t channels, float 
   return f;
 }
 
+// The per-channel constants as one lane's: an Affine (floats), or a LaneAffine of V (channels-last, a channel per lane).
 template <typename V>
-inline V pre_activation(V x, const Affine& f) { return (x - f.mean) * f.a + f.beta; }
+struct LaneAffine {
+  V a, beta, mean, slope;
+};
+
+template <typename V, typename F>
+inline V pre_activation(V x, const F& f) { return (x - f.mean) * f.a + f.beta; }
 
 // Upstream gradient through gain, LeakyReLU and clamp at pre-activation z (float32 math).
-template <typename V>
-inline V act_grad(V z, V dy, const Affine& f, const Scalars& s) {
+template <typename V, typename F>
+inline V act_grad(V z, V dy, const F& f, const Scalars& s) {
   const V y = s.gain * forward_unclamped<V, NoRound, false>(z, f.slope);
   const V pass = z > 0.0f ? s.gain * dy : (s.gain * f.slope) * dy;
   return (y > s.clamp) | (y < -s.clamp) ? splat<V>(0.0f) : pass;
 }
 
 // The slope's gradient contribution at z: gain * dy * z where z <= 0 and the output was not clamped.
-template <typename V>
-inline V slope_grad(V z, V dy, const Affine& f, const Scalars& s) {
+template <typename V, typename F>
+inline V slope_grad(V z, V dy, const F& f, const Scalars& s) {
   const V y = s.gain * forward_unclamped<V, NoRound, false>(z, f.slope);
   return (z > 0.0f) | (y > s.clamp) | (y < -s.clamp) ? splat<V>(0.0f) : s.gain * dy * z;
 }
 
-template <typename V>
-inline V act_value(V z, const Affine& f, const Scalars& s) {
+template <typename V, typename F>
+inline V act_value(V z, const F& f, const Scalars& s) {
   return clamp_value(s.gain * forward_unclamped<V, NoRound, false>(z, f.slope), s.clamp);
 }
 
@@ -230,6 +240,122 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
   }
 }
 
+// ---- channels-last (NHWC: x is (N, *spatial, C), the channel of element i is i % C) ----
+// The V-wide loops run across the consecutive channels of one position, with a LaneAffine of per-lane constants:
+// the same element formulas as the runs above, so the same bits. The sums take kRowBlock positions at a time:
+// each V-wide group of channels adds the block's values in float lanes, then every lane goes into its channel's
+// double; the partial positions at a tile's edges go element by element.
+
+// Loads and stores of V lanes (f8, fv) or of one float.
+template <typename V, typename T>
+inline V load_any(const T* p) {
+#if defined(__F16C__)
+  if constexpr (!std::is_same_v<V, float>) return load_lanes<V>(p); else
+#endif
+  return static_cast<float>(*p);
+}
+
+template <typename V, typename T>
+inline void store_any(T* p, V v) {
+#if defined(__F16C__)
+  if constexpr (!std::is_same_v<V, float>) { store_lanes<V>(p, v); return; }
+#endif
+  if constexpr (std::is_same_v<V, float>) *p = static_cast<T>(v);
+}
+
+// The per-channel constants as arrays, read V channels at a time.
+struct LaneTables {
+  std::vector<float> a, beta, mean, slope;
+};
+
+LaneTables lane_tables(const std::vector<Affine>& f) {
+  LaneTables t;
+  for (const Affine& g : f) {
+    t.a.push_back(g.a);
+    t.beta.push_back(g.beta);
+    t.mean.push_back(g.mean);
+    t.slope.push_back(g.slope);
+  }
+  return t;
+}
+
+template <typename V>
+inline LaneAffine<V> lane_affine(const LaneTables& t, int64_t c) {
+  return {load_any<V>(t.a.data() + c), load_any<V>(t.beta.data() + c), load_any<V>(t.mean.data() + c),
+          load_any<V>(t.slope.data() + c)};
+}
+
+// fn(V{}, i, c) over the elements [start, start + len) of a tensor of C channels: groups of V lanes of consecutive
+// channels of one position, 16 lanes where AVX-512 exists, then 8, then one float.
+template <typename Fn>
+void for_each_lane_group(int64_t C, int64_t start, int64_t len, const Fn& fn) {
+  const int64_t end = start + len;
+  for (int64_t i = start; i < end;) {
+    int64_t c = i % C;
+    const int64_t stop = std::min(end, i + C - c);  // the end of this position's channels
+#if LRELU_FV_LANES == 16
+    for (; i + 16 <= stop; i += 16, c += 16) fn(fv{}, i, c);
+#endif
+#if defined(__F16C__)
+    for (; i + 8 <= stop; i += 8, c += 8) fn(f8{}, i, c);
+#endif
+    for (; i < stop; ++i, ++c) fn(0.0f, i, c);
+  }
+}
+
+constexpr int64_t kRowBlock = 32;  // positions summed in float lanes before they go into the doubles
+
+// acc[W * c + k] += the sum of term(V{}, i, c)[k] (a std::array<V, W>) over the elements i of channel c in
+// [start, start + len).
+template <int W, typename Term>
+void channels_last_sums(int64_t C, int64_t start, int64_t len, double* acc, const Term& term) {
+  const int64_t end = start + len;
+  auto one_by_one = [&](int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) {
+      const std::array<float, W> t = term(0.0f, i, i % C);
+      for (int k = 0; k < W; ++k) acc[W * (i % C) + k] += t[k];
+    }
+  };
+  const int64_t first = (start + C - 1) / C, last = end / C;  // the whole positions [first, last)
+  if (first >= last) return one_by_one(start, end);
+  one_by_one(start, first * C);
+  for (int64_t r0 = first; r0 < last; r0 += kRowBlock) {
+    const int64_t r1 = std::min(last, r0 + kRowBlock);
+    int64_t c = 0;
+    auto groups = [&](auto v) {  // the channels from c on, V lanes at a time
+      using V = decltype(v);
+      constexpr int64_t n = sizeof(V) / sizeof(float);
+      for (; c + n <= C; c += n) {
+        std::array<V, W> sum;
+        sum.fill(splat<V>(0.0f));
+        for (int64_t r = r0; r < r1; ++r) {
+          const std::array<V, W> t = term(v, r * C + c, c);
+          for (int k = 0; k < W; ++k) sum[k] += t[k];
+        }
+        for (int k = 0; k < W; ++k) {
+          float lanes[n];
+          std::memcpy(lanes, &sum[k], sizeof lanes);
+          for (int64_t l = 0; l < n; ++l) acc[W * (c + l) + k] += lanes[l];
+        }
+      }
+    };
+#if LRELU_FV_LANES == 16
+    groups(fv{});
+#endif
+#if defined(__F16C__)
+    groups(f8{});
+#endif
+    groups(0.0f);
+  }
+  one_by_one(last * C, end);
+}
+
+// The channel layout of x: channels on axis 1, or the last axis with channels_last.
+Layout layout_of(int ndim, const int64_t* shape, const Scalars& s) {
+  if (s.channels_last == 0.0f) return read_layout(ndim, shape);
+  return {element_count(ndim, shape), shape[ndim - 1], 1};
+}
+
 // ---- whole-tensor kernels ----
 
 // out: mean, var, moving_mean, moving_var (C each); moving_* are read from `moving` and updated.
@@ -244,9 +370,18 @@ int stats(const void* xv, const float* moving_mean, const float* moving_var, con
   // Sums of (x - pivot), pivot = the channel's first element: no cancellation when |mean| >> std.
   std::vector<float> pivot(static_cast<size_t>(l.channels));
   for (int64_t c = 0; c < l.channels; ++c) pivot[c] = static_cast<float>(x[c * l.inner]);
-  const std::vector<double> sums = reduce_channels(plan, l, 2, [&](int64_t c, int64_t start, int64_t len, double* acc) {
-    stats_run(x + start, len, pivot[c], acc);
-  });
+  const std::vector<double> sums =
+      s.channels_last != 0.0f
+          ? reduce_tiles(plan, 2 * l.channels, [&](int64_t start, int64_t len, double* acc) {
+              channels_last_sums<2>(l.channels, start, len, acc, [&](auto v, int64_t i, int64_t c) {
+                using V = decltype(v);
+                const V d = load_any<V>(x + i) - load_any<V>(pivot.data() + c);
+                return std::array<V, 2>{d, d * d};
+              });
+            })
+          : reduce_channels(plan, l, 2, [&](int64_t c, int64_t start, int64_t len, double* acc) {
+              stats_run(x + start, len, pivot[c], acc);
+            });
   for (int64_t c = 0; c < l.channels; ++c) {
     const double d = sums[2 * c] / m;
     const double var = sums[2 * c + 1] / m - d * d;
@@ -266,6 +401,17 @@ int forward(const void* xv, const Channels& ch, const Layout& l, const Scalars& 
   const T* x = static_cast<const T*>(xv);
   T* y = static_cast<T*>(yv);
   const std::vector<Affine> f = channel_affines(ch, l.channels, s.eps);
+  if (s.channels_last != 0.0f) {
+    const LaneTables t = lane_tables(f);
+    for_each_tile(plan, [&](int64_t start, int64_t len) {
+      for_each_lane_group(l.channels, start, len, [&](auto v, int64_t i, int64_t c) {
+        using V = decltype(v);
+        const LaneAffine<V> g = lane_affine<V>(t, c);
+        store_any<V>(y + i, act_value<V>(pre_activation<V>(load_any<V>(x + i), g), g, s));
+      });
+    });
+    return 0;
+  }
   for_each_tile(plan, [&](int64_t start, int64_t len) {
     for_each_run(l, start, len, [&](int64_t c, int64_t rs, int64_t rn) { forward_run(x + rs, y + rs, rn, f[c], s); });
   });
@@ -284,9 +430,26 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
   const int64_t C = l.channels;
   const std::vector<Affine> f = channel_affines(ch, C, s.eps);
   constexpr int kWidth = kSlopeGrad ? 3 : 2;
-  const std::vector<double> sums = reduce_channels(plan, l, kWidth, [&](int64_t c, int64_t start, int64_t len, double* acc) {
-    grad_sums_run<T, kSlopeGrad>(x + start, dy + start, len, f[c], s, acc);
-  });
+  const bool last = s.channels_last != 0.0f;
+  const LaneTables t = last ? lane_tables(f) : LaneTables{};
+  const std::vector<double> sums =
+      last ? reduce_tiles(plan, kWidth * C, [&](int64_t start, int64_t len, double* acc) {
+               channels_last_sums<kWidth>(C, start, len, acc, [&](auto v, int64_t i, int64_t c) {
+                 using V = decltype(v);
+                 const LaneAffine<V> g = lane_affine<V>(t, c);
+                 const V xv = load_any<V>(x + i), dyv = load_any<V>(dy + i);
+                 const V z = pre_activation<V>(xv, g);
+                 const V dz = act_grad<V>(z, dyv, g, s);
+                 std::array<V, kWidth> out;
+                 out[0] = dz;
+                 out[1] = dz * (xv - g.mean);
+                 if constexpr (kSlopeGrad) out[2] = slope_grad<V>(z, dyv, g, s);
+                 return out;
+               });
+             })
+           : reduce_channels(plan, l, kWidth, [&](int64_t c, int64_t start, int64_t len, double* acc) {
+               grad_sums_run<T, kSlopeGrad>(x + start, dy + start, len, f[c], s, acc);
+             });
   const double m = C > 0 ? static_cast<double>(l.n / C) : 0.0;
   std::vector<float> k1(static_cast<size_t>(C), 0.0f), k2(static_cast<size_t>(C), 0.0f);
   for (int64_t c = 0; c < C; ++c) {
@@ -300,6 +463,16 @@ int backward(const void* xv, const void* dyv, const Channels& ch, const Layout& 
     }
   }
   for_each_tile(plan, [&](int64_t start, int64_t len) {
+    if (last) {
+      for_each_lane_group(C, start, len, [&](auto v, int64_t i, int64_t c) {
+        using V = decltype(v);
+        const LaneAffine<V> g = lane_affine<V>(t, c);
+        const V xv = load_any<V>(x + i);
+        const V dz = act_grad<V>(pre_activation<V>(xv, g), load_any<V>(dy + i), g, s);
+        store_any<V>(dx + i, g.a * (dz - load_any<V>(k1.data() + c) - (xv - g.mean) * load_any<V>(k2.data() + c)));
+      });
+      return;
+    }
     for_each_run(l, start, len, [&](int64_t c, int64_t rs, int64_t rn) {
       input_grad_run(x + rs, dy + rs, dx + rs, rn, f[c], s, k1[c], k2[c]);
     });
@@ -338,8 +511,8 @@ int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const ch
   for (int k = 4; k < 8; ++k) {
     if (!is(dtypes[k], "float32")) return 1;
   }
-  const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[3]);
+  const Layout l = layout_of(ndims[0], shapes[0], s);
   const std::vector<float> mm = widen(params[1], dtypes[1], l.channels);
   const std::vector<float> mv = widen(params[2], dtypes[2], l.channels);
   float* const out[4] = {static_cast<float*>(params[4]), static_cast<float*>(params[5]),
@@ -353,8 +526,8 @@ int BnActStats(int nparam, void** params, int* ndims, int64_t** shapes, const ch
 int BnActForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                  void* /*stream*/, void* /*extra*/) {
   if (nparam != 7 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !lrelu::params_ok<Scalars>(dtypes[5], ndims[5], shapes[5])) return 1;
-  const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[5]);
+  const Layout l = layout_of(ndims[0], shapes[0], s);
   const Channels ch = read_channels(params, dtypes, 1, l.channels, s.slope);
   return by_dtype(dtypes[0], [&](auto t) { return forward<decltype(t)>(params[0], ch, l, s, params[6]); });
 }
@@ -367,8 +540,8 @@ int BnActBackward(int nparam, void** params, int* ndims, int64_t** shapes, const
       !lrelu::params_ok<Scalars>(dtypes[6], ndims[6], shapes[6]) || !floats_ok(dtypes, 8, 2)) {
     return 1;
   }
-  const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[6]);
+  const Layout l = layout_of(ndims[0], shapes[0], s);
   const Channels ch = read_channels(params, dtypes, 2, l.channels, s.slope);
   std::vector<float> dgamma(static_cast<size_t>(l.channels)), dbeta(static_cast<size_t>(l.channels));
   const int status = by_dtype(dtypes[0], [&](auto t) {
@@ -387,8 +560,8 @@ int BnPreluForward(int nparam, void** params, int* ndims, int64_t** shapes, cons
   if (nparam != 8 || ndims[0] < 2 || !floats_ok(dtypes, 1, 4) || !lrelu::params_ok<Scalars>(dtypes[6], ndims[6], shapes[6])) {
     return 1;
   }
-  const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[6]);
+  const Layout l = layout_of(ndims[0], shapes[0], s);
   Channels ch = read_channels(params, dtypes, 1, l.channels, 0.0f);
   if (!read_weight_slopes(params, ndims, shapes, dtypes, 5, l.channels, &ch.slope)) return 1;
   return by_dtype(dtypes[0], [&](auto t) { return forward<decltype(t)>(params[0], ch, l, s, params[7]); });
@@ -402,8 +575,8 @@ int BnPreluBackward(int nparam, void** params, int* ndims, int64_t** shapes, con
       !lrelu::params_ok<Scalars>(dtypes[7], ndims[7], shapes[7]) || !floats_ok(dtypes, 9, 3)) {
     return 1;
   }
-  const Layout l = read_layout(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[7]);
+  const Layout l = layout_of(ndims[0], shapes[0], s);
   Channels ch = read_channels(params, dtypes, 2, l.channels, 0.0f);
   if (!read_weight_slopes(params, ndims, shapes, dtypes, 6, l.channels, &ch.slope)) return 1;
   const size_t C = static_cast<size_t>(l.channels);

@@ -211,9 +211,10 @@ inline float widen1(half v) { return static_cast<float>(v); }
 inline float widen1(bf16 v) { return static_cast<float>(v); }
 
 // Unclamped LeakyReLU, rounded once by R. kMaxMin selects max(x,0) + slope*min(x,0). Both sides are
-// computed and then selected, which keeps the tile loops branch-free.
-template <typename V, typename R, bool kMaxMin>
-inline V forward_unclamped(V x, float slope) {
+// computed and then selected, which keeps the tile loops branch-free. The slope is a float, or a V of
+// per-lane slopes (the channels-last BatchNorm + activation kernels).
+template <typename V, typename R, bool kMaxMin, typename S = float>
+inline V forward_unclamped(V x, S slope) {
   if (kMaxMin) {
     // -0.0f (not +0.0f) as the "max" part keeps the sign of slope*x when it is -0.0 (slope 0, underflow),
     // so both formulations agree bit for bit on every finite input except x == -0.0.
@@ -335,22 +336,29 @@ void for_each_run(const Layout& l, int64_t start, int64_t len, const RunFn& run_
   }
 }
 
-// Per-channel sums over x with one partial row of `width` doubles per (channel, tile), added in tile
-// order. run_fn(c, start, len, acc) adds the run's contribution to acc[0 .. width).
-template <typename RunFn>
-std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout& l, int width,
-                                    const RunFn& run_fn) {
-  const int64_t row = width * l.channels;
+// Sums of `row` doubles with one partial row per tile, added in tile order (the same result for every thread
+// count). tile_fn(start, len, acc) adds the tile's contribution to acc[0 .. row).
+template <typename TileFn>
+std::vector<double> reduce_tiles(const lrelu::TilingPlan& plan, int64_t row, const TileFn& tile_fn) {
   std::vector<double> partial(static_cast<size_t>(plan.total_tiles * row), 0.0);
   for_each_tile(plan, [&](int64_t start, int64_t len) {
-    double* tile_acc = partial.data() + start / plan.tile_len * row;
-    for_each_run(l, start, len, [&](int64_t c, int64_t s, int64_t n) { run_fn(c, s, n, tile_acc + width * c); });
+    tile_fn(start, len, partial.data() + start / plan.tile_len * row);
   });
   std::vector<double> total(static_cast<size_t>(row), 0.0);
   for (int64_t t = 0; t < plan.total_tiles; ++t) {
     for (int64_t k = 0; k < row; ++k) total[k] += partial[t * row + k];
   }
   return total;
+}
+
+// Per-channel sums over x with one partial row of `width` doubles per (channel, tile), added in tile
+// order. run_fn(c, start, len, acc) adds the run's contribution to acc[0 .. width).
+template <typename RunFn>
+std::vector<double> reduce_channels(const lrelu::TilingPlan& plan, const Layout& l, int width,
+                                    const RunFn& run_fn) {
+  return reduce_tiles(plan, width * l.channels, [&](int64_t start, int64_t len, double* tile_acc) {
+    for_each_run(l, start, len, [&](int64_t c, int64_t s, int64_t n) { run_fn(c, s, n, tile_acc + width * c); });
+  });
 }
 
 
