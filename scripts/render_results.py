@@ -977,6 +977,29 @@ def fusion_blocks(report: dict) -> str:
             f"peak memory in a fresh process per block; {conditions(report)}.")
 
 
+def fusion_layouts(report: dict) -> str:
+    """Per BatchNorm block: BatchNormAct on the same values with the channels last (layout="NHWC") against NCHW,
+    timed side by side in each run."""
+    cells: dict[tuple, list[tuple[float, float, float, float]]] = {}
+    for run in report["runs"]:
+        by = {(b["image_size"], tuple(b["shape"]), b["impl"]): b for b in embedded(run)["blocks"]
+              if b["dtype"] == "float32"}
+        for size, shape, impl in by:
+            if impl == "bn_act":
+                nchw, nhwc = by[(size, shape, "bn_act")], by[(size, shape, "bn_act_nhwc")]
+                cells.setdefault((size, shape), []).append((nchw["fwdbwd_ms"], nhwc["fwdbwd_ms"],
+                                                            nchw["fwd_ms"] / nhwc["fwd_ms"],
+                                                            nchw["fwdbwd_ms"] / nhwc["fwdbwd_ms"]))
+    rows = [[size, "x".join(map(str, shape)), span([c[0] for c in v], 3), span([c[1] for c in v], 3),
+             f"{span([c[2] for c in v], 2)}x", f"{span([c[3] for c in v], 2)}x"] for (size, shape), v in cells.items()]
+    runs = len(report["runs"])
+    return (table(["px", "block input (N, C, H, W)", "fwd+bwd ms, NCHW", "fwd+bwd ms, NHWC", "fwd x, NHWC vs NCHW",
+                   "fwd+bwd x, NHWC vs NCHW"], rows)
+            + f"\n\n`python scripts/bench_fusion.py --no-memory --repeats 10 --steps 2 --json F`, {runs} runs (the "
+              f"ranges are over them), batch 64, float32, graph mode, training mode; medians of round-robin repeats "
+              f"within a run; {conditions(report)}.")
+
+
 def fusion_stats(report: dict) -> str:
     """The batch statistics: the in-kernel reduction against MindSpore's mean + var."""
     r = embedded(report["runs"][0])
@@ -1467,6 +1490,7 @@ TABLES: dict[str, Table] = {
     "dashboard_size": Table(("bench_dashboard.json",), dashboard_size),
     "fusion_blocks": Table(("bench_fusion.json",), fusion_blocks),
     "fusion_stats": Table(("bench_fusion.json",), fusion_stats),
+    "fusion_layouts_zen3": Table(("bench_fusion_nhwc_zen3.json",), fusion_layouts),
     "fusion_steps": Table(("bench_fusion.json",), fusion_steps),
     "bias_act": Table(("bench_fusion_bias_act.json",), bias_act),
     "accuracy": Table(("bench_accuracy.json",), accuracy),

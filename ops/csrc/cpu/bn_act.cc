@@ -242,9 +242,8 @@ __attribute__((noinline)) void input_grad_run(const T* __restrict__ x, const T* 
 
 // ---- channels-last (NHWC: x is (N, *spatial, C), the channel of element i is i % C) ----
 // The V-wide loops run across the consecutive channels of one position, with a LaneAffine of per-lane constants:
-// the same element formulas as the runs above, so the same bits. The sums take kRowBlock positions at a time:
-// each V-wide group of channels adds the block's values in float lanes, then every lane goes into its channel's
-// double; the partial positions at a tile's edges go element by element.
+// the same element formulas as the runs above, so the same bits. The sums add kRowBlock positions at a time in
+// float, in memory order, then each channel's float sum goes into its double.
 
 // Loads and stores of V lanes (f8, fv) or of one float.
 template <typename V, typename T>
@@ -290,8 +289,7 @@ inline LaneAffine<V> lane_affine(const LaneTables& t, int64_t c) {
 template <typename Fn>
 void for_each_lane_group(int64_t C, int64_t start, int64_t len, const Fn& fn) {
   const int64_t end = start + len;
-  for (int64_t i = start; i < end;) {
-    int64_t c = i % C;
+  for (int64_t i = start, c = start % C; i < end; c = 0) {
     const int64_t stop = std::min(end, i + C - c);  // the end of this position's channels
 #if LRELU_FV_LANES == 16
     for (; i + 16 <= stop; i += 16, c += 16) fn(fv{}, i, c);
@@ -306,48 +304,31 @@ void for_each_lane_group(int64_t C, int64_t start, int64_t len, const Fn& fn) {
 constexpr int64_t kRowBlock = 32;  // positions summed in float lanes before they go into the doubles
 
 // acc[W * c + k] += the sum of term(V{}, i, c)[k] (a std::array<V, W>) over the elements i of channel c in
-// [start, start + len).
+// [start, start + len). The positions are read in memory order (the hardware prefetchers follow it), kRowBlock at a
+// time into W rows of C floats, which are then added to the doubles.
 template <int W, typename Term>
 void channels_last_sums(int64_t C, int64_t start, int64_t len, double* acc, const Term& term) {
-  const int64_t end = start + len;
-  auto one_by_one = [&](int64_t from, int64_t to) {
-    for (int64_t i = from; i < to; ++i) {
-      const std::array<float, W> t = term(0.0f, i, i % C);
-      for (int k = 0; k < W; ++k) acc[W * (i % C) + k] += t[k];
+  std::vector<float> block(static_cast<size_t>(W * C));
+  auto add = [&](int64_t from, int64_t to) {
+    std::fill(block.begin(), block.end(), 0.0f);
+    for_each_lane_group(C, from, to - from, [&](auto v, int64_t i, int64_t c) {
+      using V = decltype(v);
+      const std::array<V, W> t = term(v, i, c);
+      for (int k = 0; k < W; ++k) {
+        float* b = block.data() + k * C + c;
+        store_any<V>(b, load_any<V>(b) + t[k]);
+      }
+    });
+    for (int k = 0; k < W; ++k) {
+      for (int64_t c = 0; c < C; ++c) acc[W * c + k] += block[k * C + c];
     }
   };
-  const int64_t first = (start + C - 1) / C, last = end / C;  // the whole positions [first, last)
-  if (first >= last) return one_by_one(start, end);
-  one_by_one(start, first * C);
-  for (int64_t r0 = first; r0 < last; r0 += kRowBlock) {
-    const int64_t r1 = std::min(last, r0 + kRowBlock);
-    int64_t c = 0;
-    auto groups = [&](auto v) {  // the channels from c on, V lanes at a time
-      using V = decltype(v);
-      constexpr int64_t n = sizeof(V) / sizeof(float);
-      for (; c + n <= C; c += n) {
-        std::array<V, W> sum;
-        sum.fill(splat<V>(0.0f));
-        for (int64_t r = r0; r < r1; ++r) {
-          const std::array<V, W> t = term(v, r * C + c, c);
-          for (int k = 0; k < W; ++k) sum[k] += t[k];
-        }
-        for (int k = 0; k < W; ++k) {
-          float lanes[n];
-          std::memcpy(lanes, &sum[k], sizeof lanes);
-          for (int64_t l = 0; l < n; ++l) acc[W * (c + l) + k] += lanes[l];
-        }
-      }
-    };
-#if LRELU_FV_LANES == 16
-    groups(fv{});
-#endif
-#if defined(__F16C__)
-    groups(f8{});
-#endif
-    groups(0.0f);
+  const int64_t end = start + len;
+  for (int64_t from = start; from < end;) {  // blocks ending at position boundaries: kRowBlock positions or fewer
+    const int64_t to = std::min(end, (from / C + kRowBlock) * C);
+    add(from, to);
+    from = to;
   }
-  one_by_one(last * C, end);
 }
 
 // The channel layout of x: channels on axis 1, or the last axis with channels_last.
