@@ -91,31 +91,36 @@ def test_gain_and_clamp_match_reference(dtype):
     np.testing.assert_allclose(dbeta, dbeta_ref, **sums_tol(dtype, 75))
 
 
-def test_large_mean_does_not_lose_the_variance():
+@pytest.mark.parametrize("layout, channels", [("NCHW", 3), ("NHWC", 24)])
+def test_large_mean_does_not_lose_the_variance(layout, channels):
     # Shifted sums in the statistics kernel: mean 1e4, std 1e-1 would lose all digits in E[x^2] - E[x]^2.
     # momentum 0 makes the moving statistics the batch mean and the unbiased batch variance.
-    x, gamma, beta, _ = data((4, 3, 8, 8), np.float32, seed=2)
+    x, gamma, beta, _ = data((4, channels, 8, 8), np.float32, seed=2)
     x = (1e4 + x / 20).astype(np.float32)
-    mm, mv = moving(3)
-    fused_bn_act(ms.Tensor(x), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2, training=True, momentum=0.0)
+    mm, mv = moving(channels)
+    fused_bn_act(ms.Tensor(to_nhwc(x) if layout == "NHWC" else x), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2,
+                 training=True, momentum=0.0, layout=layout)
     _, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
     np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-7)
     np.testing.assert_allclose(mv.asnumpy(), var_ref * 256 / 255, rtol=1e-4)
 
 
-def test_many_tiles_and_threads_give_identical_results(monkeypatch):
-    # 2 * 16 * 80 * 80 elements span several tiles of the plan; the per-channel sums are added in tile
-    # order, so the result does not depend on the thread count, bit for bit.
-    x, gamma, beta, dy = data((2, 16, 80, 80), np.float32, seed=3)
+@pytest.mark.parametrize("layout, shape", [("NCHW", (2, 16, 80, 80)), ("NHWC", (2, 40, 50, 50))])
+def test_many_tiles_and_threads_give_identical_results(monkeypatch, layout, shape):
+    # Both sizes span several tiles of the plan (with 40 channels last, tiles start and end inside a position);
+    # the per-channel sums are added in tile order, so the result does not depend on the thread count, bit for bit.
+    x, gamma, beta, dy = data(shape, np.float32, seed=3)
     results = []
     for threads in ("1", "3"):
         monkeypatch.setenv("LRELU_NUM_THREADS", threads)
-        results.append(run_fused(x, gamma, beta, dy, 0.2))
+        results.append((run_nhwc if layout == "NHWC" else run_fused)(x, gamma, beta, dy, 0.2))
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
-    dx_ref, dgamma_ref, _ = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
+    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
+    m = x.size // shape[1]
     np.testing.assert_allclose(results[0][1], dx_ref, atol=2e-5)
-    np.testing.assert_allclose(results[0][2], dgamma_ref, **sums_tol(np.float32, 2 * 80 * 80))
+    np.testing.assert_allclose(results[0][2], dgamma_ref, **sums_tol(np.float32, m))
+    np.testing.assert_allclose(results[0][3], dbeta_ref, **sums_tol(np.float32, m))
 
 
 def test_nan_propagates_through_the_clamp_in_eval():
@@ -376,33 +381,6 @@ def test_nhwc_training_matches_reference(shape, dtype):
                  momentum=0.0, layout="NHWC")
     np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(mv.asnumpy(), var_ref * m / (m - 1), rtol=1e-4)
-
-
-def test_nhwc_large_mean_does_not_lose_the_variance():
-    x, gamma, beta, _ = data((4, 24, 8, 8), np.float32, seed=2)
-    x = (1e4 + x / 20).astype(np.float32)
-    mm, mv = moving(24)
-    fused_bn_act(ms.Tensor(to_nhwc(x)), mm, mv, ms.Tensor(gamma), ms.Tensor(beta), 0.2, training=True, momentum=0.0,
-                 layout="NHWC")
-    _, mean_ref, var_ref = ref.bn_act_forward(x, gamma, beta, 0.2)
-    np.testing.assert_allclose(mm.asnumpy(), mean_ref, rtol=1e-7)
-    np.testing.assert_allclose(mv.asnumpy(), var_ref * 256 / 255, rtol=1e-4)
-
-
-def test_nhwc_many_tiles_and_threads_give_identical_results(monkeypatch):
-    # 40 channels: the plan's tiles start and end inside a position, so the partial positions at the edges of
-    # a tile are summed too; tiles depend on the size only, so every thread count gives the same bits.
-    x, gamma, beta, dy = data((2, 40, 50, 50), np.float32, seed=3)
-    results = []
-    for threads in ("1", "3"):
-        monkeypatch.setenv("LRELU_NUM_THREADS", threads)
-        results.append(run_nhwc(x, gamma, beta, dy, 0.2))
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
-    dx_ref, dgamma_ref, dbeta_ref = ref.bn_act_backward(x, dy, gamma, beta, 0.2)
-    np.testing.assert_allclose(results[0][1], dx_ref, atol=2e-5)
-    np.testing.assert_allclose(results[0][2], dgamma_ref, **sums_tol(np.float32, 2 * 50 * 50))
-    np.testing.assert_allclose(results[0][3], dbeta_ref, **sums_tol(np.float32, 2 * 50 * 50))
 
 
 @pytest.mark.parametrize("channels", [1, 40])
