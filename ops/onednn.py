@@ -19,8 +19,9 @@ bfloat16 convolutions (bf16 data, float32 accumulation; oneDNN picks AMX or AVX5
 has them, emulation or nothing elsewhere, see `cpu_isa`), whose weight gradient comes out in the weight's own
 dtype (float32 master weights: float32 gradients) and whose float32 weights are rounded to bfloat16 inside the
 kernel's reorder; every other dtype computes in float32. Conv2d, conv2d_act and `pool2d` (max or average
-pooling, float32, forward only) also take NHWC activations (layout="NHWC"), which oneDNN computes in place of
-its blocked layouts: a network kept in NHWC (gan.inception) never reorders them.
+pooling, float32, forward only), conv_transpose2d and their gradients also take NHWC activations
+(layout="NHWC"), which oneDNN computes in place of its blocked layouts: a network kept in NHWC (gan.inception)
+never reorders them.
 """
 from __future__ import annotations
 
@@ -321,11 +322,12 @@ def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], paddi
 
 
 def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
-                     *, compute: ms.Type | None = None, out_dtype: ms.Type | None = None) -> ms.Tensor:
-    """Conv2dTranspose of x (N, C_in, h, w) by weights (C_in, C_out, Kh, Kw): output (h-1)*s - pads + K per axis;
-    compute and out_dtype as conv2d's."""
+                     layout: str = "NCHW", *, compute: ms.Type | None = None,
+                     out_dtype: ms.Type | None = None) -> ms.Tensor:
+    """Conv2dTranspose of x (N, C_in, h, w), or (N, h, w, C_in) with layout="NHWC", by weights (C_in, C_out, Kh, Kw):
+    output (h-1)*s - pads + K per axis, in x's layout; compute and out_dtype as conv2d's."""
     op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, out_dtype,
-                                 compute, None, "NCHW", False)
+                                 compute, None, layout, False)
     return op(x, weight, geometry)
 
 

@@ -143,6 +143,37 @@ def test_rectangular_conv_gradients_match_mindspore(case):
         _close(got.asnumpy(), want.asnumpy())
 
 
+def _nchw(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+
+
+# DCGAN geometries (4x4 kernels, stride 2, padding 1): an image's 3 channels (NCHW's backward-data there is the
+# few-channel GEMM, NHWC's is oneDNN's primitive) and 32 -> 48 channels.
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_act", "conv_transpose2d"])
+@pytest.mark.parametrize("cin, cout, size", [(3, 16, 16), (32, 48, 8), (16, 3, 8)])
+def test_nhwc_gradients_match_nchw(op, cin, cout, size):
+    """Output and the gradients of x, weight (and bias) with the activations NHWC: NCHW's, moved."""
+    rng = np.random.default_rng(cin + cout + size)
+    x = rng.standard_normal((2, cin, size, size)).astype(np.float32)
+    w_shape = (cin, cout, 4, 4) if op == "conv_transpose2d" else (cout, cin, 4, 4)
+    w = (rng.standard_normal(w_shape) / np.sqrt(cin * 16)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    calls = {"conv2d": lambda a, k, c, layout: onednn.conv2d(a, k, 2, 1, layout),
+             "conv2d_act": lambda a, k, c, layout: onednn.conv2d_act(a, k, c, 2, 1, 0.2, 2.0, layout),
+             "conv_transpose2d": lambda a, k, c, layout: onednn.conv_transpose2d(a, k, 2, 1, layout)}
+    out = size * 2 if op == "conv_transpose2d" else size // 2
+    dy = rng.standard_normal((2, cout, out, out)).astype(np.float32)
+    results = []
+    for layout, move, back in (("NCHW", lambda a: a, lambda a: a), ("NHWC", _nhwc, _nchw)):
+        def loss(a, k, c, layout=layout, move=move):
+            return (calls[op](a, k, c, layout) * Tensor(move(dy))).sum()
+        y = calls[op](Tensor(move(x)), Tensor(w), Tensor(b), layout).asnumpy()
+        dx, dw, db = ms.grad(loss, grad_position=(0, 1, 2))(Tensor(move(x)), Tensor(w), Tensor(b))
+        results.append((back(y), back(dx.asnumpy()), dw.asnumpy(), db.asnumpy()))
+    for got, want in zip(*results[::-1]):
+        _close(got, want)
+
+
 @pytest.mark.parametrize("kind", ["max", "avg", "avg_include_pad"])
 @pytest.mark.parametrize("k, s, p, size", [(3, 1, 1, 9), (3, 2, 0, 11), (8, 8, 0, 8), (3, 2, 1, 10)])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
