@@ -3,6 +3,11 @@ NHWC activations, conv + bias + ReLU, constant (inference) weights, and oneDNN p
 (float64) and MindSpore's own convolution for the gradients."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -10,7 +15,8 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 from ops import onednn
-from tests.helpers import needs_onednn
+from ops.build import cpu_identity
+from tests.helpers import needs_onednn, script_env
 
 pytestmark = needs_onednn()
 
@@ -198,3 +204,38 @@ def test_bad_geometry_is_refused_with_its_name():
         onednn.pool2d(x, "min", 3, 1, 1)
     with pytest.raises(ValueError, match="smaller than the kernel"):
         onednn.pool2d(x, "max", 3, 1, 3)
+
+
+_DISPATCH = textwrap.dedent("""
+    import sys
+    import mindspore as ms
+    import numpy as np
+    from ops import onednn
+    cin = int(sys.argv[1])
+    x = ms.Tensor(np.ones((2, cin, 8, 8), np.float32))
+    w = ms.Tensor(np.full((64, cin, 4, 4), 0.01, np.float32))
+    ms.grad(lambda a, b: onednn.conv2d(a, b, 2, 1).sum(), grad_position=(0, 1))(x, w)
+""")
+
+
+def _executed(cin: int, isa: str) -> dict[str, str]:
+    """{prop_kind: "implementation src-layout"} of the convolutions of one NCHW conv's forward and gradients, from
+    oneDNN's verbose log in a fresh process whose oneDNN is capped at instruction set `isa`."""
+    env = script_env() | {"ONEDNN_VERBOSE": "1", "ONEDNN_MAX_CPU_ISA": isa}
+    run = subprocess.run([sys.executable, "-c", _DISPATCH, str(cin)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-2000:]
+    fields = [line.split(",") for line in run.stdout.splitlines() if ",exec,cpu,convolution," in line]
+    return {f[7]: f"{f[6]} {f[8].split()[0]}" for f in fields}
+
+
+@pytest.mark.skipif("avx2" not in cpu_identity().split(), reason="the rule is about CPUs with AVX2 and without AVX-512")
+def test_without_avx512_nchw_forward_and_backward_data_compute_in_nhwc():
+    """Capped at AVX2 (what a CPU without AVX-512 runs), an NCHW conv from 32 or more channels computes its forward
+    and backward-data in nhwc (brgemm kernels, src acdb); backward-weights and a conv from fewer channels keep
+    oneDNN's blocked choice."""
+    wide, narrow = _executed(32, "AVX2"), _executed(16, "AVX2")
+    assert wide["forward_training"].startswith("brg_conv_fwd") and ":acdb:" in wide["forward_training"]
+    assert wide["backward_data"].startswith("brgconv") and ":acdb:" in wide["backward_data"]
+    assert ":acdb:" not in wide["backward_weights"]
+    assert all(":acdb:" not in v for v in narrow.values()), narrow

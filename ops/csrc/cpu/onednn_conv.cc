@@ -128,12 +128,6 @@ memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory:
 // The plain tag of an activation tensor (src, dst and their gradients) in the problem's layout.
 tag act_tag(Layout layout) { return layout == kNHWC ? tag::nhwc : tag::nchw; }
 
-// The descriptor oneDNN computes an activation in: its own choice for NCHW (blocked layouts beat plain
-// nchw), the tensor's nhwc itself for NHWC (no reorder).
-memory::desc act_desc(const memory::dims& dims, Layout layout, memory::data_type type) {
-  return layout == kNHWC ? memory::desc(dims, type, tag::nhwc) : any_desc(dims, type);
-}
-
 // One kernel call's problem: logical src (N,C,H,W), weights (O,C,Kh,Kw), dst (N,O,Ho,Wo) (oneDNN's dims,
 // whatever the layout), the dtype of each kernel tensor (inputs in order, then the output), and for
 // kForwardAct the LeakyReLU slope and clamp. For kPool, `wei` holds {kernel_h, kernel_w} and `algorithm`
@@ -167,6 +161,35 @@ struct Problem {
   }
 };
 
+// Whether oneDNN's kernels here have AVX-512 (its effective instruction set, which ONEDNN_MAX_CPU_ISA can lower).
+bool has_avx512() {
+  static const bool avx512 = (static_cast<int64_t>(dnnl_get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) ==
+                             dnnl_cpu_isa_avx512_core;
+  return avx512;
+}
+
+// Whether an NCHW problem computes in nhwc: a float32 forward or backward-data from at least 32 input channels into
+// more than one output position, on a CPU without AVX-512. There oneDNN's nhwc kernels (brg_conv_fwd,
+// brgconv_strided) beat the direct jit:avx2 kernels its format_tag::any picks in nChw8c; the tensors are reordered
+// from and to NCHW either way. scripts/bench_conv_layouts.cc on an AMD EPYC Zen 3 (1 thread, batch 64, 4x4 stride
+// 2; ms nChw8c vs nhwc, two runs): forward 128 -> 256 channels on 16x16 55.9 / 57.9 vs 44.3 / 48.4, 256 -> 512 on
+// 8x8 59.6 / 60.7 vs 53.2 / 48.6, 64 -> 128 on 8x8 3.50 / 3.66 vs 2.93 / 3.09, 32 -> 64 on 16x16 3.45 / 3.46 vs
+// 3.18 / 3.17; backward-data 128 -> 256 57.3 / 64.2 vs 51.3 / 54.4, 256 -> 512 75.8 / 72.0 vs 63.6 / 63.7, 32 -> 64
+// 3.72 / 3.60 vs 3.88 / 3.78; into one position (512 -> 100 on 4x4) backward-data 7.84 vs 10.47. Backward-weights
+// stays blocked (nhwc: 63.8 vs 68.5 ms for 128 -> 256), and so does everything with AVX-512, where the blocked
+// backward-data won (the comment of backward_data_desc).
+bool nhwc_inside(const Problem& p) {
+  return p.layout == kNCHW && !p.bf16 && (p.kind == kForward || p.kind == kForwardAct || p.kind == kBackwardData) &&
+         p.src[1] >= 32 && p.dst[2] * p.dst[3] > 1 && !has_avx512();
+}
+
+// The descriptor oneDNN computes an activation of problem p in: the tensor's nhwc for NHWC (no reorder); nhwc for
+// the NCHW problems of nhwc_inside; else oneDNN's own choice (its blocked layouts beat plain nchw).
+memory::desc act_desc(const Problem& p, const memory::dims& dims) {
+  const memory::data_type t = p.compute();
+  return p.layout == kNHWC || nhwc_inside(p) ? memory::desc(dims, t, tag::nhwc) : any_desc(dims, t);
+}
+
 // conv + bias, then LeakyReLU (eltwise_relu with alpha = slope) and, for a finite clamp, eltwise_clip.
 dnnl::primitive_attr act_attr(const Problem& p) {
   dnnl::post_ops ops;
@@ -198,7 +221,7 @@ dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     } catch (const dnnl::error&) {
     }
   }
-  return make(act_desc(p.src, p.layout, t), act_desc(p.dst, p.layout, t));
+  return make(act_desc(p, p.src), act_desc(p, p.dst));
 }
 
 // The pooling forward of a kPool problem: src and dst in the tensors' own layout (oneDNN's pooling kernels
@@ -235,7 +258,7 @@ std::unique_ptr<Entry> create(const Problem& p) {
                                                   : memory::desc();
   const auto fwd = dnnl::convolution_forward::primitive_desc(
       cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      act_desc(p.src, p.layout, ct), any_desc(p.wei, ct), bias, act_desc(p.dst, p.layout, ct), p.strides, p.pad_l,
+      act_desc(p, p.src), any_desc(p.wei, ct), bias, act_desc(p, p.dst), p.strides, p.pad_l,
       p.pad_r,
       attr);
   memory::desc scratch;
@@ -257,8 +280,8 @@ std::unique_ptr<Entry> create(const Problem& p) {
   } else {
     // float32 weight gradients also from bf16 activations: no rounding of the sums before the optimiser.
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p.src, p.layout, ct), any_desc(p.wei),
-        act_desc(p.dst, p.layout, ct), p.strides, p.pad_l, p.pad_r, fwd, attr);
+        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p, p.src), any_desc(p.wei),
+        act_desc(p, p.dst), p.strides, p.pad_l, p.pad_r, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
     entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, pd.src_desc(), true),
                  make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], plain, pd.diff_dst_desc(), true)};
