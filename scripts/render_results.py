@@ -22,6 +22,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from statistics import median
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -633,6 +634,31 @@ def builds_ab(report: dict) -> str:
     return table(["round", "build", *(f"{MODEL[m]} img/s" for m in models)], rows) + \
         f"\n\n`conv_impl={first['impl']}`, `fusion={first['fusion']}`, {first['precision']}, batch " \
         f"{first['batch_size']}, {first['threads']} threads; {cpu + ', ' if cpu else ''}{report['when']}."
+
+
+def builds_ab_pairs(report: dict) -> str:
+    """Two builds run alternately, summarised per model: each build's median and range of img/s over the rounds,
+    and the ratio of the builds within each round (the two runs of a round are adjacent in time)."""
+    first, second = dict.fromkeys(run["build"] for run in report["runs"])
+    rows = []
+    for model in dict.fromkeys(r["model"] for run in report["runs"] for r in run["records"]):
+        by_round: dict[int, dict[str, float]] = {}
+        for run in report["runs"]:
+            for r in run["records"]:
+                if r["model"] == model:
+                    by_round.setdefault(run["round"], {})[run["build"]] = r["img_per_s"]
+        pairs = [v for v in by_round.values() if len(v) == 2]
+        ratios = sorted(v[second] / v[first] for v in pairs)
+        speeds = {b: sorted(v[b] for v in pairs) for b in (first, second)}
+        rows.append([MODEL[model], len(pairs),
+                     *(f"{median(speeds[b]):.1f} ({span(speeds[b], 1)})" for b in (first, second)),
+                     f"**{median(ratios):.2f}x** ({span(ratios, 2)}); higher in {sum(x > 1 for x in ratios)} of "
+                     f"{len(ratios)}"])
+    cell = next(r for run in report["runs"] for r in run["records"])
+    return (table(["model", "rounds", f"{first} img/s, median (range)", f"{second} img/s, median (range)",
+                   f"{second} / {first} within a round, median (range)"], rows)
+            + f"\n\n`conv_impl={cell['impl']}`, `fusion={cell['fusion']}`, {cell['precision']}, batch {cell['batch_size']}, "
+              f"{cell['threads']} threads; {report['when']}.")
 
 
 def train_gonce_windows(main_w1, branch_w1, main_w2, branch_w2) -> str:
@@ -1467,6 +1493,7 @@ TABLES: dict[str, Table] = {
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
     "train_idle_zen3_after_bf16": Table(("bench_train_zen3_after_bf16.json",), train_idle),
     "train_builds_zen3": Table(("bench_train_zen3_builds_ab.json",), builds_ab),
+    "train_nhwc_inside_zen3": Table(("bench_train_zen3_nhwc_inside_ab.json",), builds_ab_pairs),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
     "bf16_speed": Table(BF16_RUNS, bf16_speed),
     "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),

@@ -175,7 +175,10 @@ bool has_avx512() {
 // 2; ms nChw8c vs nhwc, two runs): forward 128 -> 256 channels on 16x16 55.9 / 57.9 vs 44.3 / 48.4, 256 -> 512 on
 // 8x8 59.6 / 60.7 vs 53.2 / 48.6, 64 -> 128 on 8x8 3.50 / 3.66 vs 2.93 / 3.09, 32 -> 64 on 16x16 3.45 / 3.46 vs
 // 3.18 / 3.17; backward-data 128 -> 256 57.3 / 64.2 vs 51.3 / 54.4, 256 -> 512 75.8 / 72.0 vs 63.6 / 63.7, 32 -> 64
-// 3.72 / 3.60 vs 3.88 / 3.78; into one position (512 -> 100 on 4x4) backward-data 7.84 vs 10.47. Backward-weights
+// 3.72 / 3.60 vs 3.88 / 3.78; into one position (512 -> 100 on 4x4) backward-data 7.84 vs 10.47. A forward and a
+// backward-data with their four reorders (two runs, the first beside another benchmark): 256 -> 512 120.5 / 128.0 vs
+// 87.2 / 90.1, 128 -> 256 116.4 / 109.7 vs 101.9 / 101.1, 64 -> 128 on 32x32 106.4 / 124.3 vs 106.9 / 114.2, on 8x8
+// 6.94 / 7.03 vs 6.27 / 6.28, 32 -> 64 6.49 / 6.48 vs 6.36 / 6.44. Backward-weights
 // stays blocked (nhwc: 63.8 vs 68.5 ms for 128 -> 256), and so does everything with AVX-512, where the blocked
 // backward-data won (the comment of backward_data_desc).
 bool nhwc_inside(const Problem& p) {
