@@ -59,6 +59,12 @@ def is_diagnostic_param(name: str) -> bool:
     return name.rsplit(".", 1)[-1].startswith(PARAM_PREFIX)
 
 
+def channel_layout(act: nn.Cell) -> str:
+    """Where an activation cell's tensors keep their channels: "NHWC" (last axis) for a fused cell built with
+    layout="NHWC" (ops.BatchNormAct), else "NCHW" (axis 1, what every other cell of the project takes)."""
+    return getattr(act, "layout", "NCHW")
+
+
 class ProbedActivation(nn.Cell):
     """Wraps an activation cell: accumulates statistics of its input, output and output gradient in Parameters."""
 
@@ -67,7 +73,9 @@ class ProbedActivation(nn.Cell):
         self.act = act
         self.layer = layer
         self.channels = channels
-        self.axes = tuple(i for i in range(ndim) if i != 1)
+        self.layout = channel_layout(act)
+        axis = ndim - 1 if self.layout == "NHWC" else 1
+        self.axes = tuple(i for i in range(ndim) if i != axis)
         # (size, reset value); extremes hold [-min, max], so both update with a maximum.
         self._layout = {"neg_frac": (channels, 0.0), "out_abs": (channels, 0.0), "grad_abs": (channels, 0.0),
                         "passes": (2, 0.0), "preact_hist": (HIST_BINS, 0.0), "preact_sums": (2, 0.0),
@@ -81,7 +89,7 @@ class ProbedActivation(nn.Cell):
         self.tap = msops.InsertGradientOf(self._record_grad)
         self.fused = isinstance(act, BatchNormAct)
         self.conv_fused = isinstance(act, ConvAct)
-        self.stat_shape = (1, channels) + (1,) * (ndim - 2)
+        self.stat_shape = tuple(channels if i == axis else 1 for i in range(ndim))
         self.enabled = True
         # Off in D steps with a gradient penalty: MindSpore cannot differentiate InsertGradientOf twice, so
         # those steps record no gradient statistics (grad_passes stays 0 and grad-dead is None there).
@@ -115,7 +123,7 @@ class ProbedActivation(nn.Cell):
             return xf
         bn = act  # a BatchNormAct
         if bn.training:  # batch statistics (biased variance; over all ranks when synced), as the kernel normalises
-            mean, var, _ = batch_moments(xf, bn.sum_across)
+            mean, var, _ = batch_moments(xf, bn.sum_across, bn.layout)
         else:
             mean, var = bn.moving_mean, bn.moving_variance
         return (xf - mean.reshape(self.stat_shape)) * msops.rsqrt(var.reshape(self.stat_shape) + bn.eps) \
@@ -217,7 +225,8 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
         shape = shapes[path]
         if len(shape) < 2:
             raise ValueError(f"activation {path} outputs shape {shape}; diagnostics need (N, C, ...) tensors")
-        probe = ProbedActivation(cells[path], f"{name}/{short}", shape[1], len(shape))
+        channels = shape[-1] if channel_layout(cells[path]) == "NHWC" else shape[1]
+        probe = ProbedActivation(cells[path], f"{name}/{short}", channels, len(shape))
         parent_path, _, attr = path.rpartition(".")
         parent = cells[parent_path] if parent_path else net
         if isinstance(parent, (nn.SequentialCell, nn.CellList)):

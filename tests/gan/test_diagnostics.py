@@ -392,3 +392,21 @@ def test_histogram_of_non_finite_sums_or_counts_is_none():
         arrays = {"counts": counts.copy(), "extremes": extremes.copy(), "sums": sums.copy()}
         arrays[bad][0] = np.inf
         assert Histogram.from_sums(**arrays) is None, bad
+
+
+def test_probes_of_a_channels_last_batchnorm_act_count_its_last_axis():
+    """A BatchNormAct built with layout="NHWC" keeps its channels last: its probe reads them there, and its
+    statistics are those of the NCHW layer on the same values."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.3, 1.0, (4, 6, 5, 3)).astype(np.float32)
+    dy = rng.normal(size=x.shape).astype(np.float32)
+    stats = []
+    for layout, move in (("NCHW", lambda a: a), ("NHWC", lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1)))):
+        net = nn.SequentialCell([BatchNormAct(6, 0.2, layout=layout)])
+        net.set_train(True)
+        (probe,) = attach(net, Tensor(move(x)), "D")
+        ms.grad(lambda t: (net(t) * Tensor(move(dy))).sum())(Tensor(move(x)))
+        stats.append(probe.collect())
+    assert stats[1].neg_frac.shape == (6,)
+    for field in ("neg_frac", "out_abs", "grad_abs"):
+        np.testing.assert_allclose(getattr(stats[1], field), getattr(stats[0], field), rtol=1e-5, atol=1e-6)
