@@ -1272,12 +1272,15 @@ def run_ratios(train: dict, key: str = "ratio_to_torch",
     return ratios
 
 
-def headline(op_family_report, train, train_amd, train_amd_later, bf16, ring8, grid25, recipes_report, mnist, quality,
+def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf16, ring8, grid25, recipes_report, mnist, quality,
              default_runs) -> str:
     """A newcomer's summary: one row per area, each from its JSON (the AMD EPYC's over its two windows)."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
     amd_runs = train_amd["runs"] + train_amd_later["runs"]
-    ratios, amd = run_ratios(train), run_ratios({"runs": amd_runs})
+    ratios, amd, xeon = run_ratios(train), run_ratios({"runs": amd_runs}), run_ratios(train_xeon)
+    xeon_cpu = train_xeon["runs"][0][0]["cpu"]
+    xeon_isa = ("AVX-512" if "avx512f" in xeon_cpu["flags"] else "AVX2") + (
+        "" if any("bf16" in f for f in xeon_cpu["flags"]) else ", no bf16 instructions")
     bf16_ratios = run_ratios(bf16, "ratio_to_fp32", precision="bf16")
     ring = trials(ring8, 15000)
     grid = trials(grid25, 20000)
@@ -1299,7 +1302,9 @@ def headline(op_family_report, train, train_amd, train_amd_later, bf16, ring8, g
              f"DCGAN-32 **{span(ratios[('dcgan32', 'conv_act')], 2)}x**, "
              f"DCGAN-64 **{span(ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an AVX-512 CPU; "
              f"{span(amd[('dcgan32', 'conv_act')], 2)}x and {span(amd[('dcgan64', 'conv_act')], 2)}x on an "
-             f"{cpu_name(train_amd['runs'][0][0])}",
+             f"{cpu_name(train_amd['runs'][0][0])}; {span(xeon[('dcgan32', 'conv_act')], 2)}x and "
+             f"{span(xeon[('dcgan64', 'conv_act')], 2)}x on an {xeon_cpu['model']} (family {xeon_cpu['family']}, model "
+             f"{xeon_cpu['model_number']}: {xeon_isa})",
              f"{len(train['runs'])} runs each ({len(amd_runs)} on the EPYC, two days), idle machine"],
             ["`precision=bf16` against this app's fp32 on CPU (2 threads, `fusion=conv_act`, "
              "[docs/precision.md](docs/precision.md))",
@@ -1483,7 +1488,8 @@ TABLES: dict[str, Table] = {
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
                                  train_gonce_windows),
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
-    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json", "bench_peak_zen5.json"), machine_peaks),
+    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json", "bench_peak_zen5.json",
+                            "bench_peak_xeon_avx512.json"), machine_peaks),
     "bf16_speed_zen5_before": Table(("bench_train_zen5_bf16_before.json",), with_when(bf16_speed)),
     "bf16_speed_zen5": Table(("bench_train_zen5_bf16.json",), with_when(bf16_speed)),
     "bf16_speed_zen5_blocked16": Table(("bench_train_zen5_bf16_blocked16.json",), with_when(bf16_speed)),
@@ -1494,6 +1500,8 @@ TABLES: dict[str, Table] = {
     "train_idle_zen3_after_bf16": Table(("bench_train_zen3_after_bf16.json",), train_idle),
     "train_builds_zen3": Table(("bench_train_zen3_builds_ab.json",), builds_ab),
     "train_nhwc_inside_zen3": Table(("bench_train_zen3_nhwc_inside_ab.json",), builds_ab_pairs),
+    "train_idle_xeon_avx512": Table(("bench_train_xeon_avx512.json",), train_idle),
+    "train_utilisation_xeon_avx512": Table(("bench_train_xeon_avx512.json",), lambda r: train_utilisation(*r["runs"])),
     "train_utilisation": Table(BF16_RUNS, train_utilisation),
     "bf16_speed": Table(BF16_RUNS, bf16_speed),
     "train_utilisation_omp_passive": Table(BF16_PASSIVE_RUNS, train_utilisation),
@@ -1505,6 +1513,8 @@ TABLES: dict[str, Table] = {
         tuple(f"profile_train_bf16_{m}_{p}.json" for p in ("fp32", "bf16")), profile_precisions)
        for m in ("dcgan64", "dcgan32")},
     **{f"profile_zen3_{m}": Table((f"profile_train_zen3_{m}_fp32.json",), profile_precisions)
+       for m in ("dcgan64", "dcgan32")},
+    **{f"profile_xeon_avx512_{m}": Table((f"profile_train_xeon_avx512_{m}_fp32.json",), profile_precisions)
        for m in ("dcgan64", "dcgan32")},
     **{f"profile_zen5_{m}": Table(tuple(f"profile_train_zen5_{m}_{p}.json" for p in ("fp32", "bf16")),
                                   profile_precisions) for m in ("dcgan64", "dcgan32")},
@@ -1535,7 +1545,7 @@ TABLES: dict[str, Table] = {
     "quality_headline": Table(("bench_quality_fashion_mnist_10k.json",), quality_headline),
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
-                       "bench_train_zen3_after_bf16.json",
+                       "bench_train_zen3_after_bf16.json", "bench_train_xeon_avx512.json",
                        "bench_train_zen5_bf16_blocked16.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
