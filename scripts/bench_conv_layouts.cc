@@ -13,6 +13,7 @@
 //   g++ -O2 -march=native -pthread -std=c++17 scripts/bench_conv_layouts.cc -I$INC -L$ML -l:libdnnl.so.3 \
 //       -Wl,-rpath,$ML -o /tmp/layouts   # -march=native as the kernels are built (blocked16.h uses AVX2 there)
 //   /tmp/layouts            # prints one line per (geometry, layout): ms of the best of 5 runs, and the kernel
+//   /tmp/layouts --json F   # the same, and writes them to F as {"primitives": [...], "few_channels": [...]}
 //   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights;
 //                           # then per activation shape: the bf16 and float32 reorders to nChw16c and back
 #include <time.h>
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "../ops/csrc/cpu/blocked16.h"
@@ -58,6 +60,16 @@ struct Geometry {
   int64_t oh() const { return (ih + 2 * p - k) / s + 1; }
 };
 
+// The JSON objects of the default mode's lines, for --json (the kernels' names hold no quotes or backslashes).
+std::vector<std::string> primitive_rows, few_channel_rows;
+
+std::string geometry_json(const Geometry& g) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "\"batch\": %ld, \"in_channels\": %ld, \"out_channels\": %ld, \"size\": %ld, "
+                "\"kernel\": %ld, \"stride\": %ld, \"padding\": %ld", g.n, g.ic, g.oc, g.ih, g.k, g.s, g.p);
+  return buf;
+}
+
 memory zeroed(const memory::desc& d) {
   memory m(d, eng);
   std::memset(m.get_data_handle(), 0, d.get_size());
@@ -82,6 +94,8 @@ void primitives(const Geometry& g, tag t, const char* name) {
       if (std::strncmp(impl, "ref", 3) == 0) {  // seconds per call: not a candidate
         std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s only oneDNN's reference kernel (%s)\n", g.ic, g.oc, g.ih, name,
                     impl);
+        primitive_rows.push_back("{" + geometry_json(g) + ", \"layout\": \"" + name + "\", \"reference_only\": \"" +
+                                 impl + "\"}");
         return;
       }
     }
@@ -109,6 +123,12 @@ void primitives(const Geometry& g, tag t, const char* name) {
     std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s fwd %7.2f (%s)  bwd_data %7.2f (%s)  bwd_weights %7.2f (%s)  "
                 "reorders %6.2f\n", g.ic, g.oc, g.ih, name, tf, fwd.impl_info_str(), tb, bwd_d.impl_info_str(), tw,
                 bwd_w.impl_info_str(), tr);
+    char buf[512];
+    std::snprintf(buf, sizeof buf, ", \"layout\": \"%s\", \"forward_ms\": %.3f, \"forward_impl\": \"%s\", "
+                  "\"backward_data_ms\": %.3f, \"backward_data_impl\": \"%s\", \"backward_weights_ms\": %.3f, "
+                  "\"backward_weights_impl\": \"%s\", \"reorders_ms\": %.3f}", name, tf, fwd.impl_info_str(), tb,
+                  bwd_d.impl_info_str(), tw, bwd_w.impl_info_str(), tr);
+    primitive_rows.push_back("{" + geometry_json(g) + buf);
   } catch (const dnnl::error& e) {
     std::printf("ic%-4ld oc%-4ld %3ldpx  %-8s not available: %s\n", g.ic, g.oc, g.ih, name, e.what());
   }
@@ -153,6 +173,21 @@ void few_channels(const Geometry& g) {
   });
   std::printf("backward-data into %2ld channels from %3ld, %2ldpx: primitive + reorders %7.2f ms (%s), "
               "sgemm + col2im %7.2f ms\n", g.ic, g.oc, g.ih, tp, bwd_d.impl_info_str(), tg);
+  char row[256];
+  std::snprintf(row, sizeof row, ", \"primitive_with_reorders_ms\": %.3f, \"primitive_impl\": \"%s\", "
+                "\"sgemm_col2im_ms\": %.3f}", tp, bwd_d.impl_info_str(), tg);
+  few_channel_rows.push_back("{" + geometry_json(g) + row);
+}
+
+// {"primitives": [...], "few_channels": [...]} of the lines printed, to `path`.
+void write_json(const char* path) {
+  auto join = [](const std::vector<std::string>& rows) {
+    std::string out;
+    for (size_t i = 0; i < rows.size(); ++i) out += (i ? ",\n  " : "\n  ") + rows[i];
+    return "[" + out + "\n ]";
+  };
+  std::ofstream(path) << "{\"primitives\": " << join(primitive_rows) << ",\n \"few_channels\": "
+                      << join(few_channel_rows) << "}\n";
 }
 
 }  // namespace
@@ -290,4 +325,5 @@ int main(int argc, char** argv) {
                                                  {64, 16, 64, 32, 4, 2, 1}}) {
     few_channels(g);
   }
+  if (argc > 2 && std::string(argv[1]) == "--json") write_json(argv[2]);
 }

@@ -896,6 +896,39 @@ def conditions(report: dict) -> str:
             f"{load_text(runs)} (1 minute, before and after each run)")
 
 
+def conv_layouts(report: dict) -> str:
+    """scripts/bench_conv_layouts.cc per geometry and activation layout: each direction's median ms over the recorded
+    runs, then each layout's total over the layers, beside the layouts ops/csrc/cpu/onednn_conv.cc picks on AVX-512
+    (oneDNN's choice, the forward's blocked layout for backward-data where oneDNN has a kernel for it)."""
+    runs = [embedded(r)["primitives"] for r in report["runs"]]
+    parts = ("forward_ms", "backward_data_ms", "backward_weights_ms", "reorders_ms")
+    rows, totals, kept = [], {}, {}
+
+    def med(i: int, key: str) -> float:
+        return median(run[i][key] for run in runs)
+
+    for i, r in enumerate(runs[0]):
+        where = f"{r['in_channels']} -> {r['out_channels']}, {r['size']}x{r['size']}"
+        if "reference_only" in r:
+            rows.append([where, r["layout"], "only oneDNN's reference kernel", "", "", ""])
+            continue
+        values = [med(i, k) for k in parts]
+        rows.append([where, r["layout"], *(f"{v:.2f}" for v in values)])
+        kept.setdefault(where, {})[r["layout"]] = values
+    layouts = [r["layout"] for r in runs[0] if "reference_only" not in r]
+    complete = [k for k in kept.values() if len(k) == len(set(layouts))]  # layers every layout has a kernel for
+    for layout in dict.fromkeys(layouts):
+        totals[layout] = [sum(k[layout][j] for k in complete) for j in range(4)]
+    totals["what onednn_conv.cc picks"] = [sum(k["any"][0] for k in complete), sum(k["nChw16c"][1] for k in complete),
+                                           sum(k["any"][2] for k in complete), sum(k["any"][3] for k in complete)]
+    rows += [[f"the {len(complete)} layers every layout has a kernel for", layout, *(f"**{v:.1f}**" for v in t)]
+             for layout, t in totals.items()]
+    header = ["layer (channels, input plane)", "activation layout", "forward ms", "backward-data ms",
+              "backward-weights ms", "reorders from and to NCHW, ms"]
+    return (table(header, rows) + f"\n\nBatch 64, 4x4 kernels, one thread, best of 5 calls, median over "
+            f"{len(runs)} runs; `any` is oneDNN's own choice; {conditions(report)}.")
+
+
 def int8(report: dict) -> str:
     """The int8 LeakyReLU (table lookup) against the float32 op's forward on the same elements, per run."""
     rows = []
@@ -1520,6 +1553,7 @@ TABLES: dict[str, Table] = {
                                   profile_precisions) for m in ("dcgan64", "dcgan32")},
     # reruns with their conditions (scripts/record_bench.py)
     "int8": Table(("bench_int8.json",), int8),
+    "conv_layouts_xeon_avx512": Table(("conv_layouts_xeon_avx512.json",), conv_layouts),
     "inplace": Table(("bench_inplace.json",), inplace),
     "diagnostics_overhead": Table(("bench_diagnostics.json",), diagnostics_overhead),
     "host_blocking": Table(("host_blocking_ring8.json",), host_blocking),
