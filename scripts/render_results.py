@@ -898,11 +898,10 @@ def conditions(report: dict) -> str:
 
 def conv_layouts(report: dict) -> str:
     """scripts/bench_conv_layouts.cc per geometry and activation layout: each direction's median ms over the recorded
-    runs, then each layout's total over the layers, beside the layouts ops/csrc/cpu/onednn_conv.cc picks on AVX-512
-    (oneDNN's choice, the forward's blocked layout for backward-data where oneDNN has a kernel for it)."""
+    runs, then each layout's total over the layers every layout has a kernel for."""
     runs = [embedded(r)["primitives"] for r in report["runs"]]
     parts = ("forward_ms", "backward_data_ms", "backward_weights_ms", "reorders_ms")
-    rows, totals, kept = [], {}, {}
+    rows, kept = [], {}
 
     def med(i: int, key: str) -> float:
         return median(run[i][key] for run in runs)
@@ -917,16 +916,15 @@ def conv_layouts(report: dict) -> str:
         kept.setdefault(where, {})[r["layout"]] = values
     layouts = [r["layout"] for r in runs[0] if "reference_only" not in r]
     complete = [k for k in kept.values() if len(k) == len(set(layouts))]  # layers every layout has a kernel for
-    for layout in dict.fromkeys(layouts):
-        totals[layout] = [sum(k[layout][j] for k in complete) for j in range(4)]
-    totals["what onednn_conv.cc picks"] = [sum(k["any"][0] for k in complete), sum(k["nChw16c"][1] for k in complete),
-                                           sum(k["any"][2] for k in complete), sum(k["any"][3] for k in complete)]
-    rows += [[f"the {len(complete)} layers every layout has a kernel for", layout, *(f"**{v:.1f}**" for v in t)]
-             for layout, t in totals.items()]
+    rows += [[f"the {len(complete)} layers every layout has a kernel for", layout,
+              *(f"**{sum(k[layout][j] for k in complete):.1f}**" for j in range(len(parts)))]
+             for layout in dict.fromkeys(layouts)]
     header = ["layer (channels, input plane)", "activation layout", "forward ms", "backward-data ms",
               "backward-weights ms", "reorders from and to NCHW, ms"]
     return (table(header, rows) + f"\n\nBatch 64, 4x4 kernels, one thread, best of 5 calls, median over "
-            f"{len(runs)} runs; `any` is oneDNN's own choice; {conditions(report)}.")
+            f"{len(runs)} runs; `any` is oneDNN's own choice; ops/csrc/cpu/onednn_conv.cc takes `any` for the forward "
+            f"and backward-weights and nChw16c for backward-data where oneDNN has a kernel for it; "
+            f"{conditions(report)}.")
 
 
 def int8(report: dict) -> str:
@@ -1305,8 +1303,8 @@ def run_ratios(train: dict, key: str = "ratio_to_torch",
     return ratios
 
 
-def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf16, ring8, grid25, recipes_report, mnist, quality,
-             default_runs) -> str:
+def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf16, ring8, grid25, recipes_report,
+             mnist, quality, default_runs) -> str:
     """A newcomer's summary: one row per area, each from its JSON (the AMD EPYC's over its two windows)."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
     amd_runs = train_amd["runs"] + train_amd_later["runs"]
