@@ -72,6 +72,7 @@ class ModelConfig:
     ngf: int = 32
     ndf: int = 32
     conv_impl: str = "auto"
+    layout: str = "auto"  # activations between layers: auto (gan.plan), nchw, nhwc (channels last, onednn only)
     d_norm: str = "batch"  # D's normaliser: batch (BatchNorm from the second block), spectral, none
     g_norm: str = "batch"  # G's normaliser: batch, none
     d_maxout: int = 0  # model=mlp: pieces of D's maxout units (PacGAN's 2D D: 5) in place of act.d_kind; 0 = off
@@ -92,6 +93,7 @@ class ModelConfig:
         for key in ("nz", "ngf", "ndf"):
             _positive(f"model.{key}", getattr(self, key))
         _choice("model.conv_impl", self.conv_impl, ("auto", "native", "gemm", "onednn"))
+        _choice("model.layout", self.layout, ("auto", "nchw", "nhwc"))
 
 
 @dataclass
@@ -442,15 +444,15 @@ def to_config(cfg: DictConfig | Config) -> Config:
 
 
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
-# how and where it executes (model.conv_impl and fusion.name included: native, gemm and onednn compute the same
-# convolution, and every fusion kind the same blocks, with the same parameter names, to float32 rounding, so
-# checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, seed,
+# how and where it executes (model.conv_impl, model.layout and fusion.name included: native, gemm and onednn
+# compute the same convolution, in either activation layout, and every fusion kind the same blocks, with the same
+# parameter names, to float32 rounding, so checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, seed,
 # losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
 # resuming with another value is an error unless train.resume_override=true (gan.run_files logs the event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
-    "data.num_workers", "model.conv_impl", "fusion.name",
+    "data.num_workers", "model.conv_impl", "model.layout", "fusion.name",
     "diagnostics.enabled", "diagnostics.interval",
     "eval.enabled", "eval.interval", "eval.num_samples", "eval.objective", "eval.fid", "eval.fid_every",
     "eval.fid_samples", "eval.fid_reference", "eval.fid_convention",

@@ -34,11 +34,15 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
 
 
 class _ChannelBias:
-    """Mixin for the conv layers that add their bias themselves (after their own convolution)."""
+    """Mixin for the conv layers that add their bias themselves (after their own convolution). `layout` is where
+    their activations keep the channels: "NCHW", or "NHWC" (channels last; the oneDNN layers only, make_conv)."""
+
+    layout = "NCHW"
 
     def _plus_bias(self, y: Tensor, dtype: ms.Type) -> Tensor:
         """y plus the layer's per-channel bias (cast to `dtype`, the input's), or y for a layer without one."""
-        return y + self.bias.astype(dtype).reshape(1, -1, 1, 1) if self.has_bias else y
+        shape = (1, 1, 1, -1) if self.layout == "NHWC" else (1, -1, 1, 1)
+        return y + self.bias.astype(dtype).reshape(shape) if self.has_bias else y
 
 
 class _SquareConv(_ChannelBias):
@@ -130,14 +134,14 @@ class OnednnConv2d(OnednnDtypes, _ConvOnly, nn.Conv2d):
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
-        return onednn.conv2d(x, weight, self._s, self._p, **self.dtypes())
+        return onednn.conv2d(x, weight, self._s, self._p, self.layout, **self.dtypes())
 
 
 class OnednnConv2dTranspose(OnednnDtypes, _SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv_transpose2d(x, self.weight, self._s, self._p, **self.dtypes())
+        y = onednn.conv_transpose2d(x, self.weight, self._s, self._p, self.layout, **self.dtypes())
         return self._plus_bias(y, y.dtype)
 
 
@@ -168,7 +172,8 @@ class OnednnConv2dAct(ConvAct, OnednnConv2d):
 
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         bias = self.bias if self.has_bias else ops.zeros((self.out_channels,), weight.dtype)
-        return onednn.conv2d_act(x, weight, bias, self._s, self._p, self.negative_slope, self.clamp, **self.dtypes())
+        return onednn.conv2d_act(x, weight, bias, self._s, self._p, self.negative_slope, self.clamp, self.layout,
+                                 **self.dtypes())
 
 
 class BiasAct(ConvAct):
@@ -183,7 +188,7 @@ class BiasAct(ConvAct):
 
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         return bias_act(self.conv_only(x, weight), self.bias, self.negative_slope, clamp=self.clamp,
-                        weight=self.prelu_weight)
+                        weight=self.prelu_weight, layout=self.layout)
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,9 +198,11 @@ def bias_act_class(layer_class: type) -> type:
 
 
 def _rebuild(conv: nn.Cell, cls: type, **kwargs) -> nn.Cell:
-    """A fresh `cls` layer with the geometry of `conv` (and its parameter names: weight, bias, sn_u)."""
-    return cls(conv.in_channels, conv.out_channels, conv.kernel_size[0], conv.stride[0], pad_mode="pad",
-               padding=conv.padding, has_bias=conv.has_bias, weight_init="normal", **kwargs)
+    """A fresh `cls` layer with the geometry and layout of `conv` (and its parameter names: weight, bias, sn_u)."""
+    layer = cls(conv.in_channels, conv.out_channels, conv.kernel_size[0], conv.stride[0], pad_mode="pad",
+                padding=conv.padding, has_bias=conv.has_bias, weight_init="normal", **kwargs)
+    layer.layout = getattr(conv, "layout", "NCHW")
+    return layer
 
 
 def fuse_conv_act(conv: nn.Cell, act: nn.Cell, fusion: str) -> nn.Cell | None:
@@ -305,9 +312,10 @@ _FUSIBLE = {GemmConv2d: GemmConv2d, OnednnConv2d: OnednnConv2d, NativeConv2d: Na
 
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,
               transpose: bool = False, has_bias: bool = False, impl: str = "native",
-              spectral_norm: bool = False) -> nn.Cell:
+              spectral_norm: bool = False, layout: str = "NCHW") -> nn.Cell:
     """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's;
-    spectral_norm=True (Conv2d only) adds spectral normalisation (SpectralNorm)."""
+    spectral_norm=True (Conv2d only) adds spectral normalisation (SpectralNorm). layout="NHWC" (impl onednn only):
+    it takes and returns channels-last activations (N, H, W, C); the weights stay OIHW."""
     classes = {"native": (nn.Conv2d, nn.Conv2dTranspose), "gemm": (GemmConv2d, GemmConv2dTranspose),
                "onednn": (OnednnConv2d, OnednnConv2dTranspose)}
     if spectral_norm:
@@ -322,5 +330,10 @@ def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int
                              ("kernel_size", kernel_size, 1), ("stride", stride, 1), ("padding", padding, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"conv {name}={value!r} must be an int >= {low}")
-    return classes[impl][transpose](in_channels, out_channels, kernel_size, stride, pad_mode="pad",
+    if layout not in ("NCHW", "NHWC") or (layout == "NHWC" and impl != "onednn"):
+        raise ValueError(f"conv layout={layout!r} is not allowed with impl {impl!r}: NCHW, or NHWC with onednn")
+    conv = classes[impl][transpose](in_channels, out_channels, kernel_size, stride, pad_mode="pad",
                                     padding=padding, has_bias=has_bias, weight_init="normal")
+    if layout == "NHWC":
+        conv.layout = layout
+    return conv

@@ -91,7 +91,7 @@ NORMS = {"batch": Norm(batch_norm=True, spectral=False, bias=False),
 
 
 def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, slope: float,
-           clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell) -> None:
+           clamp: float | None, fusion: str, sync_bn: bool, act: nn.Cell, layout: str = "NCHW") -> None:
     """Append conv, then BatchNorm (when `width` is given; over all ranks if `sync_bn`) and the activation
     `act` as `fusion` builds them, as block `index` (a LeakyReLU there is built by norm_act_layers itself).
     Without BatchNorm, fusion=bn_act|conv_act make the conv and its activation one layer under the conv's
@@ -107,15 +107,17 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
     layers[f"conv{index}"] = conv
     for role, cell in norm_act_layers(width, act.negative_slope if leaky else slope,
                                       fused=fusion_kind(fusion).fused_kernels, clamp=clamp, sync=sync_bn,
-                                      act=None if leaky else act).items():
+                                      act=None if leaky else act, layout=layout).items():
         layers[f"{role}{index}"] = cell
 
 
 class Generator(nn.Cell):
-    """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh."""
+    """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh.
+    layout="NHWC" (gan.plan's NetworkPlan.layout): the layers compute on channels-last activations; z and the
+    images stay NCHW (one transpose of the images at the end)."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none", sync_bn: bool = False) -> None:
+                 fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         slopes = network_slopes(act, "g", n)
@@ -125,28 +127,34 @@ class Generator(nn.Cell):
         in_ch = model.nz
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
-            conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, has_bias=norm.bias, impl=conv_impl)
+            conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, has_bias=norm.bias, impl=conv_impl,
+                             layout=layout)
             _block(layers, i, conv, width if norm.batch_norm else None, slope, act.clamp, fusion, sync_bn,
-                   make_activation(act, "g", i, slope, width))
+                   make_activation(act, "g", i, slope, width), layout)
             in_ch = width
-        layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, has_bias=norm.bias, impl=conv_impl)
+        layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, has_bias=norm.bias, impl=conv_impl,
+                                       layout=layout)
         layers["tanh"] = nn.Tanh()
         self.layers = nn.SequentialCell(layers)
         self.nz = model.nz
+        self.channels_last = layout == "NHWC"
 
     def construct(self, z: Tensor) -> Tensor:
-        return self.layers(z)
+        if not self.channels_last:
+            return self.layers(z)
+        return self.layers(z.reshape(z.shape[0], 1, 1, -1)).transpose(0, 3, 1, 2)
 
 
 class Discriminator(nn.Cell):
     """images (N, C, S, S) -> logits (N,): strided 4x4 convs, LeakyReLU, and `model.d_norm`: BatchNorm from
-    the second block (batch), spectral norm on every conv (spectral), or nothing (none).
+    the second block (batch), spectral norm on every conv (spectral), or nothing (none). layout="NHWC": the layers
+    compute on channels-last activations (one transpose of the images first).
 
     No Sigmoid: the losses (gan.losses) take logits, which stay finite where sigmoid + log would not.
     """
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none", sync_bn: bool = False) -> None:
+                 fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:
         super().__init__()
         n = num_blocks(model.image_size)
         slopes = network_slopes(act, "d", n)
@@ -155,15 +163,19 @@ class Discriminator(nn.Cell):
         in_ch = channels
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
-            conv = make_conv(in_ch, width, 4, 2, 1, has_bias=norm.bias, impl=conv_impl, spectral_norm=norm.spectral)
+            conv = make_conv(in_ch, width, 4, 2, 1, has_bias=norm.bias, impl=conv_impl, spectral_norm=norm.spectral,
+                             layout=layout)
             _block(layers, i, conv, width if norm.batch_norm and i > 0 else None, slope, act.clamp, fusion, sync_bn,
-                   make_activation(act, "d", i, slope, width))
+                   make_activation(act, "d", i, slope, width), layout)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, has_bias=norm.bias, impl=conv_impl,
-                                       spectral_norm=norm.spectral)
+                                       spectral_norm=norm.spectral, layout=layout)
         self.layers = nn.SequentialCell(layers)
+        self.channels_last = layout == "NHWC"
 
     def construct(self, x: Tensor) -> Tensor:
+        if self.channels_last:
+            x = x.transpose(0, 2, 3, 1)
         return self.layers(x).reshape(-1)
 
 
@@ -213,6 +225,12 @@ class PointwiseDense(nn.Dense):
         return y.reshape(x.shape[0], -1, 1, 1)
 
 
+def _check_nchw(layout: str) -> None:
+    """ValueError unless `layout` is NCHW: the 2D networks' (N, C, 1, 1) maps have no channels-last variant."""
+    if layout != "NCHW":
+        raise ValueError(f"the 2D networks are built in layout NCHW only, not {layout!r}")
+
+
 def dense(in_channels: int, out_channels: int, norm: Norm) -> nn.Cell:
     """A PointwiseDense with the bias and spectral norm `norm` asks for."""
     return (spectral(PointwiseDense) if norm.spectral else PointwiseDense)(in_channels, out_channels,
@@ -227,8 +245,9 @@ class MLPGenerator(nn.Cell):
     """
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none", sync_bn: bool = False) -> None:
+                 fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:
         super().__init__()
+        _check_nchw(layout)
         slopes = network_slopes(act, "g", MLP_G_DEPTH)
         norm = NORMS[model.g_norm]
         layers: OrderedDict = OrderedDict()
@@ -265,8 +284,9 @@ class MLPDiscriminator(nn.Cell):
     units: each hidden layer computes k * ndf channels and Maxout(k) keeps ndf (layers conv<i>, act<i>)."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
-                 fusion: str = "none", sync_bn: bool = False) -> None:
+                 fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:
         super().__init__()
+        _check_nchw(layout)
         slopes = network_slopes(act, "d", MLP_D_DEPTH)
         norm = NORMS[model.d_norm]
         layers: OrderedDict = OrderedDict()

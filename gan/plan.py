@@ -1,8 +1,10 @@
 """What a run builds, decided once: per network (G and D) the conv implementation, the fusion kind, the
-activation and the normaliser; whether D is differentiated twice (a gradient penalty); the jit level.
+activation, the normaliser and the activation layout; whether D is differentiated twice (a gradient penalty); the
+jit level.
 
-`resolve_plan(conf, onednn)` is pure and holds every rule of what may be built together (a ConfigError naming
-the keys otherwise); of the machine it needs one fact, whether oneDNN's kernels build and load here.
+`resolve_plan(conf, onednn, amx)` is pure and holds every rule of what may be built together (a ConfigError naming
+the keys otherwise); of the machine it needs two facts, whether oneDNN's kernels build and load here and whether
+its bfloat16 convolutions run on AMX.
 `Config.__post_init__` runs it through `check_config`, so a wrong combination fails while the config is
 read (this module and gan.config import no MindSpore); `build_plan(conf)` asks the machine (ops.onednn) and
 is called once where networks are built (gan.training.GANTrainer, gan.checkpoint, gan.bench.batched_2d). The
@@ -10,7 +12,7 @@ trainer prints `BuildPlan.describe()` at start. docs/fusion.md explains the choi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from gan.activation_kinds import ACTIVATION_KINDS, kinds_with
@@ -53,6 +55,7 @@ class NetworkPlan:
     act: str
     norm: str
     notes: tuple[str, ...] = ()
+    layout: str = "NCHW"  # of the activations between its layers: NCHW, or NHWC (channels last)
 
     @property
     def probed(self) -> bool:
@@ -82,7 +85,8 @@ class BuildPlan:
         norm batch", with the notes in parentheses."""
         impl, fusion = self.requested
         return "\n".join(f"{name}: model.conv_impl={impl} -> {p.conv_impl}, fusion={fusion} -> {p.fusion}, "
-                         f"act {p.act}, norm {p.norm}" + (f" ({'; '.join(p.notes)})" if p.notes else "")
+                         f"act {p.act}, norm {p.norm}, layout {p.layout}"
+                         + (f" ({'; '.join(p.notes)})" if p.notes else "")
                          for name, p in (("G", self.g), ("D", self.d)))
 
 
@@ -161,9 +165,34 @@ def resolve_fusion(conf: Config, impl: str) -> tuple[str, str]:
     return str(Fusion.conv_act if impl == "onednn" else Fusion.bn_act), ""
 
 
-def resolve_plan(conf: Config, onednn: bool) -> BuildPlan:
-    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not; ConfigError naming
-    the keys for a combination that cannot be built."""
+def channels_last_blockers(conf: Config, net: NetworkPlan) -> list[str]:
+    """Why network plan `net` cannot compute in NHWC (empty when it can): only the oneDNN convolutions and the
+    fused BatchNorm + LeakyReLU / bias + LeakyReLU kernels take channels-last activations."""
+    checks = ((conf.model.name == "dcgan", f"model.name={conf.model.name} (NHWC is built for the DCGANs)"),
+              (net.conv_impl == "onednn", f"conv_impl {net.conv_impl} (NHWC needs onednn)"),
+              (FUSION_KINDS[net.fusion].fused_kernels, f"fusion {net.fusion} (NHWC needs bn_act or conv_act)"),
+              (net.act == "leaky_relu", f"act {net.act} (NHWC is built for leaky_relu)"))
+    return [why for ok, why in checks if not ok]
+
+
+def resolve_layout(conf: Config, net: NetworkPlan, amx: bool) -> str:
+    """The activation layout of network plan `net`: model.layout, where auto is NHWC for precision=bf16 on a CPU
+    whose bfloat16 convolutions run on AMX (`amx`), else NCHW. oneDNN's AMX kernels compute in nhwc, and moving
+    every activation between NCHW and nhwc at each convolution took more of a bf16 DCGAN-32 step than its AMX
+    convolutions gained (docs/precision.md); its float32 kernels compute in nChw16c, which NCHW suits as well.
+    ConfigError for model.layout=nhwc on a network that cannot take it (channels_last_blockers)."""
+    blockers = channels_last_blockers(conf, net)
+    if conf.model.layout == "nhwc" and blockers:
+        raise ConfigError(f"model.layout=nhwc cannot be built here: {'; '.join(blockers)}; use model.layout=auto")
+    if conf.model.layout == "auto":
+        bf16_amx = conf.precision.name == "bf16" and conf.runtime.device_target == "CPU" and amx
+        return "NHWC" if bf16_amx and not blockers else "NCHW"
+    return conf.model.layout.upper()
+
+
+def resolve_plan(conf: Config, onednn: bool, amx: bool = False) -> BuildPlan:
+    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not, and its bfloat16
+    convolutions run on AMX (`amx`) or not; ConfigError naming the keys for a combination that cannot be built."""
     gradient_penalty, r1 = LOSS_KINDS[conf.train.loss].gradient_penalty, conf.train.r1_gamma > 0
     penalty = " and ".join(key for key, on in ((f"train.loss={conf.train.loss}", gradient_penalty),
                                                ("train.r1_gamma>0", r1)) if on)  # D is differentiated twice
@@ -178,9 +207,11 @@ def resolve_plan(conf: Config, onednn: bool) -> BuildPlan:
                           f"MindSpore's graph-kernel fusion (jit_level O1) fuses BatchNorm only on "
                           f"{' and '.join(GRAPH_KERNEL_DEVICES)}; on CPU use fusion=bn_act")
     notes = (f"fusion {fusion}: {why}",) if why else ()
-    return BuildPlan(g=NetworkPlan(impl, fusion, conf.act.g_kind, conf.model.g_norm, notes),
-                     d=_discriminator(conf, impl, fusion, notes, penalty), gradient_penalty=gradient_penalty, r1=r1,
-                     jit_level=FUSION_KINDS[fusion].jit_level, requested=(conf.model.conv_impl, str(conf.fusion.name)))
+    g = NetworkPlan(impl, fusion, conf.act.g_kind, conf.model.g_norm, notes)
+    d = _discriminator(conf, impl, fusion, notes, penalty)
+    g, d = (replace(net, layout=resolve_layout(conf, net, amx)) for net in (g, d))
+    return BuildPlan(g=g, d=d, gradient_penalty=gradient_penalty, r1=r1, jit_level=FUSION_KINDS[fusion].jit_level,
+                     requested=(conf.model.conv_impl, str(conf.fusion.name)))
 
 
 def _discriminator(conf: Config, impl: str, fusion: str, notes: tuple[str, ...], penalty: str) -> NetworkPlan:
@@ -217,6 +248,16 @@ def onednn_found(conf: Config) -> bool:
     return onednn.available()
 
 
+def amx_found(conf: Config) -> bool:
+    """The machine's other part: whether a precision=bf16 run's convolutions run on AMX here (asked only for bf16
+    runs whose convolutions may be oneDNN's; a CPU without bfloat16 instructions is refused elsewhere)."""
+    if conf.precision.name != "bf16" or not onednn_found(conf):
+        return False
+    from ops import onednn
+
+    return onednn.cpu_isa().amx
+
+
 def build_plan(conf: Config) -> BuildPlan:
     """The plan of `conf` on this machine (call it once, where the networks are built)."""
-    return resolve_plan(conf, onednn_found(conf))
+    return resolve_plan(conf, onednn_found(conf), amx_found(conf))

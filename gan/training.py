@@ -208,13 +208,15 @@ class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
-        # What each network builds on this machine (conv impl, fusion, activation), decided once (gan.plan)
+        # What each network builds on this machine (conv impl, fusion, activation, layout), decided once (gan.plan)
         self.plan = plan = build_plan(cfg)
         self.nz = cfg.model.nz
         nets = NETWORKS[cfg.model.name]
         self.sync_bn = cfg.train.sync_bn and world.size > 1  # one rank: the global batch is the local one
-        self.g = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion, self.sync_bn)
-        self.d = nets.discriminator(cfg.model, cfg.act, channels, plan.d.conv_impl, plan.d.fusion, self.sync_bn)
+        self.g = nets.generator(cfg.model, cfg.act, channels, plan.g.conv_impl, plan.g.fusion, self.sync_bn,
+                                plan.g.layout)
+        self.d = nets.discriminator(cfg.model, cfg.act, channels, plan.d.conv_impl, plan.d.fusion, self.sync_bn,
+                                    plan.d.layout)
         nets.init(self.g, stream(cfg.seed, 0, Purpose.INIT_G))
         nets.init(self.d, stream(cfg.seed, 0, Purpose.INIT_D))
         for net in (self.g, self.d):

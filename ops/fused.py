@@ -366,7 +366,7 @@ class SharedWeight(nn.Cell):
 
 
 def norm_act_layers(channels: int | None, negative_slope: float, *, fused: bool = False, clamp: float | None = None,
-                    sync: bool = False, act: nn.Cell | None = None) -> dict[str, nn.Cell]:
+                    sync: bool = False, act: nn.Cell | None = None, layout: str = "NCHW") -> dict[str, nn.Cell]:
     """The normalisation + activation layers of one block, keyed "bn" / "act".
 
     fused=False: nn.BatchNorm2d(channels) then the activation as separate layers; fused=True: one BatchNormAct
@@ -376,18 +376,22 @@ def norm_act_layers(channels: int | None, negative_slope: float, *, fused: bool 
     `act`: the activation cell to use instead of LeakyReLU(negative_slope, clamp); fused=True fuses BatchNorm
     with a LeakyReLU (its slope and clamp) or a PReLU (BatchNormPReLU, its weight's size, init and clamp;
     a SharedWeight under "act", before "bn", holds that weight, so it keeps the unfused name act<i>.weight)
-    and nothing else (ValueError).
+    and nothing else (ValueError). layout="NHWC" (channels last) needs fused=True or no BatchNorm: the fused cells
+    take it, and an element-wise activation alone is the same in either layout; nn.BatchNorm2d is NCHW only.
     """
+    layout_code(layout)
+    if layout == "NHWC" and channels is not None and not fused:
+        raise ValueError("layout='NHWC' needs fused=True: nn.BatchNorm2d normalises NCHW tensors only")
     layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
     if channels is None:
         return layers
     if fused:
         a = layers["act"]
         if type(a) is PReLU:
-            fused_layer = BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync)
+            fused_layer = BatchNormPReLU(channels, a.weight.shape[0], a.init, clamp=a.clamp, sync=sync, layout=layout)
             # "act" first: a network names a shared Parameter by the first path that reaches it, act<i>.weight
             return {"act": SharedWeight(fused_layer.prelu_weight), "bn": fused_layer}
         if type(a) is not LeakyReLU:
             raise ValueError(f"fused=True fuses BatchNorm with LeakyReLU or PReLU only, got {type(a).__name__}")
-        return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync)}
+        return {"bn": BatchNormAct(channels, a.negative_slope, clamp=a.clamp, sync=sync, layout=layout)}
     return {"bn": SyncBatchNorm2d(channels) if sync else nn.BatchNorm2d(channels), **layers}

@@ -15,7 +15,8 @@
 //   /tmp/layouts            # prints one line per (geometry, layout): ms of the best of 5 runs, and the kernel
 //   /tmp/layouts --json F   # the same, and writes them to F as {"primitives": [...], "few_channels": [...]}
 //   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights;
-//                           # then per activation shape: the bf16 and float32 reorders to nChw16c and back
+//                           # then per activation shape: the bf16 and float32 reorders to nChw16c and to
+//                           # nhwc and back, and the kernel's own bf16 transposes
 #include <time.h>
 
 #include <algorithm>
@@ -280,26 +281,31 @@ void bf16_against_f32(const Geometry& g) {
   }
 }
 
-// ms of the nchw -> nChw16c and nChw16c -> nchw reorders of one activation: oneDNN's in bf16 and in float32, and
-// the kernel's own bf16 transposes (blocked16.h, move_blocked16), on this thread.
+// ms of the nchw -> nChw16c -> nchw and nchw -> nhwc -> nchw reorders of one activation: oneDNN's in bf16 and in
+// float32, and the kernel's own bf16 transposes (blocked16.h, move_interleaved), on this thread.
 void bf16_reorders(const memory::dims& dims) {
-  double ms[3];
-  for (int i = 0; i < 2; ++i) {
-    const memory::data_type t = i == 0 ? memory::data_type::bf16 : memory::data_type::f32;
-    memory plain = zeroed(memory::desc(dims, t, tag::nchw)), blocked = zeroed(memory::desc(dims, t, tag::nChw16c));
-    dnnl::reorder in(plain, blocked), out(blocked, plain);
-    ms[i] = best_cpu_ms([&] {
-      in.execute(strm, plain, blocked);
-      out.execute(strm, blocked, plain);
+  for (const auto layout : {lrelu::cpu::Interleaved::kBlocked16, lrelu::cpu::Interleaved::kNhwc}) {
+    const bool nhwc = layout == lrelu::cpu::Interleaved::kNhwc;
+    double ms[3];
+    for (int i = 0; i < 2; ++i) {
+      const memory::data_type t = i == 0 ? memory::data_type::bf16 : memory::data_type::f32;
+      memory plain = zeroed(memory::desc(dims, t, tag::nchw));
+      memory other = zeroed(memory::desc(dims, t, nhwc ? tag::nhwc : tag::nChw16c));
+      dnnl::reorder in(plain, other), out(other, plain);
+      ms[i] = best_cpu_ms([&] {
+        in.execute(strm, plain, other);
+        out.execute(strm, other, plain);
+      });
+    }
+    std::vector<uint16_t> plain(dims[0] * dims[1] * dims[2] * dims[3]), other(plain.size());
+    ms[2] = best_cpu_ms([&] {
+      lrelu::cpu::move_interleaved<true>(layout, dims.data(), plain.data(), other.data(), 1);
+      lrelu::cpu::move_interleaved<false>(layout, dims.data(), other.data(), plain.data(), 1);
     });
+    std::printf("%ldx%ldx%ldx%ld nchw -> %s -> nchw: oneDNN bf16 %6.3f ms, oneDNN float32 %6.3f ms, "
+                "move_interleaved bf16 %6.3f ms CPU\n", dims[0], dims[1], dims[2], dims[3],
+                nhwc ? "nhwc" : "nChw16c", ms[0], ms[1], ms[2]);
   }
-  std::vector<uint16_t> plain(dims[0] * dims[1] * dims[2] * dims[3]), blocked(plain.size());
-  ms[2] = best_cpu_ms([&] {
-    lrelu::cpu::move_blocked16<true>(dims.data(), plain.data(), blocked.data(), 1);
-    lrelu::cpu::move_blocked16<false>(dims.data(), blocked.data(), plain.data(), 1);
-  });
-  std::printf("%ldx%ldx%ldx%ld nchw -> nChw16c -> nchw: oneDNN bf16 %6.3f ms, oneDNN float32 %6.3f ms, "
-              "move_blocked16 bf16 %6.3f ms CPU\n", dims[0], dims[1], dims[2], dims[3], ms[0], ms[1], ms[2]);
 }
 
 int main(int argc, char** argv) {

@@ -41,16 +41,18 @@ def losses(summary) -> np.ndarray:
 def test_a_default_run_says_what_each_network_built(tmp_path, capsys, train):
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm")
     out = capsys.readouterr().out
-    assert "build plan:\n  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" \
-           "  D: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch\n" in out
+    assert "build plan:\n  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch, " \
+           "layout NCHW\n  D: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch, " \
+           "layout NCHW\n" in out
 
 
 def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsys, train):
     """D's own plan is printed: under a penalty it runs unfused while G keeps the fused kernels."""
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm", "train.loss=wgan_gp", "model.d_norm=none")
     lines = capsys.readouterr().out.split("build plan:\n")[1].splitlines()
-    assert lines[0] == "  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch"
-    assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none "
+    assert lines[0] == ("  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch, "
+                        "layout NCHW")
+    assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none, layout NCHW "
                         "(train.loss=wgan_gp differentiates D twice, and the fused kernels have first derivatives "
                         "only)")
 

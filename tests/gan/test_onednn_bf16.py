@@ -60,16 +60,22 @@ def assert_one_rounding(got: np.ndarray, want: np.ndarray, name: str) -> None:
     assert excess.max() <= 0, f"{name}: {int((excess > 0).sum())} elements off by more than one rounding"
 
 
-def _check(case: tuple, transpose: bool, batch: int = 2) -> None:
+def _check(case: tuple, transpose: bool, batch: int = 2, layout: str = "NCHW") -> None:
+    """The bf16 conv of `case` against the float32 one on rounded inputs; layout="NHWC" runs the bf16 side on
+    channels-last activations (the reference stays NCHW)."""
     x, wt, s, p = _inputs(case, transpose, batch)
+    to, back = ((lambda a: a.transpose(0, 2, 3, 1)), (lambda a: a.transpose(0, 3, 1, 2))) if layout == "NHWC" else \
+        ((lambda a: a), (lambda a: a))
     conv = onednn.conv_transpose2d if transpose else onednn.conv2d
     fn = lambda a, b: conv(a, b, s, p)  # noqa: E731
     rng = np.random.default_rng(7)
-    y, dx, dw, dy = _vjp(fn, x, wt, lambda shape, dtype: rng.standard_normal(shape).astype(dtype))
+    y, dx, dw, dy = _vjp(lambda a, b: conv(a, b, s, p, layout), np.ascontiguousarray(to(x)), wt,
+                         lambda shape, dtype: rng.standard_normal(shape).astype(dtype))
+    y, dx, dy = back(y), back(dx), back(dy)
     assert dw.dtype == np.float32  # float32 master weights get float32 gradients
     wt_rounded = wt.astype(BF16).astype(np.float32)
     ref_y, pullback = ms.vjp(fn, ms.Tensor(x.astype(np.float32)), ms.Tensor(wt_rounded))
-    ref_dx, ref_dw = (t.asnumpy() for t in pullback(ms.Tensor(dy.astype(np.float32))))
+    ref_dx, ref_dw = (t.asnumpy() for t in pullback(ms.Tensor(np.ascontiguousarray(dy).astype(np.float32))))
     assert_one_rounding(y, ref_y.asnumpy(), "y")
     assert_one_rounding(dx, ref_dx, "dx")
     np.testing.assert_allclose(dw, ref_dw, rtol=0, atol=1e-5 * float(np.abs(ref_dw).max()), err_msg="dw")
@@ -118,16 +124,19 @@ GEMM_WEIGHTS_CASES = [(16, 8, 3, 1, 1, 7, 9), (24, 4, 5, 3, 2, 11, 10), (16, 3, 
 
 
 @needs_bf16
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("transpose,case", [(False, c) for c in GEMM_WEIGHTS_CASES]
                          + [(True, (c[1], c[0], *c[2:])) for c in GEMM_WEIGHTS_CASES[:2]])
-def test_bf16_backward_weights_as_gemm(transpose: bool, case: tuple) -> None:
-    _check(case, transpose, batch=3)
+def test_bf16_backward_weights_as_gemm(transpose: bool, case: tuple, layout: str) -> None:
+    """In NHWC the GEMM reads a bf16 dy in place as the transpose of its (N Ho Wo, O) rows."""
+    _check(case, transpose, batch=3, layout=layout)
 
 
 @needs_bf16
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("transpose,case", DCGAN, ids=[f"{'T' if t else 'C'}{c}" for t, c in DCGAN])
-def test_bf16_conv_on_dcgan_layers(transpose: bool, case: tuple) -> None:
-    _check(case, transpose)
+def test_bf16_conv_on_dcgan_layers(transpose: bool, case: tuple, layout: str) -> None:
+    _check(case, transpose, layout=layout)
 
 
 @needs_bf16

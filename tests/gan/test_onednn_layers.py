@@ -20,7 +20,7 @@ from mindspore import Tensor, nn
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
-from gan.models import Discriminator, init_dcgan_weights, num_blocks
+from gan.models import Discriminator, Generator, init_dcgan_weights, num_blocks
 from gan.plan import build_plan
 from gan.training import run
 from ops import LeakyReLU, onednn
@@ -223,6 +223,30 @@ def test_conv_act_discriminator_matches_bn_act_in_graph_mode() -> None:
         loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
         results[kind] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
     for got, want in zip(results["conv_act"], results["bn_act"]):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("fusion", ["conv_act", "bn_act"])
+@pytest.mark.parametrize("net_class", [Generator, Discriminator])
+def test_channels_last_networks_match_nchw_in_graph_mode(net_class, fusion: str) -> None:
+    """model.layout=nhwc (activations channels last between the layers, NCHW at the networks' edges) == NCHW: same
+    parameter names and shapes, and in a jitted step the same outputs and gradients (float32 summation order)."""
+    model, act = ModelConfig(ngf=16, ndf=16, nz=16, conv_impl="onednn"), ActConfig(clamp=4.0)
+    nets = {layout: net_class(model, act, 3, "onednn", fusion, layout=layout) for layout in ("NCHW", "NHWC")}
+    assert [(q.name, q.shape) for q in nets["NHWC"].get_parameters()] == \
+        [(q.name, q.shape) for q in nets["NCHW"].get_parameters()]
+    init_dcgan_weights(nets["NCHW"], np.random.default_rng(0))
+    ms.load_param_into_net(nets["NHWC"], {q.name: q.clone() for q in nets["NCHW"].get_parameters()},
+                           strict_load=True)
+    rng = np.random.default_rng(1)
+    x = Tensor(rng.standard_normal((4, 16, 1, 1) if net_class is Generator else (4, 3, 32, 32)).astype(np.float32))
+    seed = Tensor(rng.standard_normal((4, 3, 32, 32) if net_class is Generator else 4).astype(np.float32))
+    results = {}
+    for layout, net in nets.items():
+        net.set_train(True)
+        loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
+        results[layout] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
+    for got, want in zip(results["NHWC"], results["NCHW"]):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
 
 

@@ -102,16 +102,53 @@ def test_build_plan_asks_the_machine(config):
 
 def test_describe_gives_one_line_per_network_with_the_reasons(config):
     assert resolve_plan(config(), True).describe() == (
-        "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch\n"
-        "D: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch")
+        "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW\n"
+        "D: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW")
     g, d = resolve_plan(config(*WGAN_GP), True).describe().split("\n")
-    assert g == "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch"
-    assert d == ("D: model.conv_impl=auto -> gemm, fusion=auto -> none, act leaky_relu, norm none (train.loss=wgan_gp "
-                 "differentiates D twice, and oneDNN's convolutions and the fused kernels have first derivatives only)")
+    assert g == "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW"
+    assert d == ("D: model.conv_impl=auto -> gemm, fusion=auto -> none, act leaky_relu, norm none, layout NCHW "
+                 "(train.loss=wgan_gp differentiates D twice, and oneDNN's convolutions and the fused kernels have "
+                 "first derivatives only)")
     g, d = resolve_plan(config("act.d_kind=elu"), False).describe().split("\n")
-    assert g.endswith("fusion=auto -> none, act leaky_relu, norm batch (fusion none: no fused BatchNorm kernel for "
-                      "act.d_kind=elu)")
+    assert g.endswith("fusion=auto -> none, act leaky_relu, norm batch, layout NCHW (fusion none: no fused "
+                      "BatchNorm kernel for act.d_kind=elu)")
     assert d.startswith("D: model.conv_impl=auto -> gemm, fusion=auto -> none, act elu, norm batch")
+
+
+BF16 = ["precision=bf16"]
+
+
+# overrides, bf16 convolutions on AMX here, (G layout, D layout)
+LAYOUTS = [
+    ([], True, ("NCHW", "NCHW")),  # float32: oneDNN's float32 kernels compute in nChw16c, NCHW's neighbour
+    (BF16, True, ("NHWC", "NHWC")),  # the AMX kernels compute in nhwc: no activation is moved between layouts
+    (BF16, False, ("NCHW", "NCHW")),  # AVX512-BF16 without AMX: nChw16c
+    (BF16 + ["model.layout=nchw"], True, ("NCHW", "NCHW")),
+    (["model.layout=nhwc"], False, ("NHWC", "NHWC")),  # asked for: any precision, any CPU
+    (BF16 + ["fusion=bn_act"], True, ("NHWC", "NHWC")),
+    (BF16 + ["fusion=none"], True, ("NCHW", "NCHW")),  # MindSpore's BatchNorm2d is NCHW only
+    (BF16 + ["act.d_kind=prelu"], True, ("NHWC", "NCHW")),  # each network on its own
+    (BF16 + ["train.r1_gamma=1", "model.d_norm=spectral"], True, ("NHWC", "NCHW")),  # D runs gemm
+]
+
+
+@pytest.mark.parametrize("overrides, amx, layouts", LAYOUTS)
+def test_the_activation_layout_of_each_network(config, overrides, amx, layouts):
+    plan = resolve_plan(config(*overrides), onednn=True, amx=amx)
+    assert (plan.g.layout, plan.d.layout) == layouts
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["model.layout=nhwc", "fusion=none"], r"model.layout=nhwc cannot be built here: fusion none \(NHWC needs bn_act "
+                                           r"or conv_act\)"),
+    (["model.layout=nhwc", "model.conv_impl=gemm"], r"conv_impl gemm \(NHWC needs onednn\)"),
+    (["model.layout=nhwc", "act.g_kind=elu"], r"act elu \(NHWC is built for leaky_relu\)"),
+    (["model.layout=nhwc", "experiment=ring8"], r"model.name=mlp \(NHWC is built for the DCGANs\)"),
+    (["model.layout=NHWC"], r"model.layout='NHWC' is not allowed"),
+])
+def test_an_nhwc_that_cannot_be_built_fails_while_the_config_is_read(config, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        config(*overrides)
 
 
 def test_the_loss_rows_name_the_losses_of_the_loss_table():

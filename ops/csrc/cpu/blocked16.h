@@ -1,7 +1,7 @@
-// bfloat16 activations between NCHW and oneDNN's nChw16c (the 16 channels of a block interleaved per pixel), for
-// the oneDNN convolution kernels (onednn_conv.cc) and their layout benchmark (scripts/bench_conv_layouts.cc).
-// oneDNN's own bf16 reorder between these two layouts (jit:uni) is several times slower per byte than its float32
-// one (jit:blk); the numbers are in move_blocked16's comment.
+// bfloat16 activations between NCHW and oneDNN's nChw16c or nhwc, for the oneDNN convolution kernels
+// (onednn_conv.cc) and their layout benchmark (scripts/bench_conv_layouts.cc). oneDNN's own bf16 reorders between
+// these layouts (jit:uni) are several times slower per byte than its float32 ones (jit:blk); the numbers are in
+// move_interleaved's comment.
 #ifndef LRELU_OPS_CSRC_CPU_BLOCKED16_H_
 #define LRELU_OPS_CSRC_CPU_BLOCKED16_H_
 
@@ -49,27 +49,36 @@ inline void transpose16x16(const uint16_t* in, int64_t is, uint16_t* out, int64_
 #endif
 }
 
-// A bf16 activation (N, C, H, W) (dims d), C a multiple of 16, between nchw and nChw16c: 16 x 16 tiles of
-// (channel, pixel) transposed, the pixels past the last whole tile one by one; the (sample, block) pairs are split
-// over the pool. scripts/bench_conv_layouts.cc bf16 (AMD EPYC Zen 5, 1 thread, CPU time, to nChw16c and back):
-// 64x32x16x16 0.096 ms against oneDNN's bf16 reorders 0.247 (its float32 ones: 0.094), 64x64x8x8 0.043 vs 0.123
-// (0.041), 64x128x16x16 0.375 vs 1.004 (0.401), 64x64x32x32 0.823 vs 1.995 (1.825).
-template <bool kToBlocked>
-void move_blocked16(const int64_t* d, const uint16_t* from, uint16_t* to, int threads) {
-  const int64_t blocks = d[1] / 16, hw = d[2] * d[3], tasks = d[0] * blocks, whole = hw / 16 * 16;
+// The channels-interleaved layouts a bf16 activation (N, C, H, W), C a multiple of 16, moves to from nchw:
+// nChw16c (the 16 channels of a block interleaved per pixel, blocks one after the other) and nhwc (all C channels
+// interleaved per pixel, the layout oneDNN's AMX convolutions compute in).
+enum class Interleaved { kBlocked16, kNhwc };
+
+// A bf16 activation (dims d) between nchw and `layout`: 16 x 16 tiles of (channel, pixel) transposed, the pixels
+// past the last whole tile one by one. The (sample, block) pairs are split over the pool in contiguous runs, so two
+// workers write the same nhwc rows only where their runs meet. scripts/bench_conv_layouts.cc bf16 (AMD EPYC Zen 5,
+// 1 thread, CPU time, to nChw16c and back): 64x32x16x16 0.096 ms against oneDNN's bf16 reorders 0.247 (its float32
+// ones: 0.094), 64x64x8x8 0.043 vs 0.123 (0.041), 64x128x16x16 0.375 vs 1.004 (0.401), 64x64x32x32 0.823 vs 1.995
+// (1.825).
+template <bool kToInterleaved>
+void move_interleaved(Interleaved layout, const int64_t* d, const uint16_t* from, uint16_t* to, int threads) {
+  const int64_t c = d[1], blocks = c / 16, hw = d[2] * d[3], tasks = d[0] * blocks, whole = hw / 16 * 16;
+  // Where tile (block b of a sample, pixel p) starts in the interleaved tensor, and its row (pixel) stride.
+  const bool nhwc = layout == Interleaved::kNhwc;
+  const int64_t row = nhwc ? c : 16, block = nhwc ? 16 : 16 * hw;
   const int workers = static_cast<int>(tasks < threads ? tasks : threads);
-  WorkerPool::instance().run(workers, [&](int first) {
-    for (int64_t t = first; t < tasks; t += workers) {  // t = sample * blocks + block: the same offset in both
-      const uint16_t* src = from + t * 16 * hw;
-      uint16_t* dst = to + t * 16 * hw;
+  WorkerPool::instance().run(workers, [&](int worker) {
+    for (int64_t t = tasks * worker / workers; t < tasks * (worker + 1) / workers; ++t) {
+      const int64_t n = t / blocks, b = t % blocks;
+      const int64_t plain = n * c * hw + b * 16 * hw, inter = n * c * hw + b * block;  // the tile row's offsets
       for (int64_t p = 0; p < whole; p += 16) {
-        if (kToBlocked) transpose16x16(src + p, hw, dst + p * 16, 16);
-        else transpose16x16(src + p * 16, 16, dst + p, hw);
+        if (kToInterleaved) transpose16x16(from + plain + p, hw, to + inter + p * row, row);
+        else transpose16x16(from + inter + p * row, row, to + plain + p, hw);
       }
       for (int64_t p = whole; p < hw; ++p) {
-        for (int64_t c = 0; c < 16; ++c) {
-          if (kToBlocked) dst[p * 16 + c] = src[c * hw + p];
-          else dst[c * hw + p] = src[p * 16 + c];
+        for (int64_t i = 0; i < 16; ++i) {
+          if (kToInterleaved) to[inter + p * row + i] = from[plain + i * hw + p];
+          else to[plain + i * hw + p] = from[inter + p * row + i];
         }
       }
     }

@@ -5,10 +5,10 @@
 // a threadpool build), compiled with the headers of an older or equal 3.x release (ops/onednn.py checks
 // the versions at load time). For NCHW activations each primitive is created with format_tag::any, so oneDNN picks
 // its blocked layouts (e.g. nChw16c / OIhw16i16o on AVX-512); the NCHW / OIHW tensors of MindSpore are reordered
-// into and out of them at the edges (bf16 activations of a multiple of 16 channels by blocked16.h's transposes,
-// which are faster there than oneDNN's reorder). NHWC activations (layout 1: the tensors are (N, H, W, C)) are given
-// to oneDNN as they are (its brgemm kernels compute in nhwc), so a network kept in NHWC runs without any activation
-// reorder; weights stay OIHW and are reordered. One cache entry per (kernel, shapes, geometry, threads) holds the
+// into and out of them at the edges (bf16 activations of a multiple of 16 channels, in nChw16c or in the nhwc of
+// the AMX kernels, by blocked16.h's transposes, which are faster there than oneDNN's reorder). NHWC activations
+// (layout 1: the tensors are (N, H, W, C)) are given to oneDNN as they are (its brgemm kernels compute in nhwc), so
+// a network kept in NHWC runs without any activation reorder; weights stay OIHW and are reordered. One cache entry per (kernel, shapes, geometry, threads) holds the
 // primitive, the reorders, the blocked buffers and the scratchpad; a call locks only its own entry.
 //
 // Backward-data into at most kFewChannels channels (an image's gradient, a transposed conv to an image) is
@@ -88,7 +88,9 @@ struct Edge {
   memory blocked;
   dnnl::reorder convert;  // plain -> blocked for inputs, blocked -> plain for the output
   bool reordered;
-  bool channels16 = false;  // bf16 nchw <-> nChw16c, C a multiple of 16: moved by to_blocked16 / from_blocked16
+  // bf16 nchw <-> nChw16c or nhwc, C a multiple of 16: moved by blocked16.h's move_interleaved, not `convert`
+  bool transposed = false;
+  lrelu::cpu::Interleaved interleaved = lrelu::cpu::Interleaved::kBlocked16;
   // Constant weights (inference): `blocked` was reordered from bytes equal to `last`, so an input with the same
   // bytes (compared on every call) skips its reorder.
   bool keep = false;
@@ -111,8 +113,11 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
                bool is_input) {
   Edge e{arg, memory::desc(dims, type, plain_tag), chosen, {}, {}, false};
   e.reordered = e.plain != e.chosen;
-  e.channels16 = e.reordered && type == memory::data_type::bf16 && plain_tag == tag::nchw && dims[1] % 16 == 0 &&
-                 chosen == memory::desc(dims, memory::data_type::bf16, tag::nChw16c);
+  if (e.reordered && type == memory::data_type::bf16 && plain_tag == tag::nchw && dims[1] % 16 == 0) {
+    const bool nhwc = chosen == memory::desc(dims, memory::data_type::bf16, tag::nhwc);
+    e.transposed = nhwc || chosen == memory::desc(dims, memory::data_type::bf16, tag::nChw16c);
+    e.interleaved = nhwc ? lrelu::cpu::Interleaved::kNhwc : lrelu::cpu::Interleaved::kBlocked16;
+  }
   if (e.reordered) {
     e.blocked = memory(chosen, cpu_engine());
     e.convert = is_input ? dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e.plain, cpu_engine(), chosen))
@@ -323,15 +328,15 @@ Entry& lookup(const Problem& p, const void* weights = nullptr) {
 
 // plain -> blocked (an input) or blocked -> plain (the output) of an edge, on `threads` threads.
 void convert(Edge& e, dnnl::stream& stream, memory& plain, memory& blocked, bool to_blocked, int threads) {
-  if (!e.channels16) {
+  if (!e.transposed) {
     if (to_blocked) e.convert.execute(stream, plain, blocked);
     else e.convert.execute(stream, blocked, plain);
     return;
   }
   uint16_t* p = static_cast<uint16_t*>(plain.get_data_handle());
   uint16_t* b = static_cast<uint16_t*>(blocked.get_data_handle());
-  if (to_blocked) lrelu::cpu::move_blocked16<true>(e.plain.get_dims().data(), p, b, threads);
-  else lrelu::cpu::move_blocked16<false>(e.plain.get_dims().data(), b, p, threads);
+  if (to_blocked) lrelu::cpu::move_interleaved<true>(e.interleaved, e.plain.get_dims().data(), p, b, threads);
+  else lrelu::cpu::move_interleaved<false>(e.interleaved, e.plain.get_dims().data(), b, p, threads);
 }
 
 // The memory the primitive reads or writes for this edge; an input is reordered into its blocked buffer.
@@ -494,10 +499,10 @@ int64_t gemm_weights_plane() {
   return plane;
 }
 
-// The GEMM takes NCHW, square kernels, one stride and one padding on every side (the DCGAN layers).
+// The GEMM takes NCHW or NHWC, square kernels, one stride and one padding on every side (the DCGAN layers).
 bool gemm_weights_path(const Problem& p) {
   return p.kind == kBackwardWeights && p.bf16 && p.dst[2] * p.dst[3] <= gemm_weights_plane() &&
-         p.src[1] >= kGemmWeightsChannels && p.layout == kNCHW &&
+         p.src[1] >= kGemmWeightsChannels &&
          p.wei[2] == p.wei[3] && p.strides[0] == p.strides[1] && p.pad_l[0] == p.pad_l[1] && p.pad_l == p.pad_r;
 }
 
@@ -510,7 +515,9 @@ GemmWeights& gemm_weights(const Problem& p) {
     const Concurrency for_pool(p.threads);
     slot = std::make_unique<GemmWeights>(p.threads);
     const int64_t o = p.wei[0], ckk = p.wei[1] * p.wei[2] * p.wei[3], nq = p.dst[0] * p.dst[2] * p.dst[3];
-    const memory::desc a({o, nq}, memory::data_type::bf16, tag::ab), b({nq, ckk}, memory::data_type::bf16, tag::ab),
+    // dY as (O, NQ): transposed into `a` from NCHW; an NHWC dY already is (NQ, O), read in place as its transpose
+    const memory::desc a({o, nq}, memory::data_type::bf16, p.layout == kNHWC ? tag::ba : tag::ab),
+        b({nq, ckk}, memory::data_type::bf16, tag::ab),
         c({o, ckk}, memory::data_type::f32, tag::ab);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -533,10 +540,10 @@ inline void copy_bits(const T* src, uint16_t* dst, int64_t len) {
   for (int64_t j = 0; j < len; ++j) dst[j] = bits_at(src, j);
 }
 
-// xp (H + 2 pad, W + 2 pad, C) = the bf16 bits of one sample x (C, H, W) in channels-last order, zero in the
-// border: a patch row then reads K runs of K C contiguous values.
+// xp (H + 2 pad, W + 2 pad, C) = the bf16 bits of one sample x (C, H, W), or (H, W, C) in `layout` NHWC, in
+// channels-last order, zero in the border: a patch row then reads K runs of K C contiguous values.
 template <typename T>
-void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, uint16_t* xp) {
+void to_padded_nhwc(const T* x, Layout layout, int64_t c, int64_t h, int64_t w, int64_t pad, uint16_t* xp) {
   const int64_t wp = w + 2 * pad;
   const auto zero = [&](int64_t row, int64_t col, int64_t pixels) {
     std::memset(xp + (row * wp + col) * c, 0, static_cast<size_t>(pixels * c) * 2);
@@ -548,6 +555,10 @@ void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, ui
   for (int64_t r = pad; r < h + pad && pad > 0; ++r) {
     zero(r, 0, pad);
     zero(r, w + pad, pad);
+  }
+  if (layout == kNHWC) {  // each row's W C values as they are
+    for (int64_t ih = 0; ih < h; ++ih) copy_bits(x + ih * w * c, xp + ((ih + pad) * wp + pad) * c, w * c);
+    return;
   }
   if constexpr (std::is_same_v<T, lrelu::cpu::bf16>) {
     if (c % 16 == 0) {  // 16 channels x 16 pixels at a time, through a transposed tile
@@ -582,7 +593,8 @@ void to_padded_nhwc(const T* x, int64_t c, int64_t h, int64_t w, int64_t pad, ui
   }
 }
 
-// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo), out: diff_weights (O, C, K, K), dtypes p.types. The
+// params: src (N, C, H, W), diff_dst (N, O, Ho, Wo) (both channels last in layout NHWC), out: diff_weights
+// (O, C, K, K), dtypes p.types. The
 // patches' columns are in (kh, kw, ci) order, contiguous runs of the channels-last copy of x; the GEMM's
 // (O, K K C) sums are permuted into OIHW at the end (and rounded once where the weight is not float32).
 void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void* dw) {
@@ -593,6 +605,7 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
   const int64_t stride = p.strides[0], pad = p.pad_l[0], wp = w + 2 * pad;
   uint16_t* a = static_cast<uint16_t*>(g.a.get_data_handle());
   uint16_t* b = static_cast<uint16_t*>(g.b.get_data_handle());
+  const bool bf16_dy = p.layout == kNHWC && p.types[1] == memory::data_type::bf16;  // the GEMM reads it in place
   const int workers = static_cast<int>(n < p.threads ? n : p.threads);
   with_type(p.types[0], x, [&](auto xs) {
     with_type(p.types[1], dy, [&](auto dys) {
@@ -600,10 +613,14 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
         thread_local std::vector<uint16_t> xp;
         xp.resize(static_cast<size_t>((h + 2 * pad) * wp * c));
         for (int64_t i = first; i < n; i += workers) {
-          for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
-            copy_bits(dys + (i * o + oc) * q, a + oc * n * q + i * q, q);
+          if (p.layout == kNHWC) {  // a[i q + j, oc] = dy[i, j, oc]: a copy where dy is not bf16 (read in place)
+            if (!bf16_dy) copy_bits(dys + i * q * o, a + i * q * o, q * o);
+          } else {
+            for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
+              copy_bits(dys + (i * o + oc) * q, a + oc * n * q + i * q, q);
+            }
           }
-          to_padded_nhwc(xs + i * c * h * w, c, h, w, pad, xp.data());
+          to_padded_nhwc(xs + i * c * h * w, p.layout, c, h, w, pad, xp.data());
           for (int64_t oh = 0; oh < ho; ++oh) {  // b[(i, oh, ow), (kh, kw, ci)] = xp[oh s + kh, ow s + kw, ci]
             for (int64_t ow = 0; ow < wo; ++ow) {
               uint16_t* row = b + ((i * ho + oh) * wo + ow) * ckk;
@@ -617,7 +634,8 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
       });
     });
   });
-  g.prim.execute(g.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c},
+  memory a_mem = bf16_dy ? memory(g.a.get_desc(), cpu_engine(), const_cast<void*>(dy)) : g.a;
+  g.prim.execute(g.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c},
                             {DNNL_ARG_SCRATCHPAD, g.scratch}});
   g.stream.wait();
   const float* sums = static_cast<const float*>(g.c.get_data_handle());
