@@ -60,8 +60,9 @@ def is_diagnostic_param(name: str) -> bool:
 
 
 def channel_layout(act: nn.Cell) -> str:
-    """Where an activation cell's tensors keep their channels: "NHWC" (last axis) for a fused cell built with
-    layout="NHWC" (ops.BatchNormAct), else "NCHW" (axis 1, what every other cell of the project takes)."""
+    """Where an activation cell's tensors keep their channels: "NHWC" (last axis) for a cell built with
+    layout="NHWC" (ops.BatchNormAct, a channels-last oneDNN conv layer, an activation of a channels-last network:
+    ops.norm_act_layers), else "NCHW" (axis 1, what every other cell of the project takes)."""
     return getattr(act, "layout", "NCHW")
 
 

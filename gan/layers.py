@@ -35,9 +35,15 @@ def _out_hw(shape: tuple, k: int, s: int, p: int) -> tuple[int, int]:
 
 class _ChannelBias:
     """Mixin for the conv layers that add their bias themselves (after their own convolution). `layout` is where
-    their activations keep the channels: "NCHW", or "NHWC" (channels last; the oneDNN layers only, make_conv)."""
+    their output keeps the channels: "NCHW", or "NHWC" (channels last; the oneDNN layers only, make_conv), and
+    `in_layout` where their input does (None: the same)."""
 
     layout = "NCHW"
+    in_layout = None
+
+    def layouts(self) -> dict:
+        """The layout and out_layout arguments of the layer's oneDNN call."""
+        return {"layout": self.in_layout or self.layout, "out_layout": self.layout}
 
     def _plus_bias(self, y: Tensor, dtype: ms.Type) -> Tensor:
         """y plus the layer's per-channel bias (cast to `dtype`, the input's), or y for a layer without one."""
@@ -134,14 +140,14 @@ class OnednnConv2d(OnednnDtypes, _ConvOnly, nn.Conv2d):
 
     def conv_only(self, x: Tensor, weight: Tensor) -> Tensor:
         """The convolution with `weight`, without the bias."""
-        return onednn.conv2d(x, weight, self._s, self._p, self.layout, **self.dtypes())
+        return onednn.conv2d(x, weight, self._s, self._p, **self.layouts(), **self.dtypes())
 
 
 class OnednnConv2dTranspose(OnednnDtypes, _SquareConv, nn.Conv2dTranspose):
     """nn.Conv2dTranspose (pad mode 'pad', square kernel) as oneDNN's convolution backward-data primitive."""
 
     def construct(self, x: Tensor) -> Tensor:
-        y = onednn.conv_transpose2d(x, self.weight, self._s, self._p, self.layout, **self.dtypes())
+        y = onednn.conv_transpose2d(x, self.weight, self._s, self._p, **self.layouts(), **self.dtypes())
         return self._plus_bias(y, y.dtype)
 
 
@@ -172,7 +178,7 @@ class OnednnConv2dAct(ConvAct, OnednnConv2d):
 
     def forward_with(self, x: Tensor, weight: Tensor) -> Tensor:
         bias = self.bias if self.has_bias else ops.zeros((self.out_channels,), weight.dtype)
-        return onednn.conv2d_act(x, weight, bias, self._s, self._p, self.negative_slope, self.clamp, self.layout,
+        return onednn.conv2d_act(x, weight, bias, self._s, self._p, self.negative_slope, self.clamp, **self.layouts(),
                                  **self.dtypes())
 
 
@@ -198,10 +204,10 @@ def bias_act_class(layer_class: type) -> type:
 
 
 def _rebuild(conv: nn.Cell, cls: type, **kwargs) -> nn.Cell:
-    """A fresh `cls` layer with the geometry and layout of `conv` (and its parameter names: weight, bias, sn_u)."""
+    """A fresh `cls` layer with the geometry and layouts of `conv` (and its parameter names: weight, bias, sn_u)."""
     layer = cls(conv.in_channels, conv.out_channels, conv.kernel_size[0], conv.stride[0], pad_mode="pad",
                 padding=conv.padding, has_bias=conv.has_bias, weight_init="normal", **kwargs)
-    layer.layout = getattr(conv, "layout", "NCHW")
+    layer.layout, layer.in_layout = getattr(conv, "layout", "NCHW"), getattr(conv, "in_layout", None)
     return layer
 
 
@@ -312,10 +318,11 @@ _FUSIBLE = {GemmConv2d: GemmConv2d, OnednnConv2d: OnednnConv2d, NativeConv2d: Na
 
 def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int, *,
               transpose: bool = False, has_bias: bool = False, impl: str = "native",
-              spectral_norm: bool = False, layout: str = "NCHW") -> nn.Cell:
+              spectral_norm: bool = False, layout: str = "NCHW", in_layout: str | None = None) -> nn.Cell:
     """A Conv2d (or Conv2dTranspose) with parameters `weight` (and `bias`) shaped like MindSpore's;
     spectral_norm=True (Conv2d only) adds spectral normalisation (SpectralNorm). layout="NHWC" (impl onednn only):
-    it takes and returns channels-last activations (N, H, W, C); the weights stay OIHW."""
+    it returns channels-last activations (N, H, W, C), and takes them unless in_layout says otherwise (a network's
+    first layer reads NCHW images: in_layout="NCHW"); the weights stay OIHW."""
     classes = {"native": (nn.Conv2d, nn.Conv2dTranspose), "gemm": (GemmConv2d, GemmConv2dTranspose),
                "onednn": (OnednnConv2d, OnednnConv2dTranspose)}
     if spectral_norm:
@@ -330,10 +337,11 @@ def make_conv(in_channels: int, out_channels: int, kernel_size: int, stride: int
                              ("kernel_size", kernel_size, 1), ("stride", stride, 1), ("padding", padding, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"conv {name}={value!r} must be an int >= {low}")
-    if layout not in ("NCHW", "NHWC") or (layout == "NHWC" and impl != "onednn"):
-        raise ValueError(f"conv layout={layout!r} is not allowed with impl {impl!r}: NCHW, or NHWC with onednn")
+    for key, value in (("layout", layout), ("in_layout", in_layout or layout)):
+        if value not in ("NCHW", "NHWC") or (value == "NHWC" and impl != "onednn"):
+            raise ValueError(f"conv {key}={value!r} is not allowed with impl {impl!r}: NCHW, or NHWC with onednn")
     conv = classes[impl][transpose](in_channels, out_channels, kernel_size, stride, pad_mode="pad",
                                     padding=padding, has_bias=has_bias, weight_init="normal")
-    if layout == "NHWC":
-        conv.layout = layout
+    if (in_layout or layout, layout) != ("NCHW", "NCHW"):
+        conv.layout, conv.in_layout = layout, in_layout
     return conv

@@ -113,8 +113,8 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
 
 class Generator(nn.Cell):
     """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh.
-    layout="NHWC" (gan.plan's NetworkPlan.layout): the layers compute on channels-last activations; z and the
-    images stay NCHW (one transpose of the images at the end)."""
+    layout="NHWC" (gan.plan's NetworkPlan.layout): the layers pass channels-last activations between them; the first
+    reads z and the last writes the images in NCHW."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:
@@ -128,27 +128,24 @@ class Generator(nn.Cell):
         for i, (width, slope) in enumerate(zip(widths, slopes)):
             stride, pad = (1, 0) if i == 0 else (2, 1)
             conv = make_conv(in_ch, width, 4, stride, pad, transpose=True, has_bias=norm.bias, impl=conv_impl,
-                             layout=layout)
+                             layout=layout, in_layout="NCHW" if i == 0 else layout)
             _block(layers, i, conv, width if norm.batch_norm else None, slope, act.clamp, fusion, sync_bn,
                    make_activation(act, "g", i, slope, width), layout)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, channels, 4, 2, 1, transpose=True, has_bias=norm.bias, impl=conv_impl,
-                                       layout=layout)
+                                       in_layout=layout)
         layers["tanh"] = nn.Tanh()
         self.layers = nn.SequentialCell(layers)
         self.nz = model.nz
-        self.channels_last = layout == "NHWC"
 
     def construct(self, z: Tensor) -> Tensor:
-        if not self.channels_last:
-            return self.layers(z)
-        return self.layers(z.reshape(z.shape[0], 1, 1, -1)).transpose(0, 3, 1, 2)
+        return self.layers(z)
 
 
 class Discriminator(nn.Cell):
     """images (N, C, S, S) -> logits (N,): strided 4x4 convs, LeakyReLU, and `model.d_norm`: BatchNorm from
     the second block (batch), spectral norm on every conv (spectral), or nothing (none). layout="NHWC": the layers
-    compute on channels-last activations (one transpose of the images first).
+    pass channels-last activations between them; the first reads the images in NCHW.
 
     No Sigmoid: the losses (gan.losses) take logits, which stay finite where sigmoid + log would not.
     """
@@ -164,18 +161,15 @@ class Discriminator(nn.Cell):
         for i, slope in enumerate(slopes):
             width = model.ndf * 2 ** i
             conv = make_conv(in_ch, width, 4, 2, 1, has_bias=norm.bias, impl=conv_impl, spectral_norm=norm.spectral,
-                             layout=layout)
+                             layout=layout, in_layout="NCHW" if i == 0 else layout)
             _block(layers, i, conv, width if norm.batch_norm and i > 0 else None, slope, act.clamp, fusion, sync_bn,
                    make_activation(act, "d", i, slope, width), layout)
             in_ch = width
         layers[f"conv{n}"] = make_conv(in_ch, 1, 4, 1, 0, has_bias=norm.bias, impl=conv_impl,
                                        spectral_norm=norm.spectral, layout=layout)
         self.layers = nn.SequentialCell(layers)
-        self.channels_last = layout == "NHWC"
 
     def construct(self, x: Tensor) -> Tensor:
-        if self.channels_last:
-            x = x.transpose(0, 2, 3, 1)
         return self.layers(x).reshape(-1)
 
 

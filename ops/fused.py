@@ -383,6 +383,8 @@ def norm_act_layers(channels: int | None, negative_slope: float, *, fused: bool 
     if layout == "NHWC" and channels is not None and not fused:
         raise ValueError("layout='NHWC' needs fused=True: nn.BatchNorm2d normalises NCHW tensors only")
     layers = {"act": LeakyReLU(negative_slope, clamp=clamp) if act is None else act}
+    if layout == "NHWC":
+        layers["act"].layout = layout  # element-wise, so it computes the same; diagnostics read its channels last
     if channels is None:
         return layers
     if fused:

@@ -190,13 +190,15 @@ def _ints(value, name: str, lengths: tuple[int, ...], low: int) -> tuple[int, ..
 
 
 def _geometry(stride: tuple[int, int], padding: tuple[int, int, int, int], threads: int, slope: float,
-              clamp: float, layout: str, constant_weights: bool, bf16: bool) -> ms.Tensor:
+              clamp: float, layouts: tuple[str, str], constant_weights: bool, bf16: bool) -> ms.Tensor:
     """The kernels' int32 geometry input {stride h/w, padding top/bottom/left/right, threads, slope, clamp,
     layout, constant_weights, compute}, the floats as float32 bits (an integer input, so amp never casts it),
-    compute 1 for a bfloat16 primitive."""
+    compute 1 for a bfloat16 primitive. `layouts` are the conv's (src, dst) layouts; the kernels' layout code is
+    0 (both NCHW), 1 (both NHWC), 2 (src NCHW, dst NHWC) or 3 (src NHWC, dst NCHW)."""
+    src, dst = map(layout_code, layouts)
     floats = np.array([slope, clamp], np.float32).view(np.int32)
     head = np.array([*stride, *padding, threads], np.int32)
-    tail = np.array([layout_code(layout), int(constant_weights), int(bf16)], np.int32)
+    tail = np.array([src if src == dst else 2 + src, int(constant_weights), int(bf16)], np.int32)
     return ms.Tensor(np.concatenate([head, floats, tail]))
 
 
@@ -232,36 +234,38 @@ class ConvDtypes(NamedTuple):
 @functools.lru_cache(maxsize=None)
 def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[int, int],
             padding: tuple[int, int, int, int], transpose: bool, threads: int, act: tuple[float, float] | None,
-            layout: str, constant_weights: bool, dtypes: ConvDtypes) -> tuple[msops.Custom, ms.Tensor]:
+            layouts: tuple[str, str], constant_weights: bool, dtypes: ConvDtypes) -> tuple[msops.Custom, ms.Tensor]:
     """(primitive with its bprop, geometry tensor) of a conv (or transposed conv) of x by w, cached per shape and
     dtypes (gradients in the dtype of what they differentiate).
 
-    stride (h, w), padding (top, bottom, left, right); x in `layout` (NCHW or NHWC), w OIHW (O, C, Kh, Kw).
+    stride (h, w), padding (top, bottom, left, right); x and the output in `layouts` (each NCHW or NHWC), w OIHW
+    (O, C, Kh, Kw).
     act=(slope, clamp) (Conv2d only): conv + bias + LeakyReLU (+ clamp, inf for none) as one primitive; its
     backward takes the activation's gradient from the output's sign, then the conv's backward primitives.
     constant_weights (Conv2d forward): keep the weights' reordered copy while their bytes do not change.
     """
     lib = library_path()
     dnnl_info()
-    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layout, constant_weights,
-                         dtypes.bf16)
+    layout, out_layout = layouts
+    geometry = _geometry(stride, padding, threads, *(act or (0.0, math.inf)), layouts[::-1] if transpose else layouts,
+                         constant_weights, dtypes.bf16)
     n, _, h, w = _spatial(x_shape, layout)
     kh, kw = w_shape[2:]
     (sh, sw), (top, bottom, left, right) = stride, padding
     if transpose:  # x is the conv's dst (N, C_in, h, w); y its src (N, C_out, H, W)
         y_shape = _in_layout(n, w_shape[1], (h - 1) * sh - top - bottom + kh, (w - 1) * sw - left - right + kw,
-                             layout)
+                             out_layout)
     else:
         y_shape = _in_layout(n, w_shape[0], _out_size(h, kh, sh, top, bottom), _out_size(w, kw, sw, left, right),
-                             layout)
-    channel_axes = (0, 1, 2) if layout == "NHWC" else (0, 2, 3)
+                             out_layout)
+    channel_axes = (0, 1, 2) if out_layout == "NHWC" else (0, 2, 3)
 
     def custom(name: str, shape: tuple, dtype: ms.Type, bprop=None) -> msops.Custom:
         prim = msops.Custom(f"{lib}:{name}", out_shape=_shape_of(shape), out_dtype=lambda *_: dtype,
                             func_type="aot", bprop=bprop)
         # A distinct attribute per geometry: MindSpore reuses the bprop graph of the first equal primitive.
         prim.add_prim_attr("conv_geometry", (*x_shape, *w_shape, *stride, *padding, transpose, *(act or ()),
-                                             layout, constant_weights, *map(str, dtypes)))
+                                             *layouts, constant_weights, *map(str, dtypes)))
         return prim
 
     weights_grad = custom("DnnlConvBackwardWeights", tuple(w_shape), dtypes.w)
@@ -288,7 +292,8 @@ def kernels(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: tuple[in
 @constexpr
 def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bool, dtype: ms.Type,
                   w_dtype: ms.Type, out_dtype: ms.Type | None, compute: ms.Type | None,
-                  act: tuple[float, float] | None, layout: str, constant_weights: bool) -> tuple[msops.Custom, ms.Tensor]:
+                  act: tuple[float, float] | None, layout: str, out_layout: str | None,
+                  constant_weights: bool) -> tuple[msops.Custom, ms.Tensor]:
     """Checked shapes and dtypes -> cached kernels; constexpr so it also runs inside ms.jit.
 
     Every argument is passed explicitly (no defaults) and the name is unique among the package's constexprs:
@@ -309,38 +314,43 @@ def _conv_kernels(x_shape: tuple, w_shape: tuple, stride, padding, transpose: bo
         shape = "(N, H, W, C)" if layout == "NHWC" else "(N, C, H, W)"
         raise ValueError(f"oneDNN conv{'_transpose' if transpose else ''}2d needs x {shape} with C={channels} "
                          f"({layout}) and a 4-d OIHW weight, got x {tuple(x_shape)} and weight {tuple(w_shape)}")
+    layouts = (layout, out_layout or layout)
+    for value in layouts:
+        layout_code(value)
     return kernels(tuple(map(int, x_shape)), tuple(map(int, w_shape)), stride, padding, transpose, num_threads(),
-                   act, layout, bool(constant_weights), ConvDtypes(dtype, w_dtype, out_dtype or dtype, bf16))
+                   act, layouts, bool(constant_weights), ConvDtypes(dtype, w_dtype, out_dtype or dtype, bf16))
 
 
 def conv2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
-           layout: str = "NCHW", *, compute: ms.Type | None = None, out_dtype: ms.Type | None = None) -> ms.Tensor:
+           layout: str = "NCHW", *, compute: ms.Type | None = None, out_dtype: ms.Type | None = None,
+           out_layout: str | None = None) -> ms.Tensor:
     """Conv2d of the batch x (NCHW, or NHWC with layout="NHWC") by OIHW weights (O, C, Kh, Kw); stride an int or
     (h, w), zero padding an int, (h, w) or (top, bottom, left, right).
 
     compute: ms.bfloat16 or ms.float32 (None: bfloat16 for bfloat16 x, else float32); out_dtype: the output's
-    dtype (None: x's). Any x and weight dtype goes with either: the kernel's reorders convert them."""
+    dtype (None: x's). Any x and weight dtype goes with either: the kernel's reorders convert them. out_layout: the
+    output's layout (None: x's), e.g. images in NCHW into a network that keeps its activations in NHWC."""
     op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
-                                 compute, None, layout, False)
+                                 compute, None, layout, out_layout, False)
     return op(x, weight, geometry)
 
 
 def conv_transpose2d(x: ms.Tensor, weight: ms.Tensor, stride: int | tuple[int, int], padding: int | tuple[int, ...],
                      layout: str = "NCHW", *, compute: ms.Type | None = None,
-                     out_dtype: ms.Type | None = None) -> ms.Tensor:
+                     out_dtype: ms.Type | None = None, out_layout: str | None = None) -> ms.Tensor:
     """Conv2dTranspose of x (N, C_in, h, w), or (N, h, w, C_in) with layout="NHWC", by weights (C_in, C_out, Kh, Kw):
-    output (h-1)*s - pads + K per axis, in x's layout; compute and out_dtype as conv2d's."""
+    output (h-1)*s - pads + K per axis, in out_layout (None: x's); compute and out_dtype as conv2d's."""
     op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, True, x.dtype, weight.dtype, out_dtype,
-                                 compute, None, layout, False)
+                                 compute, None, layout, out_layout, False)
     return op(x, weight, geometry)
 
 
 def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int | tuple[int, int],
                padding: int | tuple[int, ...], negative_slope: float, clamp: float | None = None,
                layout: str = "NCHW", constant_weights: bool = False, *, compute: ms.Type | None = None,
-               out_dtype: ms.Type | None = None) -> ms.Tensor:
+               out_dtype: ms.Type | None = None, out_layout: str | None = None) -> ms.Tensor:
     """clamp(leaky_relu(conv2d(x, weight) + bias[channel])) as one oneDNN primitive (post-ops); bias (O,);
-    negative_slope 0 is conv + bias + ReLU. Geometry, layout, compute and out_dtype as conv2d's.
+    negative_slope 0 is conv + bias + ReLU. Geometry, layout, compute, out_dtype and out_layout as conv2d's.
     constant_weights=True (inference) keeps the weights in oneDNN's layout between calls and reorders them again
     only when their bytes change (compared on every call: correct, and cheaper than the reorder).
 
@@ -349,7 +359,7 @@ def conv2d_act(x: ms.Tensor, weight: ms.Tensor, bias: ms.Tensor, stride: int | t
     """
     act = (check_negative_slope(negative_slope), math.inf if check_clamp(clamp) is None else clamp)
     op, geometry = _conv_kernels(x.shape, weight.shape, stride, padding, False, x.dtype, weight.dtype, out_dtype,
-                                 compute, act, layout, constant_weights)
+                                 compute, act, layout, out_layout, constant_weights)
     return op(x, weight, bias, geometry)
 
 

@@ -52,8 +52,8 @@ def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsy
     lines = capsys.readouterr().out.split("build plan:\n")[1].splitlines()
     assert lines[0] == ("  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch, "
                         "layout NCHW")
-    assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none, layout NCHW "
-                        "(train.loss=wgan_gp differentiates D twice, and the fused kernels have first derivatives "
+    assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none, "
+                        "layout NCHW (train.loss=wgan_gp differentiates D twice, and the fused kernels have first derivatives "
                         "only)")
 
 

@@ -60,22 +60,30 @@ def assert_one_rounding(got: np.ndarray, want: np.ndarray, name: str) -> None:
     assert excess.max() <= 0, f"{name}: {int((excess > 0).sum())} elements off by more than one rounding"
 
 
-def _check(case: tuple, transpose: bool, batch: int = 2, layout: str = "NCHW") -> None:
-    """The bf16 conv of `case` against the float32 one on rounded inputs; layout="NHWC" runs the bf16 side on
-    channels-last activations (the reference stays NCHW)."""
+def _nhwc(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+def _nchw(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+
+
+def _check(case: tuple, transpose: bool, batch: int = 2, layout: str = "NCHW", out_layout: str | None = None) -> None:
+    """The bf16 conv of `case` against the float32 one on rounded inputs; layout / out_layout "NHWC" give the bf16
+    side's input / output channels last (the reference stays NCHW)."""
     x, wt, s, p = _inputs(case, transpose, batch)
-    to, back = ((lambda a: a.transpose(0, 2, 3, 1)), (lambda a: a.transpose(0, 3, 1, 2))) if layout == "NHWC" else \
-        ((lambda a: a), (lambda a: a))
+    x_in = (_nhwc if layout == "NHWC" else np.asarray)(x)
+    from_out = _nchw if (out_layout or layout) == "NHWC" else np.asarray
     conv = onednn.conv_transpose2d if transpose else onednn.conv2d
     fn = lambda a, b: conv(a, b, s, p)  # noqa: E731
     rng = np.random.default_rng(7)
-    y, dx, dw, dy = _vjp(lambda a, b: conv(a, b, s, p, layout), np.ascontiguousarray(to(x)), wt,
+    y, dx, dw, dy = _vjp(lambda a, b: conv(a, b, s, p, layout, out_layout=out_layout), x_in, wt,
                          lambda shape, dtype: rng.standard_normal(shape).astype(dtype))
-    y, dx, dy = back(y), back(dx), back(dy)
+    y, dx, dy = from_out(y), (_nchw if layout == "NHWC" else np.asarray)(dx), from_out(dy)
     assert dw.dtype == np.float32  # float32 master weights get float32 gradients
     wt_rounded = wt.astype(BF16).astype(np.float32)
     ref_y, pullback = ms.vjp(fn, ms.Tensor(x.astype(np.float32)), ms.Tensor(wt_rounded))
-    ref_dx, ref_dw = (t.asnumpy() for t in pullback(ms.Tensor(np.ascontiguousarray(dy).astype(np.float32))))
+    ref_dx, ref_dw = (t.asnumpy() for t in pullback(ms.Tensor(dy.astype(np.float32))))
     assert_one_rounding(y, ref_y.asnumpy(), "y")
     assert_one_rounding(dx, ref_dx, "dx")
     np.testing.assert_allclose(dw, ref_dw, rtol=0, atol=1e-5 * float(np.abs(ref_dw).max()), err_msg="dw")
@@ -137,6 +145,16 @@ def test_bf16_backward_weights_as_gemm(transpose: bool, case: tuple, layout: str
 @pytest.mark.parametrize("transpose,case", DCGAN, ids=[f"{'T' if t else 'C'}{c}" for t, c in DCGAN])
 def test_bf16_conv_on_dcgan_layers(transpose: bool, case: tuple, layout: str) -> None:
     _check(case, transpose, layout=layout)
+
+
+@needs_bf16
+@pytest.mark.parametrize("layout, out_layout", [("NCHW", "NHWC"), ("NHWC", "NCHW")])
+@pytest.mark.parametrize("transpose,case", [(False, (3, 16, 4, 2, 1, 16, 16)), (True, (16, 3, 4, 2, 1, 8, 8)),
+                                            (True, (24, 32, 4, 1, 0, 1, 1)), (False, (32, 48, 4, 2, 1, 8, 8))])
+def test_bf16_conv_between_layouts(transpose: bool, case: tuple, layout: str, out_layout: str) -> None:
+    """A channels-last network's edges: images (few channels) in NCHW on one side, its activations in NHWC on the
+    other, in one primitive (the few-channel GEMM path included: it reads an NHWC dy transposed)."""
+    _check(case, transpose, batch=3, layout=layout, out_layout=out_layout)
 
 
 @needs_bf16

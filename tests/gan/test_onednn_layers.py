@@ -19,6 +19,7 @@ import pytest
 from mindspore import Tensor, nn
 
 from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
+from gan.diagnostics import attach
 from gan.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
 from gan.models import Discriminator, Generator, init_dcgan_weights, num_blocks
 from gan.plan import build_plan
@@ -248,6 +249,10 @@ def test_channels_last_networks_match_nchw_in_graph_mode(net_class, fusion: str)
         results[layout] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
     for got, want in zip(results["NHWC"], results["NCHW"]):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+    # the dead-channel probes find each activation's channels on its last axis
+    probes = {layout: attach(net, x, "N") for layout, net in nets.items()}
+    assert [(q.layer, q.channels, q.layout) for q in probes["NHWC"]] == \
+        [(q.layer, q.channels, "NHWC") for q in probes["NCHW"]]
 
 
 def test_conv_act_needs_onednn(config) -> None:

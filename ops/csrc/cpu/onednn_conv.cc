@@ -25,7 +25,9 @@
 // DnnlActBackward        (y, dy, geometry) -> dz: the activation's gradient from the output's sign
 // geometry: int32[12] {stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, slope, clamp,
 // layout, constant_weights, compute} (slope and clamp as float32 bit patterns, inf for no clamp; layout 0 = NCHW,
-// 1 = NHWC, where the activation shapes above read (N,H,W,C); constant_weights 1 (forward kinds, inference): the
+// 1 = NHWC, where the activation shapes above read (N,H,W,C), 2 = src and diff_src NCHW with dst and diff_dst
+// NHWC, 3 = the other way round (a network's first and last layers between images and channels-last
+// activations); constant_weights 1 (forward kinds, inference): the
 // weights' reordered copy is kept and reused while their bytes stay the same, compared on every call; compute 1
 // for bfloat16, 0 for float32). Tensors are float32, float16 or bfloat16, each on its own (amp casts every
 // floating input of a float16 cell; precision=bf16 passes float32 weights, and float32 network inputs and outputs
@@ -144,7 +146,8 @@ struct Problem {
   int threads;
   std::vector<memory::data_type> types;
   float slope, clamp;
-  Layout layout;
+  Layout layout;      // of src (and diff_src)
+  Layout dst_layout;  // of dst (and diff_dst)
   int64_t algorithm;
   bool constant_weights;
   bool bf16;  // a bfloat16 problem (else float32)
@@ -152,7 +155,7 @@ struct Problem {
   memory::data_type compute() const { return bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
 
   std::vector<int64_t> key() const {
-    std::vector<int64_t> k = {kind, threads, layout, algorithm, constant_weights, bf16};
+    std::vector<int64_t> k = {kind, threads, layout, dst_layout, algorithm, constant_weights, bf16};
     for (const memory::dims* d : {&strides, &pad_l, &pad_r}) k.insert(k.end(), d->begin(), d->end());
     for (memory::data_type t : types) k.push_back(static_cast<int64_t>(t));
     for (const memory::dims* d : {&src, &wei, &dst}) k.insert(k.end(), d->begin(), d->end());
@@ -187,15 +190,19 @@ bool has_avx512() {
 // stays blocked (nhwc: 63.8 vs 68.5 ms for 128 -> 256), and so does everything with AVX-512, where the blocked
 // backward-data won (the comment of backward_data_desc).
 bool nhwc_inside(const Problem& p) {
-  return p.layout == kNCHW && !p.bf16 && (p.kind == kForward || p.kind == kForwardAct || p.kind == kBackwardData) &&
+  return p.layout == kNCHW && p.dst_layout == kNCHW && !p.bf16 &&
+         (p.kind == kForward || p.kind == kForwardAct || p.kind == kBackwardData) &&
          p.src[1] >= 32 && p.dst[2] * p.dst[3] > 1 && !has_avx512();
 }
 
-// The descriptor oneDNN computes an activation of problem p in: the tensor's nhwc for NHWC (no reorder); nhwc for
-// the NCHW problems of nhwc_inside; else oneDNN's own choice (its blocked layouts beat plain nchw).
-memory::desc act_desc(const Problem& p, const memory::dims& dims) {
+// The descriptor oneDNN computes an activation of problem p in, of a tensor in `layout`: the tensor's nhwc for NHWC
+// (no reorder); nhwc for the NCHW problems of nhwc_inside, and for an NCHW side of a problem whose other side is
+// NHWC (one primitive in nhwc, one reorder at the NCHW edge); else oneDNN's own choice (its blocked layouts beat
+// plain nchw).
+memory::desc act_desc(const Problem& p, const memory::dims& dims, Layout layout) {
   const memory::data_type t = p.compute();
-  return p.layout == kNHWC || nhwc_inside(p) ? memory::desc(dims, t, tag::nhwc) : any_desc(dims, t);
+  const bool nhwc = layout == kNHWC || p.layout != p.dst_layout || nhwc_inside(p);
+  return nhwc ? memory::desc(dims, t, tag::nhwc) : any_desc(dims, t);
 }
 
 // conv + bias, then LeakyReLU (eltwise_relu with alpha = slope) and, for a finite clamp, eltwise_clip.
@@ -222,14 +229,14 @@ dnnl::convolution_backward_data::primitive_desc backward_data_desc(
                                                            any_desc(p.wei, t), dst, p.strides, p.pad_l, p.pad_r,
                                                            fwd, attr);
   };
-  if (p.layout == kNCHW && fwd.src_desc() != memory::desc(p.src, t, tag::nchw)) {
+  if (p.layout == kNCHW && p.dst_layout == kNCHW && fwd.src_desc() != memory::desc(p.src, t, tag::nchw)) {
     try {
       auto pd = make(fwd.src_desc(), fwd.dst_desc());
       if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return pd;
     } catch (const dnnl::error&) {
     }
   }
-  return make(act_desc(p, p.src), act_desc(p, p.dst));
+  return make(act_desc(p, p.src, p.layout), act_desc(p, p.dst, p.dst_layout));
 }
 
 // The pooling forward of a kPool problem: src and dst in the tensors' own layout (oneDNN's pooling kernels
@@ -257,7 +264,7 @@ std::unique_ptr<Entry> create_pool(const Problem& p) {
 std::unique_ptr<Entry> create(const Problem& p) {
   if (p.kind == kPool) return create_pool(p);
   auto entry = std::make_unique<Entry>(p.threads);
-  const tag plain = act_tag(p.layout);
+  const tag plain = act_tag(p.layout), plain_dst = act_tag(p.dst_layout);
   dnnl::primitive_attr attr = p.kind == kForwardAct ? act_attr(p) : dnnl::primitive_attr();
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& t = p.types;
@@ -266,7 +273,7 @@ std::unique_ptr<Entry> create(const Problem& p) {
                                                   : memory::desc();
   const auto fwd = dnnl::convolution_forward::primitive_desc(
       cpu_engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      act_desc(p, p.src), any_desc(p.wei, ct), bias, act_desc(p, p.dst), p.strides, p.pad_l,
+      act_desc(p, p.src, p.layout), any_desc(p.wei, ct), bias, act_desc(p, p.dst, p.dst_layout), p.strides, p.pad_l,
       p.pad_r,
       attr);
   memory::desc scratch;
@@ -276,23 +283,23 @@ std::unique_ptr<Entry> create(const Problem& p) {
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, fwd.weights_desc(), true)};
     entry->in[1].keep = p.constant_weights;
     if (p.kind == kForwardAct) entry->in.push_back(make_edge(DNNL_ARG_BIAS, {p.dst[1]}, t[2], tag::a, bias, true));
-    entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), plain, fwd.dst_desc(), false);
+    entry->out = make_edge(DNNL_ARG_DST, p.dst, t.back(), plain_dst, fwd.dst_desc(), false);
     scratch = fwd.scratchpad_desc();
   } else if (p.kind == kBackwardData) {
     const auto pd = backward_data_desc(p, fwd, attr);
     entry->prim = dnnl::convolution_backward_data(pd);
-    entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], plain, pd.diff_dst_desc(), true),
+    entry->in = {make_edge(DNNL_ARG_DIFF_DST, p.dst, t[0], plain_dst, pd.diff_dst_desc(), true),
                  make_edge(DNNL_ARG_WEIGHTS, p.wei, t[1], tag::oihw, pd.weights_desc(), true)};
     entry->out = make_edge(DNNL_ARG_DIFF_SRC, p.src, t[2], plain, pd.diff_src_desc(), false);
     scratch = pd.scratchpad_desc();
   } else {
     // float32 weight gradients also from bf16 activations: no rounding of the sums before the optimiser.
     const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p, p.src), any_desc(p.wei),
-        act_desc(p, p.dst), p.strides, p.pad_l, p.pad_r, fwd, attr);
+        cpu_engine(), dnnl::algorithm::convolution_direct, act_desc(p, p.src, p.layout), any_desc(p.wei),
+        act_desc(p, p.dst, p.dst_layout), p.strides, p.pad_l, p.pad_r, fwd, attr);
     entry->prim = dnnl::convolution_backward_weights(pd);
     entry->in = {make_edge(DNNL_ARG_SRC, p.src, t[0], plain, pd.src_desc(), true),
-                 make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], plain, pd.diff_dst_desc(), true)};
+                 make_edge(DNNL_ARG_DIFF_DST, p.dst, t[1], plain_dst, pd.diff_dst_desc(), true)};
     entry->out = make_edge(DNNL_ARG_DIFF_WEIGHTS, p.wei, t[2], tag::oihw, pd.diff_weights_desc(), false);
     scratch = pd.scratchpad_desc();
   }
@@ -388,7 +395,8 @@ void with_type(memory::data_type t, const void* data, const Fn& fn) {
 // geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
 constexpr int64_t kFewChannels = 8;
 
-// diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo) and OIHW weights, per sample:
+// diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo), or (N, Ho, Wo, O) in dst layout NHWC, and OIHW
+// weights, per sample:
 // cols (C K K, Ho Wo) = weights^T (C K K, O) @ diff_dst[n] (O, Ho Wo) with oneDNN's sgemm, then the gemm
 // layers' col2im (col2im.h) adds every column entry onto its input position and rounds once to the output's
 // dtype (to bf16 in a bf16 problem, whose primitive computes diff_src in bf16). A bf16 problem's weights and
@@ -427,8 +435,9 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
         }
         dyi = wide.data();
       }
-      dnnl_threadpool_interop_sgemm('T', 'N', rows, cols, o, 1.0f, wt, rows, dyi, cols, 0.0f, buf.data(), cols,
-                                    nullptr);  // no threadpool: sequential on this thread
+      const bool nhwc = p.dst_layout == kNHWC;  // dy[n] is then (Ho Wo, O): read transposed
+      dnnl_threadpool_interop_sgemm('T', nhwc ? 'T' : 'N', rows, cols, o, 1.0f, wt, rows, dyi, nhwc ? o : cols,
+                                    0.0f, buf.data(), cols, nullptr);  // no threadpool: sequential on this thread
       for (int64_t ci = 0; ci < c; ++ci) {
         O* image = dx + (i * c + ci) * h * w;
         plane.col2im(buf.data() + ci * plane.taps * cols, cols, acc.data(), image);
@@ -440,8 +449,8 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
   });
 }
 
-// The GEMM + col2im path takes NCHW, square kernels, one stride and one padding on every side; float32 tensors,
-// and in a bf16 problem bf16 ones too.
+// The GEMM + col2im path takes an NCHW diff_src (diff_dst NCHW or NHWC), square kernels, one stride and one padding
+// on every side; float32 tensors, and in a bf16 problem bf16 ones too.
 bool few_channels_path(const Problem& p) {
   if (p.kind != kBackwardData || p.src[1] > kFewChannels || p.layout != kNCHW || p.wei[2] != p.wei[3] ||
       p.strides[0] != p.strides[1] || p.pad_l[0] != p.pad_l[1] || p.pad_l != p.pad_r) {
@@ -516,7 +525,7 @@ GemmWeights& gemm_weights(const Problem& p) {
     slot = std::make_unique<GemmWeights>(p.threads);
     const int64_t o = p.wei[0], ckk = p.wei[1] * p.wei[2] * p.wei[3], nq = p.dst[0] * p.dst[2] * p.dst[3];
     // dY as (O, NQ): transposed into `a` from NCHW; an NHWC dY already is (NQ, O), read in place as its transpose
-    const memory::desc a({o, nq}, memory::data_type::bf16, p.layout == kNHWC ? tag::ba : tag::ab),
+    const memory::desc a({o, nq}, memory::data_type::bf16, p.dst_layout == kNHWC ? tag::ba : tag::ab),
         b({nq, ckk}, memory::data_type::bf16, tag::ab),
         c({o, ckk}, memory::data_type::f32, tag::ab);
     dnnl::primitive_attr attr;
@@ -605,7 +614,7 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
   const int64_t stride = p.strides[0], pad = p.pad_l[0], wp = w + 2 * pad;
   uint16_t* a = static_cast<uint16_t*>(g.a.get_data_handle());
   uint16_t* b = static_cast<uint16_t*>(g.b.get_data_handle());
-  const bool bf16_dy = p.layout == kNHWC && p.types[1] == memory::data_type::bf16;  // the GEMM reads it in place
+  const bool bf16_dy = p.dst_layout == kNHWC && p.types[1] == memory::data_type::bf16;  // the GEMM reads it in place
   const int workers = static_cast<int>(n < p.threads ? n : p.threads);
   with_type(p.types[0], x, [&](auto xs) {
     with_type(p.types[1], dy, [&](auto dys) {
@@ -613,7 +622,7 @@ void backward_weights_gemm(const Problem& p, const void* x, const void* dy, void
         thread_local std::vector<uint16_t> xp;
         xp.resize(static_cast<size_t>((h + 2 * pad) * wp * c));
         for (int64_t i = first; i < n; i += workers) {
-          if (p.layout == kNHWC) {  // a[i q + j, oc] = dy[i, j, oc]: a copy where dy is not bf16 (read in place)
+          if (p.dst_layout == kNHWC) {  // a[i q + j, oc] = dy[i, j, oc]: a copy where dy is not bf16 (read in place)
             if (!bf16_dy) copy_bits(dys + i * q * o, a + i * q * o, q * o);
           } else {
             for (int64_t oc = 0; oc < o; ++oc) {  // a[oc, i q + j] = dy[i, oc, j]
@@ -708,16 +717,19 @@ int entry_point(Kind kind, int nparam, void** params, int* ndims, int64_t** shap
     return 1;
   }
   const int32_t* g = static_cast<const int32_t*>(params[geo]);
-  if (g[9] != kNCHW && g[9] != kNHWC) return 1;
+  if (g[9] < 0 || g[9] > 3) return 1;
+  const Layout src_layout = g[9] == 1 || g[9] == 3 ? kNHWC : kNCHW;
+  const Layout dst_layout = g[9] == 1 || g[9] == 2 ? kNHWC : kNCHW;
   Problem p{kind, {}, {}, {}, {g[0], g[1]}, {g[2], g[4]}, {g[3], g[5]}, g[6] > 1 ? g[6] : 1, {},
-            float_at(g, 7), float_at(g, 8), static_cast<Layout>(g[9]), 0,
+            float_at(g, 7), float_at(g, 8), src_layout, dst_layout, 0,
             g[10] != 0 && (kind == kForward || kind == kForwardAct), g[11] != 0};
   if (!tensor_types(nparam, geo, dtypes, &p.types)) return 1;
   // (src, weights, dst) dims from the kernel's first two inputs and its output.
-  const Layout l = p.layout;
-  const memory::dims o = kind == kBackwardWeights ? dims_of(4, shapes[out]) : act_dims(shapes[out], l);
-  const memory::dims a = act_dims(shapes[0], l);
-  const memory::dims b = kind == kBackwardWeights ? act_dims(shapes[1], l) : dims_of(4, shapes[1]);
+  const Layout first = kind == kBackwardData ? dst_layout : src_layout;  // the layout of the first input
+  const Layout last = kind == kBackwardData ? src_layout : dst_layout;  // the layout of an activation output
+  const memory::dims o = kind == kBackwardWeights ? dims_of(4, shapes[out]) : act_dims(shapes[out], last);
+  const memory::dims a = act_dims(shapes[0], first);
+  const memory::dims b = kind == kBackwardWeights ? act_dims(shapes[1], dst_layout) : dims_of(4, shapes[1]);
   p.src = kind == kBackwardData ? o : a;
   p.wei = kind == kBackwardWeights ? o : b;
   p.dst = kind == kBackwardData ? a : kind == kBackwardWeights ? b : o;
@@ -748,7 +760,7 @@ int pool_entry_point(int nparam, void** params, int* ndims, int64_t** shapes, co
   if (g[0] < 0 || g[0] > 2 || (g[10] != kNCHW && g[10] != kNHWC)) return 1;
   const Layout l = static_cast<Layout>(g[10]);
   Problem p{kPool, act_dims(shapes[0], l), {g[1], g[2]}, act_dims(shapes[2], l), {g[3], g[4]}, {g[5], g[7]},
-            {g[6], g[8]}, g[9] > 1 ? g[9] : 1, {memory::data_type::f32, memory::data_type::f32}, 0.0f, 0.0f, l,
+            {g[6], g[8]}, g[9] > 1 ? g[9] : 1, {memory::data_type::f32, memory::data_type::f32}, 0.0f, 0.0f, l, l,
             g[0], false, false};
   return execute(p, params, 2);
 }
