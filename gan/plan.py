@@ -4,7 +4,7 @@ jit level.
 
 `resolve_plan(conf, onednn, amx)` is pure and holds every rule of what may be built together (a ConfigError naming
 the keys otherwise); of the machine it needs two facts, whether oneDNN's kernels build and load here and whether
-its bfloat16 convolutions run on AMX.
+they have AMX.
 `Config.__post_init__` runs it through `check_config`, so a wrong combination fails while the config is
 read (this module and gan.config import no MindSpore); `build_plan(conf)` asks the machine (ops.onednn) and
 is called once where networks are built (gan.training.GANTrainer, gan.checkpoint, gan.bench.batched_2d). The
@@ -176,23 +176,24 @@ def channels_last_blockers(conf: Config, net: NetworkPlan) -> list[str]:
 
 
 def resolve_layout(conf: Config, net: NetworkPlan, amx: bool) -> str:
-    """The activation layout of network plan `net`: model.layout, where auto is NHWC for precision=bf16 on a CPU
-    whose bfloat16 convolutions run on AMX (`amx`), else NCHW. oneDNN's AMX kernels compute in nhwc, and moving
-    every activation between NCHW and nhwc at each convolution took more of a bf16 DCGAN-32 step than its AMX
-    convolutions gained (docs/precision.md); its float32 kernels compute in nChw16c, which NCHW suits as well.
-    ConfigError for model.layout=nhwc on a network that cannot take it (channels_last_blockers)."""
+    """The activation layout of network plan `net`: model.layout, where auto is NHWC on a CPU whose oneDNN has AMX
+    (`amx`) for precision fp32 and bf16, else NCHW. With AMX, oneDNN's bf16 kernels compute in nhwc, and so do its
+    fastest float32 ones there (brgemm), so a network kept in NHWC moves no activation between layouts; measured on
+    a Xeon with AMX, a DCGAN-32 step 1.13x as fast in float32 and DCGAN-64 equal (docs/performance.md). Elsewhere
+    oneDNN's float32 kernels compute in nChw16c / nChw8c, which the NCHW path feeds (not measured end to end in
+    NHWC there). ConfigError for model.layout=nhwc on a network that cannot take it (channels_last_blockers)."""
     blockers = channels_last_blockers(conf, net)
     if conf.model.layout == "nhwc" and blockers:
         raise ConfigError(f"model.layout=nhwc cannot be built here: {'; '.join(blockers)}; use model.layout=auto")
     if conf.model.layout == "auto":
-        bf16_amx = conf.precision.name == "bf16" and conf.runtime.device_target == "CPU" and amx
-        return "NHWC" if bf16_amx and not blockers else "NCHW"
+        measured = conf.precision.name in ("fp32", "bf16") and conf.runtime.device_target == "CPU" and amx
+        return "NHWC" if measured and not blockers else "NCHW"
     return conf.model.layout.upper()
 
 
 def resolve_plan(conf: Config, onednn: bool, amx: bool = False) -> BuildPlan:
-    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not, and its bfloat16
-    convolutions run on AMX (`amx`) or not; ConfigError naming the keys for a combination that cannot be built."""
+    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not, and have AMX (`amx`)
+    or not; ConfigError naming the keys for a combination that cannot be built."""
     gradient_penalty, r1 = LOSS_KINDS[conf.train.loss].gradient_penalty, conf.train.r1_gamma > 0
     penalty = " and ".join(key for key, on in ((f"train.loss={conf.train.loss}", gradient_penalty),
                                                ("train.r1_gamma>0", r1)) if on)  # D is differentiated twice
@@ -249,9 +250,9 @@ def onednn_found(conf: Config) -> bool:
 
 
 def amx_found(conf: Config) -> bool:
-    """The machine's other part: whether a precision=bf16 run's convolutions run on AMX here (asked only for bf16
-    runs whose convolutions may be oneDNN's; a CPU without bfloat16 instructions is refused elsewhere)."""
-    if conf.precision.name != "bf16" or not onednn_found(conf):
+    """The machine's other part: whether oneDNN has AMX here (asked only where the layout is model.layout=auto and
+    the convolutions may be oneDNN's)."""
+    if conf.model.layout != "auto" or not onednn_found(conf):
         return False
     from ops import onednn
 

@@ -121,8 +121,8 @@ class CpuIsa(NamedTuple):
     """The instruction set oneDNN dispatches to here ($ONEDNN_MAX_CPU_ISA lowers it) and what it means for
     bfloat16 convolutions: `bf16` whether oneDNN 3.10 has them at all (AVX-512 and later: on AVX2 it has none),
     `bf16_dot` whether they run on bf16 dot-product instructions (AVX512_BF16 or AMX-BF16) rather than an
-    emulation (several times slower than float32 here), `amx` whether they run on AMX tiles (whose kernels compute
-    in nhwc)."""
+    emulation (several times slower than float32 here), `amx` whether oneDNN has AMX tiles here (its bf16 kernels
+    then compute in nhwc)."""
 
     name: str
     bf16: bool

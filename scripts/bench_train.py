@@ -364,7 +364,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         peak = peaks() if args.peak == "measure" else {} if args.peak == "none" else read_peak(Path(args.peak),
                                                                                                precisions)
         load = {"load_average_before": load_before, "load_average_after": bench_peak.load_average()}
-        flops = train_step_flops(bench_config(model, "native", args.batch_size, args.threads, extra=args.override))
+        flops = train_step_flops(bench_config(model, runs[0][0], args.batch_size, args.threads, runs[0][1],
+                                              extra=args.override))  # the layer shapes: the same in every run
         for impl, fusion, precision in runs:
             step_s = medians[f"{impl}/{fusion}/{precision}"]
             ips = args.batch_size / step_s

@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="CPU threads of MindSpore (runtime.threads) and the project's kernels")
     parser.add_argument("--onednn", action="store_true",
                         help="then --steps more steps split per oneDNN primitive (oneDNN's verbose mode)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra train.py override (repeatable), e.g. model.layout=nhwc")
     args = parser.parse_args(argv)
     for name in ("batch_size", "steps") + (("threads",) if args.threads is not None else ()):
         if getattr(args, name) < 1:
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     if args.threads is not None:
         os.environ["LRELU_NUM_THREADS"] = str(args.threads)  # ops.api.num_threads: the aot kernels' threads
-    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, precision=args.precision)
+    cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, args.override,
+                       args.precision)
     setup_runtime(cfg.runtime)
     load_before = bench_peak.load_average()
     step = mindspore_step(cfg)
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(f"  {r['op_type']:24s} {r['ms_per_step']:9.2f} ms  {100 * r['share']:5.1f}%  "
               f"{r['calls_per_step']:4d} calls")
     record = {"model": args.model, "impl": args.impl, "fusion": args.fusion, "precision": args.precision,
-              "batch_size": args.batch_size,
+              "batch_size": args.batch_size, "overrides": args.override,
               "threads": args.threads, "steps": args.steps, "wall_ms_per_step": round(wall * 1e3, 2), "ops": rows}
     if args.onednn:
         first = args.warmup + args.steps

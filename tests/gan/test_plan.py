@@ -118,17 +118,21 @@ def test_describe_gives_one_line_per_network_with_the_reasons(config):
 BF16 = ["precision=bf16"]
 
 
-# overrides, bf16 convolutions on AMX here, (G layout, D layout)
+# overrides, oneDNN has AMX here, (G layout, D layout)
 LAYOUTS = [
-    ([], True, ("NCHW", "NCHW")),  # float32: oneDNN's float32 kernels compute in nChw16c, NCHW's neighbour
-    (BF16, True, ("NHWC", "NHWC")),  # the AMX kernels compute in nhwc: no activation is moved between layouts
+    ([], True, ("NHWC", "NHWC")),  # AMX: oneDNN's bf16 and fastest float32 kernels compute in nhwc
+    ([], False, ("NCHW", "NCHW")),  # elsewhere its float32 kernels compute in nChw16c / nChw8c
+    (BF16, True, ("NHWC", "NHWC")),
     (BF16, False, ("NCHW", "NCHW")),  # AVX512-BF16 without AMX: nChw16c
+    (["precision=fp16"], True, ("NCHW", "NCHW")),  # not measured in NHWC
     (BF16 + ["model.layout=nchw"], True, ("NCHW", "NCHW")),
     (["model.layout=nhwc"], False, ("NHWC", "NHWC")),  # asked for: any precision, any CPU
+    (["model.layout=nhwc", "precision=fp16"], False, ("NHWC", "NHWC")),
     (BF16 + ["fusion=bn_act"], True, ("NHWC", "NHWC")),
     (BF16 + ["fusion=none"], True, ("NCHW", "NCHW")),  # MindSpore's BatchNorm2d is NCHW only
     (BF16 + ["act.d_kind=prelu"], True, ("NHWC", "NCHW")),  # each network on its own
-    (BF16 + ["train.r1_gamma=1", "model.d_norm=spectral"], True, ("NHWC", "NCHW")),  # D runs gemm
+    (["train.r1_gamma=1", "model.d_norm=spectral"], True, ("NHWC", "NCHW")),  # D runs gemm
+    (["runtime.device_target=GPU"], True, ("NCHW", "NCHW")),
 ]
 
 
