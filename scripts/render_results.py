@@ -637,27 +637,31 @@ def builds_ab(report: dict) -> str:
 
 
 def builds_ab_pairs(report: dict) -> str:
-    """Two builds run alternately, summarised per model: each build's median and range of img/s over the rounds,
-    and the ratio of the builds within each round (the two runs of a round are adjacent in time)."""
+    """Two builds (or settings) run alternately, summarised per model and precision: each one's median and range of
+    img/s over the rounds, and their ratio within each round (the two runs of a round are adjacent in time)."""
     first, second = dict.fromkeys(run["build"] for run in report["runs"])
+    cells = [r for run in report["runs"] for r in run["records"]]
+    precisions = list(dict.fromkeys(r["precision"] for r in cells))
     rows = []
-    for model in dict.fromkeys(r["model"] for run in report["runs"] for r in run["records"]):
+    for model, precision in dict.fromkeys((r["model"], r["precision"]) for r in cells):
         by_round: dict[int, dict[str, float]] = {}
         for run in report["runs"]:
             for r in run["records"]:
-                if r["model"] == model:
+                if (r["model"], r["precision"]) == (model, precision):
                     by_round.setdefault(run["round"], {})[run["build"]] = r["img_per_s"]
         pairs = [v for v in by_round.values() if len(v) == 2]
         ratios = sorted(v[second] / v[first] for v in pairs)
         speeds = {b: sorted(v[b] for v in pairs) for b in (first, second)}
-        rows.append([MODEL[model], len(pairs),
+        rows.append([MODEL[model], *([precision] if len(precisions) > 1 else []), len(pairs),
                      *(f"{median(speeds[b]):.1f} ({span(speeds[b], 1)})" for b in (first, second)),
                      f"**{median(ratios):.2f}x** ({span(ratios, 2)}); higher in {sum(x > 1 for x in ratios)} of "
                      f"{len(ratios)}"])
-    cell = next(r for run in report["runs"] for r in run["records"])
-    return (table(["model", "rounds", f"{first} img/s, median (range)", f"{second} img/s, median (range)",
+    cell = cells[0]
+    dtype = "" if len(precisions) > 1 else f"{cell['precision']}, "
+    return (table(["model", *(["precision"] if len(precisions) > 1 else []), "rounds",
+                   f"{first} img/s, median (range)", f"{second} img/s, median (range)",
                    f"{second} / {first} within a round, median (range)"], rows)
-            + f"\n\n`conv_impl={cell['impl']}`, `fusion={cell['fusion']}`, {cell['precision']}, batch {cell['batch_size']}, "
+            + f"\n\n`conv_impl={cell['impl']}`, `fusion={cell['fusion']}`, {dtype}batch {cell['batch_size']}, "
               f"{cell['threads']} threads; {report['when']}.")
 
 
@@ -1303,8 +1307,8 @@ def run_ratios(train: dict, key: str = "ratio_to_torch",
     return ratios
 
 
-def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf16, ring8, grid25, recipes_report,
-             mnist, quality, default_runs) -> str:
+def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf16, bf16_amx, ring8, grid25,
+             recipes_report, mnist, quality, default_runs) -> str:
     """A newcomer's summary: one row per area, each from its JSON (the AMD EPYC's over its two windows)."""
     sel = next(m for m in op_family_report["medians"] if (m["kind"], m["impl"]) == ("leaky_relu", "select"))
     amd_runs = train_amd["runs"] + train_amd_later["runs"]
@@ -1313,6 +1317,7 @@ def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf
     xeon_isa = ("AVX-512" if "avx512f" in xeon_cpu["flags"] else "AVX2") + (
         "" if any("bf16" in f for f in xeon_cpu["flags"]) else ", no bf16 instructions")
     bf16_ratios = run_ratios(bf16, "ratio_to_fp32", precision="bf16")
+    amx_ratios, amx_cpu = run_ratios(bf16_amx, "ratio_to_fp32", precision="bf16"), bf16_amx["runs"][0][0]
     ring = trials(ring8, 15000)
     grid = trials(grid25, 20000)
     default = next(r for r in recipes_report["recipes"] if r["recipe"] == "default")
@@ -1339,10 +1344,13 @@ def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf
              f"{len(train['runs'])} runs each ({len(amd_runs)} on the EPYC, two days), idle machine"],
             ["`precision=bf16` against this app's fp32 on CPU (2 threads, `fusion=conv_act`, "
              "[docs/precision.md](docs/precision.md))",
-             f"DCGAN-32 **{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x**, DCGAN-64 "
-             f"**{span(bf16_ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an {_cpu_label(bf16['runs'][0][0])} "
-             f"with {', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)}",
-             f"{len(bf16['runs'])} runs each, idle machine"],
+             f"DCGAN-32 **{span(amx_ratios[('dcgan32', 'conv_act')], 2)}x**, DCGAN-64 "
+             f"**{span(amx_ratios[('dcgan64', 'conv_act')], 2)}x** as fast on an {_cpu_label(amx_cpu)} with "
+             f"{', '.join(f for f in amx_cpu['cpu']['flags'] if 'bf16' in f)} (both precisions channels last); "
+             f"{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x and {span(bf16_ratios[('dcgan64', 'conv_act')], 2)}x "
+             f"on an {_cpu_label(bf16['runs'][0][0])} with "
+             f"{', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)}",
+             f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
@@ -1519,13 +1527,18 @@ TABLES: dict[str, Table] = {
     "train_gonce_windows": Table(tuple(f"bench_train_gonce_{b}_w{w}.json" for w in (1, 2) for b in ("main", "branch")),
                                  train_gonce_windows),
     "onednn_vs_gemm": Table(("bench_train_onednn.json", "bench_train_onednn_2threads.json"), onednn_vs_gemm),
-    "machine_peaks": Table(("bench_peak.json", "bench_peak_zen3.json", "bench_peak_zen5.json",
+    "machine_peaks": Table(("bench_peak.json", "bench_peak_amx.json", "bench_peak_zen3.json", "bench_peak_zen5.json",
                             "bench_peak_xeon_avx512.json"), machine_peaks),
     "bf16_speed_zen5_before": Table(("bench_train_zen5_bf16_before.json",), with_when(bf16_speed)),
     "bf16_speed_zen5": Table(("bench_train_zen5_bf16.json",), with_when(bf16_speed)),
     "bf16_speed_zen5_blocked16": Table(("bench_train_zen5_bf16_blocked16.json",), with_when(bf16_speed)),
     "bf16_speed_zen5_lanes16": Table(("bench_train_zen5_bf16_lanes16.json",), with_when(bf16_speed)),
     "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
+    "bf16_speed_amx": Table(("bench_train_amx.json",), with_when(bf16_speed)),
+    "train_utilisation_amx": Table(("bench_train_amx.json",), with_when(train_utilisation)),
+    "layouts_amx": Table(("bench_train_amx_layouts_ab.json",), builds_ab_pairs),
+    "profile_amx_dcgan32": Table(("profile_train_amx_dcgan32_fp32.json", "profile_train_amx_dcgan32_bf16.json"),
+                                 profile_precisions),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
     "train_utilisation_zen3": Table(("bench_train_zen3.json",), lambda r: train_utilisation(*r["runs"])),
     "train_idle_zen3_after_bf16": Table(("bench_train_zen3_after_bf16.json",), train_idle),
@@ -1578,7 +1591,7 @@ TABLES: dict[str, Table] = {
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
                        "bench_train_zen3_after_bf16.json", "bench_train_xeon_avx512.json",
-                       "bench_train_zen5_bf16_blocked16.json",
+                       "bench_train_zen5_bf16_blocked16.json", "bench_train_amx.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
                        "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),

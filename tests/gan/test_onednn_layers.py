@@ -212,19 +212,23 @@ def test_conv_act_discriminator_matches_bn_act_in_graph_mode() -> None:
     nets = {kind: Discriminator(model, act, 3, "onednn", kind) for kind in ("bn_act", "conv_act")}
     assert type(nets["conv_act"].layers.conv0) is OnednnConv2dAct and "act0" not in nets["conv_act"].layers.name_cells()
     assert [q.name for q in nets["conv_act"].get_parameters()] == [q.name for q in nets["bn_act"].get_parameters()]
-    init_dcgan_weights(nets["bn_act"], np.random.default_rng(0))
-    ms.load_param_into_net(nets["conv_act"], {q.name: q.clone() for q in nets["bn_act"].get_parameters()},
-                           strict_load=True)
     rng = np.random.default_rng(1)
-    x = Tensor(rng.standard_normal((4, 3, 32, 32)).astype(np.float32))
-    seed = Tensor(rng.standard_normal(4).astype(np.float32))
-    results = {}
-    for kind, net in nets.items():
+    _assert_same_jitted_step(nets["bn_act"], nets["conv_act"], Tensor(rng.standard_normal((4, 3, 32, 32)).astype(
+        np.float32)), Tensor(rng.standard_normal(4).astype(np.float32)))
+
+
+def _assert_same_jitted_step(want: nn.Cell, got: nn.Cell, x: Tensor, seed: Tensor) -> None:
+    """`got`, loaded with `want`'s freshly initialised parameters, gives want's <net(x), seed> and its gradients
+    (input and parameters) in a jitted training step."""
+    init_dcgan_weights(want, np.random.default_rng(0))
+    ms.load_param_into_net(got, {q.name: q.clone() for q in want.get_parameters()}, strict_load=True)
+    results = []
+    for net in (got, want):
         net.set_train(True)
         loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
-        results[kind] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
-    for got, want in zip(results["conv_act"], results["bn_act"]):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+        results.append([loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads])
+    for g, w in zip(*results):
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=1e-4 * float(np.abs(w).max()))
 
 
 @pytest.mark.parametrize("fusion", ["conv_act", "bn_act"])
@@ -236,19 +240,10 @@ def test_channels_last_networks_match_nchw_in_graph_mode(net_class, fusion: str)
     nets = {layout: net_class(model, act, 3, "onednn", fusion, layout=layout) for layout in ("NCHW", "NHWC")}
     assert [(q.name, q.shape) for q in nets["NHWC"].get_parameters()] == \
         [(q.name, q.shape) for q in nets["NCHW"].get_parameters()]
-    init_dcgan_weights(nets["NCHW"], np.random.default_rng(0))
-    ms.load_param_into_net(nets["NHWC"], {q.name: q.clone() for q in nets["NCHW"].get_parameters()},
-                           strict_load=True)
     rng = np.random.default_rng(1)
     x = Tensor(rng.standard_normal((4, 16, 1, 1) if net_class is Generator else (4, 3, 32, 32)).astype(np.float32))
     seed = Tensor(rng.standard_normal((4, 3, 32, 32) if net_class is Generator else 4).astype(np.float32))
-    results = {}
-    for layout, net in nets.items():
-        net.set_train(True)
-        loss, (gx, grads) = ms.jit(ms.value_and_grad(_projected(net, seed), 0, net.trainable_params()))(x)
-        results[layout] = [loss.asnumpy(), gx.asnumpy()] + [g.asnumpy() for g in grads]
-    for got, want in zip(results["NHWC"], results["NCHW"]):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4 * float(np.abs(want).max()))
+    _assert_same_jitted_step(nets["NCHW"], nets["NHWC"], x, seed)
     # the dead-channel probes find each activation's channels on its last axis
     probes = {layout: attach(net, x, "N") for layout, net in nets.items()}
     assert [(q.layer, q.channels, q.layout) for q in probes["NHWC"]] == \
