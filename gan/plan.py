@@ -179,7 +179,8 @@ def resolve_layout(conf: Config, net: NetworkPlan, amx: bool) -> str:
     """The activation layout of network plan `net`: model.layout, where auto is NHWC on a CPU whose oneDNN has AMX
     (`amx`) for precision fp32 and bf16, else NCHW. With AMX, oneDNN's bf16 kernels compute in nhwc, and so do its
     fastest float32 ones there (brgemm), so a network kept in NHWC moves no activation between layouts; measured on
-    a Xeon with AMX, a DCGAN-32 step 1.13x as fast in float32 and DCGAN-64 equal (docs/performance.md). Elsewhere
+    a Xeon with AMX against NCHW, DCGAN-32 steps 1.18x (fp32) and 1.19x (bf16) as fast, DCGAN-64 1.03x and 1.20x
+    (docs/precision.md, bench_train_amx_layouts_ab.json). Elsewhere
     oneDNN's float32 kernels compute in nChw16c / nChw8c, which the NCHW path feeds (not measured end to end in
     NHWC there). ConfigError for model.layout=nhwc on a network that cannot take it (channels_last_blockers)."""
     blockers = channels_last_blockers(conf, net)
