@@ -231,12 +231,15 @@ def _assert_same_jitted_step(want: nn.Cell, got: nn.Cell, x: Tensor, seed: Tenso
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=1e-4 * float(np.abs(w).max()))
 
 
-@pytest.mark.parametrize("fusion", ["conv_act", "bn_act"])
+@pytest.mark.parametrize("fusion, d_norm, g_norm", [("conv_act", "batch", "batch"), ("bn_act", "batch", "batch"),
+                                                    ("conv_act", "spectral", "none")])
 @pytest.mark.parametrize("net_class", [Generator, Discriminator])
-def test_channels_last_networks_match_nchw_in_graph_mode(net_class, fusion: str) -> None:
+def test_channels_last_networks_match_nchw_in_graph_mode(net_class, fusion: str, d_norm: str, g_norm: str) -> None:
     """model.layout=nhwc (activations channels last between the layers, NCHW at the networks' edges) == NCHW: same
-    parameter names and shapes, and in a jitted step the same outputs and gradients (float32 summation order)."""
-    model, act = ModelConfig(ngf=16, ndf=16, nz=16, conv_impl="onednn"), ActConfig(clamp=4.0)
+    parameter names and shapes, and in a jitted step the same outputs and gradients (float32 summation order). Without
+    BatchNorm the convolutions' biases are added on the channels' last axis."""
+    model = ModelConfig(ngf=16, ndf=16, nz=16, conv_impl="onednn", d_norm=d_norm, g_norm=g_norm)
+    act = ActConfig(clamp=4.0)
     nets = {layout: net_class(model, act, 3, "onednn", fusion, layout=layout) for layout in ("NCHW", "NHWC")}
     assert [(q.name, q.shape) for q in nets["NHWC"].get_parameters()] == \
         [(q.name, q.shape) for q in nets["NCHW"].get_parameters()]
