@@ -1519,6 +1519,7 @@ TABLES: dict[str, Table] = {
     "inception_parity": Table(("inception_parity.json",), inception_parity),
     "precision_mnist": Table(("precision_mnist.json",), precision_quality),
     "precision_fid": Table(("fid_default_mnist.json", "fid_bf16_mnist.json"), precision_fid),
+    "precision_fid_amx": Table(("fid_fp32_mnist_amx.json", "fid_bf16_mnist_amx.json"), precision_fid),
     "swap_exactness": Table(("swap_exactness.json",), script_renderer("swap_exactness", "render")),
     "probe_overhead": Table(("probe_overhead.json",), probe_overhead),
     "default_fid": Table(("fid_default_mnist.json",), default_fid),
