@@ -243,7 +243,7 @@ def generator_from_checkpoint(path: str | Path, use_ema: bool = True):
 
     arrays, meta = load_training_checkpoint(path)
     conf = config_from_yaml(meta["config"], path)
-    g = build_plan(conf).g  # G as the run's config builds it on this machine
+    g = build_plan(conf).g  # G's convolutions and fusion as the run's config builds them here (NCHW: float32 inference)
     net = NETWORKS[conf.model.name].generator(conf.model, conf.act, int(meta["channels"]), g.conv_impl, g.fusion)
     prefix = EMA_PREFIX if use_ema and any(k.startswith(EMA_PREFIX) for k in arrays) else G_PREFIX
     net.update_parameters_name(prefix)

@@ -180,9 +180,9 @@ def resolve_layout(conf: Config, net: NetworkPlan, amx: bool) -> str:
     (`amx`) for precision fp32 and bf16, else NCHW. With AMX, oneDNN's bf16 kernels compute in nhwc, and so do its
     fastest float32 ones there (brgemm), so a network kept in NHWC moves no activation between layouts; measured on
     a Xeon with AMX against NCHW, DCGAN-32 steps 1.18x (fp32) and 1.19x (bf16) as fast, DCGAN-64 1.03x and 1.20x
-    (docs/precision.md, bench_train_amx_layouts_ab.json). Elsewhere
-    oneDNN's float32 kernels compute in nChw16c / nChw8c, which the NCHW path feeds (not measured end to end in
-    NHWC there). ConfigError for model.layout=nhwc on a network that cannot take it (channels_last_blockers)."""
+    (docs/precision.md, bench_train_amx_layouts_ab.json). Elsewhere oneDNN's float32 kernels compute in nChw16c /
+    nChw8c, which the NCHW path feeds (not measured end to end in NHWC there). ConfigError for model.layout=nhwc on
+    a network that cannot take it (channels_last_blockers)."""
     blockers = channels_last_blockers(conf, net)
     if conf.model.layout == "nhwc" and blockers:
         raise ConfigError(f"model.layout=nhwc cannot be built here: {'; '.join(blockers)}; use model.layout=auto")
