@@ -24,7 +24,8 @@ machine has more runnable threads than cores, wall time includes the waits for a
 itself costs (threads that spin while idle count too).
 
 Each record names its conv impl, fusion and precision; with conv_impl=onednn it also carries the oneDNN version
-and library file the kernels call (`ops.onednn.dnnl_info`).
+and library file the kernels call (`ops.onednn.dnnl_info`) and the ISA oneDNN dispatches to (`isa`, which
+$ONEDNN_MAX_CPU_ISA lowers: a run capped below the CPU says so).
 """
 from __future__ import annotations
 
@@ -210,12 +211,12 @@ def torch_step(cfg: Config, precision: str = "fp32") -> Callable[[int], None]:
 
 
 def onednn_version(impls: list[str]) -> dict | None:
-    """{"version", "headers", "library"} of the oneDNN the onednn kernels call, when onednn is benchmarked."""
+    """{"version", "headers", "library", "isa"} of the oneDNN the onednn kernels call, when onednn is benchmarked."""
     if "onednn" not in impls:
         return None
     from ops import onednn
 
-    return onednn.dnnl_info()
+    return {**onednn.dnnl_info(), "isa": onednn.cpu_isa().name}
 
 
 def fusion_applies(impl: str, fusion: str) -> bool:
