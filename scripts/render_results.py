@@ -637,29 +637,32 @@ def builds_ab(report: dict) -> str:
 
 
 def builds_ab_pairs(report: dict) -> str:
-    """Two builds (or settings) run alternately, summarised per model and precision: each one's median and range of
-    img/s over the rounds, and their ratio within each round (the two runs of a round are adjacent in time)."""
+    """Two builds (or settings) run alternately, summarised per model and precision (and oneDNN ISA, where the runs
+    cap it to several): each one's median and range of img/s over the rounds, and their ratio within each round (the
+    two runs of a round are adjacent in time)."""
     first, second = dict.fromkeys(run["build"] for run in report["runs"])
+    isa = lambda r: (r.get("onednn") or {}).get("isa")  # noqa: E731
     cells = [r for run in report["runs"] for r in run["records"]]
     precisions = list(dict.fromkeys(r["precision"] for r in cells))
+    by_isa = len(set(map(isa, cells))) > 1
     rows = []
-    for model, precision in dict.fromkeys((r["model"], r["precision"]) for r in cells):
+    for key in dict.fromkeys((isa(r), r["model"], r["precision"]) for r in cells):
         by_round: dict[int, dict[str, float]] = {}
         for run in report["runs"]:
             for r in run["records"]:
-                if (r["model"], r["precision"]) == (model, precision):
+                if (isa(r), r["model"], r["precision"]) == key:
                     by_round.setdefault(run["round"], {})[run["build"]] = r["img_per_s"]
         pairs = [v for v in by_round.values() if len(v) == 2]
         ratios = sorted(v[second] / v[first] for v in pairs)
         speeds = {b: sorted(v[b] for v in pairs) for b in (first, second)}
-        rows.append([MODEL[model], *([precision] if len(precisions) > 1 else []), len(pairs),
-                     *(f"{median(speeds[b]):.1f} ({span(speeds[b], 1)})" for b in (first, second)),
+        rows.append([*([key[0]] if by_isa else []), MODEL[key[1]], *([key[2]] if len(precisions) > 1 else []),
+                     len(pairs), *(f"{median(speeds[b]):.1f} ({span(speeds[b], 1)})" for b in (first, second)),
                      f"**{median(ratios):.2f}x** ({span(ratios, 2)}); higher in {sum(x > 1 for x in ratios)} of "
                      f"{len(ratios)}"])
     cell = cells[0]
     dtype = "" if len(precisions) > 1 else f"{cell['precision']}, "
-    return (table(["model", *(["precision"] if len(precisions) > 1 else []), "rounds",
-                   f"{first} img/s, median (range)", f"{second} img/s, median (range)",
+    return (table([*(["oneDNN ISA"] if by_isa else []), "model", *(["precision"] if len(precisions) > 1 else []),
+                   "rounds", f"{first} img/s, median (range)", f"{second} img/s, median (range)",
                    f"{second} / {first} within a round, median (range)"], rows)
             + f"\n\n`conv_impl={cell['impl']}`, `fusion={cell['fusion']}`, {dtype}batch {cell['batch_size']}, "
               f"{cell['threads']} threads; {report['when']}.")
@@ -1538,6 +1541,7 @@ TABLES: dict[str, Table] = {
     "bf16_speed_amx": Table(("bench_train_amx.json",), with_when(bf16_speed)),
     "train_utilisation_amx": Table(("bench_train_amx.json",), with_when(train_utilisation)),
     "layouts_amx": Table(("bench_train_amx_layouts_ab.json",), builds_ab_pairs),
+    "layouts_isa": Table(("bench_train_isa_layouts_ab.json",), builds_ab_pairs),
     "profile_amx_dcgan32": Table(("profile_train_amx_dcgan32_fp32.json", "profile_train_amx_dcgan32_bf16.json"),
                                  profile_precisions),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),

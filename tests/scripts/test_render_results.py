@@ -228,3 +228,21 @@ def test_machine_peaks_says_where_onednn_has_no_primitive() -> None:
     assert len(rows) == 2 and all("| none |" in r and "oneDNN has no primitive here" in r for r in rows)
     gemm = next(p for p in peaks["problems"] if (p["problem"], p["precision"]) == ("gemm", "fp32"))
     assert f"| gemm | fp32 | {gemm['peak_gflops']:.1f} |" in text
+
+
+def test_alternated_builds_are_paired_within_a_round_and_per_onednn_isa() -> None:
+    def rec(isa: str | None, img_per_s: float) -> dict:
+        return {"model": "dcgan32", "precision": "fp32", "impl": "onednn", "fusion": "conv_act", "batch_size": 64,
+                "threads": 2, "img_per_s": img_per_s, "onednn": {"isa": isa} if isa else None}
+
+    speeds = {("avx2", "a"): (100, 90), ("avx2", "b"): (110, 99), ("avx512_core", "a"): (200, 100),
+              ("avx512_core", "b"): (180, 150)}  # per (isa, build): rounds 1 and 2
+    runs = [{"round": r + 1, "build": build, "records": [rec(isa, speeds[isa, build][r])]}
+            for r in range(2) for isa in ("avx2", "avx512_core") for build in ("a", "b")]
+    rows = [line for line in rr.builds_ab_pairs({"runs": runs, "when": "now"}).splitlines() if "DCGAN" in line]
+    assert rows == ["| avx2 | DCGAN-32 | 2 | 95.0 (90.0-100.0) | 104.5 (99.0-110.0) | **1.10x** (1.10); "
+                    "higher in 2 of 2 |",
+                    "| avx512_core | DCGAN-32 | 2 | 150.0 (100.0-200.0) | 165.0 (150.0-180.0) | **1.20x** (0.90-1.50); "
+                    "higher in 1 of 2 |"]
+    one_isa = [{**run, "records": [rec(None, r["img_per_s"]) for r in run["records"]]} for run in runs[:4]]
+    assert "oneDNN ISA" not in rr.builds_ab_pairs({"runs": one_isa, "when": "now"})
