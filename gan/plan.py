@@ -2,9 +2,8 @@
 activation, the normaliser and the activation layout; whether D is differentiated twice (a gradient penalty); the
 jit level.
 
-`resolve_plan(conf, onednn, amx)` is pure and holds every rule of what may be built together (a ConfigError naming
-the keys otherwise); of the machine it needs two facts, whether oneDNN's kernels build and load here and whether
-they have AMX.
+`resolve_plan(conf, onednn)` is pure and holds every rule of what may be built together (a ConfigError naming
+the keys otherwise); of the machine it needs one fact, whether oneDNN's kernels build and load here.
 `Config.__post_init__` runs it through `check_config`, so a wrong combination fails while the config is
 read (this module and gan.config import no MindSpore); `build_plan(conf)` asks the machine (ops.onednn) and
 is called once where networks are built (gan.training.GANTrainer, gan.checkpoint, gan.bench.batched_2d). The
@@ -175,26 +174,26 @@ def channels_last_blockers(conf: Config, net: NetworkPlan) -> list[str]:
     return [why for ok, why in checks if not ok]
 
 
-def resolve_layout(conf: Config, net: NetworkPlan, amx: bool) -> str:
-    """The activation layout of network plan `net`: model.layout, where auto is NHWC on a CPU whose oneDNN has AMX
-    (`amx`) for precision fp32 and bf16, else NCHW. With AMX, oneDNN's bf16 kernels compute in nhwc, and so do its
-    fastest float32 ones there (brgemm), so a network kept in NHWC moves no activation between layouts; measured on
-    a Xeon with AMX against NCHW, DCGAN-32 steps 1.18x (fp32) and 1.19x (bf16) as fast, DCGAN-64 1.03x and 1.20x
-    (docs/precision.md, bench_train_amx_layouts_ab.json). Elsewhere oneDNN's float32 kernels compute in nChw16c /
-    nChw8c, which the NCHW path feeds (not measured end to end in NHWC there). ConfigError for model.layout=nhwc on
-    a network that cannot take it (channels_last_blockers)."""
+def resolve_layout(conf: Config, net: NetworkPlan) -> str:
+    """The activation layout of network plan `net`: model.layout, where auto is NHWC on CPU for precision fp32 and
+    bf16 wherever the network can take it, else NCHW. oneDNN's fastest kernels compute in nhwc (AMX, and its brgemm
+    kernels at AVX-512), so a network kept in NHWC moves no activation between layouts. NHWC against NCHW, median
+    of 3 alternated rounds on a Xeon with oneDNN at its AMX ISA and capped to each lower one (docs/precision.md,
+    bench_train_amx_layouts_ab.json, bench_train_isa_layouts_ab.json): DCGAN-32 1.03-1.18x (fp32), 1.02-1.19x
+    (bf16); DCGAN-64 1.01-1.11x and 1.08-1.20x. fp16 keeps NCHW (not measured). ConfigError for model.layout=nhwc
+    on a network that cannot take it (channels_last_blockers)."""
     blockers = channels_last_blockers(conf, net)
     if conf.model.layout == "nhwc" and blockers:
         raise ConfigError(f"model.layout=nhwc cannot be built here: {'; '.join(blockers)}; use model.layout=auto")
     if conf.model.layout == "auto":
-        measured = conf.precision.name in ("fp32", "bf16") and conf.runtime.device_target == "CPU" and amx
+        measured = conf.precision.name in ("fp32", "bf16") and conf.runtime.device_target == "CPU"
         return "NHWC" if measured and not blockers else "NCHW"
     return conf.model.layout.upper()
 
 
-def resolve_plan(conf: Config, onednn: bool, amx: bool = False) -> BuildPlan:
-    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not, and have AMX (`amx`)
-    or not; ConfigError naming the keys for a combination that cannot be built."""
+def resolve_plan(conf: Config, onednn: bool) -> BuildPlan:
+    """The plan of `conf` on a machine where oneDNN's kernels build and load (`onednn`) or not; ConfigError naming
+    the keys for a combination that cannot be built."""
     gradient_penalty, r1 = LOSS_KINDS[conf.train.loss].gradient_penalty, conf.train.r1_gamma > 0
     penalty = " and ".join(key for key, on in ((f"train.loss={conf.train.loss}", gradient_penalty),
                                                ("train.r1_gamma>0", r1)) if on)  # D is differentiated twice
@@ -211,7 +210,7 @@ def resolve_plan(conf: Config, onednn: bool, amx: bool = False) -> BuildPlan:
     notes = (f"fusion {fusion}: {why}",) if why else ()
     g = NetworkPlan(impl, fusion, conf.act.g_kind, conf.model.g_norm, notes)
     d = _discriminator(conf, impl, fusion, notes, penalty)
-    g, d = (replace(net, layout=resolve_layout(conf, net, amx)) for net in (g, d))
+    g, d = (replace(net, layout=resolve_layout(conf, net)) for net in (g, d))
     return BuildPlan(g=g, d=d, gradient_penalty=gradient_penalty, r1=r1, jit_level=FUSION_KINDS[fusion].jit_level,
                      requested=(conf.model.conv_impl, str(conf.fusion.name)))
 
@@ -250,16 +249,6 @@ def onednn_found(conf: Config) -> bool:
     return onednn.available()
 
 
-def amx_found(conf: Config) -> bool:
-    """The machine's other part: whether oneDNN has AMX here (asked only where the layout is model.layout=auto and
-    the convolutions may be oneDNN's)."""
-    if conf.model.layout != "auto" or not onednn_found(conf):
-        return False
-    from ops import onednn
-
-    return onednn.cpu_isa().amx
-
-
 def build_plan(conf: Config) -> BuildPlan:
     """The plan of `conf` on this machine (call it once, where the networks are built)."""
-    return resolve_plan(conf, onednn_found(conf), amx_found(conf))
+    return resolve_plan(conf, onednn_found(conf))

@@ -114,20 +114,17 @@ CPU_ISAS = {0x0: "default", 0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xF: "avx2_vn
             0xFEF: "avx10_1_512_amx", 0x1FEF: "avx10_1_512_amx_fp16", 0x201FF: "avx10_2_512",
             0x22FFF: "avx10_2_512_amx_2"}
 BF16_ISA, BF16_DOT_ISA = 0x27, 0xE7  # avx512_core (bf16 emulated), avx512_core_bf16 (vdpbf16ps; AMX contains it)
-AMX_ISA = 0xFEF  # avx10_1_512_amx: AMX tiles with bf16 (oneDNN's avx512_core_amx)
 
 
 class CpuIsa(NamedTuple):
     """The instruction set oneDNN dispatches to here ($ONEDNN_MAX_CPU_ISA lowers it) and what it means for
     bfloat16 convolutions: `bf16` whether oneDNN 3.10 has them at all (AVX-512 and later: on AVX2 it has none),
     `bf16_dot` whether they run on bf16 dot-product instructions (AVX512_BF16 or AMX-BF16) rather than an
-    emulation (several times slower than float32 here), `amx` whether oneDNN has AMX tiles here (its bf16 kernels
-    then compute in nhwc)."""
+    emulation (several times slower than float32 here)."""
 
     name: str
     bf16: bool
     bf16_dot: bool
-    amx: bool = False
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,8 +133,7 @@ def cpu_isa() -> CpuIsa:
     lib = ctypes.CDLL(library_path())
     lib.LreluDnnlCpuIsa.restype = ctypes.c_int64
     isa = int(lib.LreluDnnlCpuIsa())
-    return CpuIsa(CPU_ISAS.get(isa, hex(isa)), isa & BF16_ISA == BF16_ISA, isa & BF16_DOT_ISA == BF16_DOT_ISA,
-                  isa & AMX_ISA == AMX_ISA)
+    return CpuIsa(CPU_ISAS.get(isa, hex(isa)), isa & BF16_ISA == BF16_ISA, isa & BF16_DOT_ISA == BF16_DOT_ISA)
 
 
 def unavailable_reason() -> str | None:

@@ -102,10 +102,10 @@ def test_build_plan_asks_the_machine(config):
 
 def test_describe_gives_one_line_per_network_with_the_reasons(config):
     assert resolve_plan(config(), True).describe() == (
-        "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW\n"
-        "D: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW")
+        "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NHWC\n"
+        "D: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NHWC")
     g, d = resolve_plan(config(*WGAN_GP), True).describe().split("\n")
-    assert g == "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NCHW"
+    assert g == "G: model.conv_impl=auto -> onednn, fusion=auto -> conv_act, act leaky_relu, norm batch, layout NHWC"
     assert d == ("D: model.conv_impl=auto -> gemm, fusion=auto -> none, act leaky_relu, norm none, layout NCHW "
                  "(train.loss=wgan_gp differentiates D twice, and oneDNN's convolutions and the fused kernels have "
                  "first derivatives only)")
@@ -118,28 +118,30 @@ def test_describe_gives_one_line_per_network_with_the_reasons(config):
 BF16 = ["precision=bf16"]
 
 
-# overrides, oneDNN has AMX here, (G layout, D layout)
+# overrides, (G layout, D layout)
 LAYOUTS = [
-    ([], True, ("NHWC", "NHWC")),  # AMX: oneDNN's bf16 and fastest float32 kernels compute in nhwc
-    ([], False, ("NCHW", "NCHW")),  # elsewhere its float32 kernels compute in nChw16c / nChw8c
-    (BF16, True, ("NHWC", "NHWC")),
-    (BF16, False, ("NCHW", "NCHW")),  # AVX512-BF16 without AMX: nChw16c
-    (["precision=fp16"], True, ("NCHW", "NCHW")),  # not measured in NHWC
-    (BF16 + ["model.layout=nchw"], True, ("NCHW", "NCHW")),
-    (["model.layout=nhwc"], False, ("NHWC", "NHWC")),  # asked for: any precision, any CPU
-    (["model.layout=nhwc", "precision=fp16"], False, ("NHWC", "NHWC")),
-    (BF16 + ["fusion=bn_act"], True, ("NHWC", "NHWC")),
-    (BF16 + ["fusion=none"], True, ("NCHW", "NCHW")),  # MindSpore's BatchNorm2d is NCHW only
-    (BF16 + ["act.d_kind=prelu"], True, ("NHWC", "NCHW")),  # each network on its own
-    (["train.r1_gamma=1", "model.d_norm=spectral"], True, ("NHWC", "NCHW")),  # D runs gemm
-    (["runtime.device_target=GPU"], True, ("NCHW", "NCHW")),
+    ([], ("NHWC", "NHWC")),  # oneDNN's fastest kernels compute in nhwc, AMX or not
+    (BF16, ("NHWC", "NHWC")),
+    (["precision=fp16"], ("NCHW", "NCHW")),  # not measured in NHWC
+    (BF16 + ["model.layout=nchw"], ("NCHW", "NCHW")),
+    (["model.layout=nhwc", "precision=fp16"], ("NHWC", "NHWC")),  # asked for: any precision
+    (BF16 + ["fusion=bn_act"], ("NHWC", "NHWC")),
+    (BF16 + ["fusion=none"], ("NCHW", "NCHW")),  # MindSpore's BatchNorm2d is NCHW only
+    (BF16 + ["act.d_kind=prelu"], ("NHWC", "NCHW")),  # each network on its own
+    (["train.r1_gamma=1", "model.d_norm=spectral"], ("NHWC", "NCHW")),  # D runs gemm
+    (["runtime.device_target=GPU"], ("NCHW", "NCHW")),
 ]
 
 
-@pytest.mark.parametrize("overrides, amx, layouts", LAYOUTS)
-def test_the_activation_layout_of_each_network(config, overrides, amx, layouts):
-    plan = resolve_plan(config(*overrides), onednn=True, amx=amx)
+@pytest.mark.parametrize("overrides, layouts", LAYOUTS)
+def test_the_activation_layout_of_each_network(config, overrides, layouts):
+    plan = resolve_plan(config(*overrides), onednn=True)
     assert (plan.g.layout, plan.d.layout) == layouts
+
+
+def test_without_onednn_the_networks_stay_nchw(config):
+    plan = resolve_plan(config(), onednn=False)  # conv_impl auto -> gemm
+    assert (plan.g.conv_impl, plan.g.layout, plan.d.layout) == ("gemm", "NCHW", "NCHW")
 
 
 @pytest.mark.parametrize("overrides, message", [
