@@ -1352,8 +1352,8 @@ def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf
              f"{', '.join(f for f in amx_cpu['cpu']['flags'] if 'bf16' in f)} (both precisions channels last); "
              f"{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x and {span(bf16_ratios[('dcgan64', 'conv_act')], 2)}x "
              f"on an {_cpu_label(bf16['runs'][0][0])} with "
-             f"{', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)}",
-             f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
+             f"{', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)} (NCHW, before channels "
+             f"last)", f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
