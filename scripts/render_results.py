@@ -1573,6 +1573,7 @@ TABLES: dict[str, Table] = {
     "inplace": Table(("bench_inplace.json",), inplace),
     "diagnostics_overhead": Table(("bench_diagnostics.json",), diagnostics_overhead),
     "host_blocking": Table(("host_blocking_ring8.json",), host_blocking),
+    "host_blocking_dcgan": Table(("host_blocking_dcgan_ab.json",), builds_ab_pairs),
     "generate_memory": Table(("bench_generate.json",), generate_memory),
     "dashboard_size": Table(("bench_dashboard.json",), dashboard_size),
     "fusion_blocks": Table(("bench_fusion.json",), fusion_blocks),
