@@ -1542,6 +1542,7 @@ TABLES: dict[str, Table] = {
     "train_utilisation_amx": Table(("bench_train_amx.json",), with_when(train_utilisation)),
     "layouts_amx": Table(("bench_train_amx_layouts_ab.json",), builds_ab_pairs),
     "layouts_isa": Table(("bench_train_isa_layouts_ab.json",), builds_ab_pairs),
+    "layouts_bn_act": Table(("bench_train_bn_act_layouts_ab.json",), builds_ab_pairs),
     "profile_amx_dcgan32": Table(("profile_train_amx_dcgan32_fp32.json", "profile_train_amx_dcgan32_bf16.json"),
                                  profile_precisions),
     "train_idle_zen3": Table(("bench_train_zen3.json",), train_idle),
