@@ -6,7 +6,10 @@ Measures what `python train.py` runs: the config is composed from configs/ exact
 GANTrainer.train_step, the jitted D + G step plus the host read-back of the logged numbers. With --vs-torch
 (and PyTorch installed, an optional comparison only) the identical architecture, loss and optimiser run in
 PyTorch in the same process, so both see the same machine load: float32, and for precision bf16 under
-torch.autocast("cpu", dtype=torch.bfloat16) (ratio_to_torch compares equal precisions).
+torch.autocast("cpu", dtype=torch.bfloat16) (ratio_to_torch compares equal precisions). The contenders take turns,
+one timed step each, and each timed step comes right after an untimed step of the same contender (`lead_in`): a
+step timed right after another contender's started in its leftovers (on a 2-core Xeon the first contender, this
+app's fp32, ran 1.4x slower after the peak GEMMs and PyTorch's steps than after its own step).
 
     python scripts/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
         [--fusions none,bn_act] [--precisions fp32,bf16] [--peak measure|PATH]
@@ -125,13 +128,17 @@ def train_step_flops(cfg: Config) -> dict:
 
 
 def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: int, steps: int,
-                     max_seconds: float, cpu_seconds: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+                     max_seconds: float, cpu_seconds: dict[str, list[float]] | None = None, *,
+                     lead_in: bool = False) -> dict[str, list[float]]:
     """Seconds per timed call of each step(i), round-robin so every contender sees the same machine load.
 
     Each contender first runs `warmup` untimed calls (graph compilation); a contender leaves the rotation
     after `steps` timed calls or once its timed calls add up to `max_seconds` (it always gets one).
     `cpu_seconds`, when given, receives each call's CPU time of this process (all its threads): on a machine
     loaded past its cores, wall time also counts the waits for a core, CPU time what the step itself cost.
+    lead_in: each timed call follows an untimed call of the same contender, so it starts from its own caches and
+    threads, as a training step follows a step of the same network, not from the previous contender's (another
+    framework's spinning threads, a large GEMM's evicted caches).
     """
     for step in steps_by_name.values():
         for i in range(warmup):
@@ -143,6 +150,8 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
         if not active:
             return times
         for name in active:
+            if lead_in:
+                steps_by_name[name](warmup + len(times[name]))
             t0, c0 = time.perf_counter(), time.process_time()
             steps_by_name[name](warmup + len(times[name]))
             times[name].append(time.perf_counter() - t0)
@@ -303,6 +312,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="extra train.py override for the MindSpore runs (repeatable), e.g. experiment=sngan_mnist")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="stop timing a configuration after this long (at least one step is timed)")
+    parser.add_argument("--lead-in", action=argparse.BooleanOptionalAction, default=True,
+                        help="time each step right after an untimed step of the same contender (default); "
+                             "--no-lead-in times it right after the previous contender's, as before 2026-12-06")
     args = parser.parse_args(argv)
     if args.render:  # the tables docs/performance.md and docs/precision.md quote (scripts/render_results.py)
         from render_results import bf16_speed, train_utilisation
@@ -343,7 +355,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     runs = [(impl, fusion, precision) for impl in impls for fusion in fusions for precision in precisions
             if fusion_applies(impl, fusion) and precision_applies(impl, precision)]
     machine = {"cpu": bench_peak.cpu_info(), "threads": args.threads or num_threads(),
-               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}  # PyTorch's idle OpenMP threads spin or sleep
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),  # PyTorch's idle OpenMP threads spin or sleep
+               "lead_in": args.lead_in}  # each timed step right after an untimed one of the same contender
     records = []
     for model in models:
         load_before = bench_peak.load_average()
@@ -360,7 +373,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             contenders.update(peak_steps)
         cpu_seconds: dict[str, list[float]] = {}
         medians = {name: statistics.median(ts) for name, ts in
-                   time_interleaved(contenders, args.warmup, args.steps, args.max_seconds, cpu_seconds).items()}
+                   time_interleaved(contenders, args.warmup, args.steps, args.max_seconds, cpu_seconds,
+                                    lead_in=args.lead_in).items()}
         cpu = {name: statistics.median(ts) for name, ts in cpu_seconds.items()}
         peak = peaks() if args.peak == "measure" else {} if args.peak == "none" else read_peak(Path(args.peak),
                                                                                                precisions)

@@ -44,6 +44,31 @@ def test_interleaved_timer_round_robin_and_limits() -> None:
     assert [len(t) for t in times.values()] == [1, 1]  # over budget after one timed step each
 
 
+def test_interleaved_timer_lead_in_runs_each_timed_step_after_its_own(monkeypatch) -> None:
+    calls: list[tuple[str, int]] = []
+    timed: list[str] = []
+
+    def step(name: str):
+        def call(i: int) -> None:
+            calls.append((name, i))
+        return call
+
+    steps = {name: step(name) for name in ("a", "b")}
+    real_counter = bench_train.time.perf_counter
+
+    def counter() -> float:  # a timed call is the one whose start is read just before it runs
+        timed.append(len(calls))
+        return real_counter()
+
+    monkeypatch.setattr(bench_train.time, "perf_counter", counter)
+    times = bench_train.time_interleaved(steps, warmup=1, steps=2, max_seconds=1e9, lead_in=True)
+    assert calls == [("a", 0), ("b", 0), ("a", 1), ("a", 1), ("b", 1), ("b", 1), ("a", 2), ("a", 2), ("b", 2), ("b", 2)]
+    assert [len(t) for t in times.values()] == [2, 2]
+    starts = timed[0::2]  # perf_counter is read before and after each timed call
+    assert [calls[k][0] for k in starts] == ["a", "b", "a", "b"]  # each timed call ...
+    assert [calls[k - 1][0] for k in starts] == ["a", "b", "a", "b"]  # ... right after an untimed call of its own
+
+
 def test_step_flops_match_a_hand_count_of_a_small_dcgan(config) -> None:
     """DCGAN-32 with ngf = ndf = 8, nz = 16, 3 channels, batch 2, counted by hand (multiply-adds per sample):
     G  ConvT 16->32 1->4: 1*1*16*32*16 = 8192;   ConvT 32->16 4->8: 4*4*32*16*16 = 131072;
