@@ -707,9 +707,12 @@ def _bench_conditions(reports: Sequence[list[dict]]) -> str:
         f"{MODEL.get(m, m)} {r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}"
         for m, r in {r["model"]: r for r in report}.items()) for i, report in enumerate(reports, 1))
     omp = f" (OMP_WAIT_POLICY={first['omp_wait_policy']})" if first.get("omp_wait_policy") else ""
+    turns = ("each timed step right after an untimed step of the same contender" if first.get("lead_in") else
+             "each step timed right after the previous contender's, without a lead-in step "
+             "([performance.md](performance.md#timing-each-step-after-its-own))")
     n = len(reports)
     spread = f"mean ± SE over {n} runs; " if n > 2 else "each run's value; " if n > 1 else ""
-    return (f"{spread}batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, "
+    return (f"{spread}batch {first['batch_size']}, {first['threads']} threads for every contender{omp}, {turns}, "
             f"{cpu_name(first)}; "
             f"load average (1 minute) before -> after each model, {loads}")
 
@@ -1353,7 +1356,9 @@ def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf
              f"{span(bf16_ratios[('dcgan32', 'conv_act')], 2)}x and {span(bf16_ratios[('dcgan64', 'conv_act')], 2)}x "
              f"on an {_cpu_label(bf16['runs'][0][0])} with "
              f"{', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)} (NCHW, before channels "
-             f"last)", f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
+             f"last, timed without lead-in steps, which on the Xeon inflated this ratio: "
+             f"[docs/performance.md](docs/performance.md#timing-each-step-after-its-own))",
+             f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
@@ -1538,8 +1543,9 @@ TABLES: dict[str, Table] = {
     "bf16_speed_zen5_blocked16": Table(("bench_train_zen5_bf16_blocked16.json",), with_when(bf16_speed)),
     "bf16_speed_zen5_lanes16": Table(("bench_train_zen5_bf16_lanes16.json",), with_when(bf16_speed)),
     "train_utilisation_zen5": Table(("bench_train_zen5_bf16.json",), with_when(train_utilisation)),
-    "bf16_speed_amx": Table(("bench_train_amx.json",), with_when(bf16_speed)),
-    "train_utilisation_amx": Table(("bench_train_amx.json",), with_when(train_utilisation)),
+    "bf16_speed_amx": Table(("bench_train_amx_lead_in.json",), with_when(bf16_speed)),
+    "train_utilisation_amx": Table(("bench_train_amx_lead_in.json",), with_when(train_utilisation)),
+    "lead_in_ab": Table(("bench_train_lead_in_ab.json",), builds_ab_pairs),
     "layouts_amx": Table(("bench_train_amx_layouts_ab.json",), builds_ab_pairs),
     "layouts_isa": Table(("bench_train_isa_layouts_ab.json",), builds_ab_pairs),
     "layouts_bn_act": Table(("bench_train_bn_act_layouts_ab.json",), builds_ab_pairs),
@@ -1598,7 +1604,7 @@ TABLES: dict[str, Table] = {
     # the README's summary
     "headline": Table(("bench_op_family.json", "bench_train_g_once_idle.json", "bench_train_zen3.json",
                        "bench_train_zen3_after_bf16.json", "bench_train_xeon_avx512.json",
-                       "bench_train_zen5_bf16_blocked16.json", "bench_train_amx.json",
+                       "bench_train_zen5_bf16_blocked16.json", "bench_train_amx_lead_in.json",
                        "bench_modes_batched_ring8_15k_10trials.json",
                        "bench_modes_batched_grid25_20k_slope0.2_10trials.json", "recipes_mnist.json",
                        "slope_study_mnist.json", "bench_quality_fashion_mnist_10k.json", "fid_default_mnist.json"),
