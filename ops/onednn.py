@@ -83,7 +83,8 @@ def build_with_onednn(stem: str, source: Path, headers_used: tuple[str, ...]) ->
 def library_path() -> str:
     """The compiled oneDNN kernel library."""
     return build_with_onednn("onednn_conv", SOURCE,
-                             ("worker_pool.h", "col2im.h", "bfloat16.h", "blocked16.h", "dnnl_pool.h"))
+                             ("worker_pool.h", "col2im.h", "bfloat16.h", "blocked16.h", "blocked_weights.h",
+                              "dnnl_pool.h"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,8 +34,9 @@
 // at its edges). compute=1 makes a bfloat16 primitive (bf16 src/weights/dst, float32 accumulation; oneDNN picks
 // AMX or AVX512-BF16 kernels where the CPU has them) with float32 weight gradients and bias; compute=0 a float32
 // one. The reorders convert each tensor between its dtype and the primitive's, so a float32 weight or input is
-// rounded to bfloat16 once per call inside the reorder into the blocked layout, and an output (post-ops
-// included) is rounded once to its dtype.
+// rounded to bfloat16 once per call inside the reorder into the blocked layout (bf16 weights in oneDNN's VNNI
+// layouts by blocked_weights.h's gather instead, the same bytes), and an output (post-ops included) is rounded
+// once to its dtype.
 // DnnlPoolForward        (src, pool geometry) -> dst: max or average pooling, float32
 // pool geometry: int32[11] {algorithm (0 max, 1 average excluding padding, 2 average including it), kernel_h,
 // kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}.
@@ -56,6 +57,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "bfloat16.h"
 #include "blocked16.h"
+#include "blocked_weights.h"
 #include "col2im.h"
 #include "dnnl_pool.h"
 #include "worker_pool.h"
@@ -97,7 +99,42 @@ struct Edge {
   // bytes (compared on every call) skips its reorder.
   bool keep = false;
   std::vector<char> last;
+  // bf16 weights in a VNNI layout (three or more inner blocks): filled by blocked_weights.h's gather, not `convert`
+  std::shared_ptr<const lrelu::cpu::BlockedGather> gather;
 };
+
+// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
+template <typename Fn>
+void with_type(memory::data_type t, const void* data, const Fn& fn) {
+  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
+  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
+  else fn(static_cast<const float*>(data));
+}
+
+// The gather that fills `chosen` from OIHW weights, where it is a bf16 layout of three or more inner blocks (the
+// VNNI layouts, where oneDNN's reorder is slow: blocked_weights.h) with no padding; null elsewhere.
+std::shared_ptr<const lrelu::cpu::BlockedGather> weights_gather(const memory::desc& chosen) {
+  if (chosen.get_data_type() != memory::data_type::bf16 || chosen.get_ndims() != 4 ||
+      chosen.get_format_kind() != memory::format_kind::blocked || chosen.get_inner_nblks() < 3 ||
+      chosen.get_padded_dims() != chosen.get_dims()) {
+    return nullptr;
+  }
+  lrelu::cpu::BlockedLayout l{};
+  const memory::dims dims = chosen.get_dims(), strides = chosen.get_strides(), blks = chosen.get_inner_blks(),
+                     idxs = chosen.get_inner_idxs();
+  l.nblks = chosen.get_inner_nblks();
+  if (l.nblks > 8) return nullptr;
+  for (int i = 0; i < 4; ++i) {
+    l.dims[i] = dims[i];
+    l.strides[i] = strides[i];
+  }
+  for (int k = 0; k < l.nblks; ++k) {
+    l.blks[k] = blks[k];
+    l.idxs[k] = static_cast<int>(idxs[k]);
+  }
+  if (!lrelu::cpu::BlockedGather::fits(l)) return nullptr;
+  return std::make_shared<const lrelu::cpu::BlockedGather>(l);
+}
 
 struct Entry {
   std::mutex mu;
@@ -120,6 +157,7 @@ Edge make_edge(int arg, const memory::dims& dims, memory::data_type type, tag pl
     e.transposed = nhwc || chosen == memory::desc(dims, memory::data_type::bf16, tag::nChw16c);
     e.interleaved = nhwc ? lrelu::cpu::Interleaved::kNhwc : lrelu::cpu::Interleaved::kBlocked16;
   }
+  if (e.reordered && is_input && arg == DNNL_ARG_WEIGHTS && plain_tag == tag::oihw) e.gather = weights_gather(chosen);
   if (e.reordered) {
     e.blocked = memory(chosen, cpu_engine());
     e.convert = is_input ? dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), e.plain, cpu_engine(), chosen))
@@ -335,6 +373,11 @@ Entry& lookup(const Problem& p, const void* weights = nullptr) {
 
 // plain -> blocked (an input) or blocked -> plain (the output) of an edge, on `threads` threads.
 void convert(Edge& e, dnnl::stream& stream, memory& plain, memory& blocked, bool to_blocked, int threads) {
+  if (to_blocked && e.gather) {
+    uint16_t* to = static_cast<uint16_t*>(blocked.get_data_handle());
+    with_type(e.plain.get_data_type(), plain.get_data_handle(), [&](auto from) { e.gather->run(from, to, threads); });
+    return;
+  }
   if (!e.transposed) {
     if (to_blocked) e.convert.execute(stream, plain, blocked);
     else e.convert.execute(stream, blocked, plain);
@@ -373,19 +416,6 @@ void run(Entry& entry, void** inputs, void* out) {
     convert(entry.out, stream, user, entry.out.blocked, false, threads);
   }
   stream.wait();
-}
-
-// The bf16 bits of element i of a float32, float16 or bfloat16 tensor (rounded to nearest even once).
-inline uint16_t bits_at(const float* d, int64_t i) { return lrelu::cpu::bf16::round_bits(d[i]); }
-inline uint16_t bits_at(const _Float16* d, int64_t i) { return lrelu::cpu::bf16::round_bits(static_cast<float>(d[i])); }
-inline uint16_t bits_at(const lrelu::cpu::bf16* d, int64_t i) { return d[i].bits; }
-
-// fn(static_cast<const T*>(data)) with T the element type of dtype t (float32, float16 or bfloat16).
-template <typename Fn>
-void with_type(memory::data_type t, const void* data, const Fn& fn) {
-  if (t == memory::data_type::bf16) fn(static_cast<const lrelu::cpu::bf16*>(data));
-  else if (t == memory::data_type::f16) fn(static_cast<const _Float16*>(data));
-  else fn(static_cast<const float*>(data));
 }
 
 // Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
@@ -546,7 +576,7 @@ inline void copy_bits(const lrelu::cpu::bf16* src, uint16_t* dst, int64_t len) {
 }
 template <typename T>
 inline void copy_bits(const T* src, uint16_t* dst, int64_t len) {
-  for (int64_t j = 0; j < len; ++j) dst[j] = bits_at(src, j);
+  for (int64_t j = 0; j < len; ++j) dst[j] = lrelu::cpu::bf16_bits_of(src[j]);
 }
 
 // xp (H + 2 pad, W + 2 pad, C) = the bf16 bits of one sample x (C, H, W), or (H, W, C) in `layout` NHWC, in
@@ -597,7 +627,7 @@ void to_padded_nhwc(const T* x, Layout layout, int64_t c, int64_t h, int64_t w, 
     for (int64_t ih = 0; ih < h; ++ih) {
       const T* src = x + (ci * h + ih) * w;
       uint16_t* dst = xp + ((ih + pad) * wp + pad) * c + ci;
-      for (int64_t iw = 0; iw < w; ++iw) dst[iw * c] = bits_at(src, iw);
+      for (int64_t iw = 0; iw < w; ++iw) dst[iw * c] = lrelu::cpu::bf16_bits_of(src[iw]);
     }
   }
 }
