@@ -16,7 +16,9 @@
 //   /tmp/layouts --json F   # the same, and writes them to F as {"primitives": [...], "few_channels": [...]}
 //   /tmp/layouts bf16       # one line per geometry: bf16 and float32 primitives, and the GEMM backward-weights;
 //                           # then per activation shape: the bf16 and float32 reorders to nChw16c and to
-//                           # nhwc and back, and the kernel's own bf16 transposes
+//                           # nhwc and back, and the kernel's own bf16 transposes; then per layer the bf16
+//                           # weights' conversion into oneDNN's layouts: its reorder and blocked_weights.h's gather
+//                           # (build with -O3, as the kernels are, to time the gather as they run it)
 #include <time.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "../ops/csrc/cpu/blocked16.h"
+#include "../ops/csrc/cpu/blocked_weights.h"
 #include "../ops/csrc/cpu/col2im.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.h"
@@ -308,6 +311,53 @@ void bf16_reorders(const memory::dims& dims) {
   }
 }
 
+// ms of a bf16 weight's conversion from float32 OIHW into the layout oneDNN's bf16 forward and backward-data
+// (nhwc activations, as the app's channels-last networks) take: oneDNN's reorder and blocked_weights.h's gather
+// (what the kernel uses where the layout has three or more inner blocks), on this thread.
+void bf16_weights(const Geometry& g) {
+  const memory::dims src = {g.n, g.ic, g.ih, g.ih}, wei = {g.oc, g.ic, g.k, g.k}, dst = {g.n, g.oc, g.oh(), g.oh()};
+  const memory::dims st = {g.s, g.s}, pd = {g.p, g.p};
+  const auto bf16 = memory::data_type::bf16;
+  try {
+    const auto fwd = dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_training,
+        dnnl::algorithm::convolution_direct, memory::desc(src, bf16, tag::nhwc), memory::desc(wei, bf16, tag::any),
+        memory::desc(), memory::desc(dst, bf16, tag::nhwc), st, pd, pd);
+    const auto bwd = dnnl::convolution_backward_data::primitive_desc(eng, dnnl::algorithm::convolution_direct,
+        memory::desc(src, bf16, tag::nhwc), memory::desc(wei, bf16, tag::any), memory::desc(dst, bf16, tag::nhwc),
+        st, pd, pd, fwd);
+    for (const auto& [chosen, name] : {std::pair{fwd.weights_desc(), "forward"}, {bwd.weights_desc(), "backward_data"}}) {
+      memory plain = zeroed(memory::desc(wei, memory::data_type::f32, tag::oihw)), blocked = zeroed(chosen);
+      dnnl::reorder convert(plain, blocked);
+      const double theirs = best_cpu_ms([&] { convert.execute(strm, plain, blocked); });
+      lrelu::cpu::BlockedLayout l{};
+      const memory::dims strides = chosen.get_strides(), blks = chosen.get_inner_blks(), idxs = chosen.get_inner_idxs();
+      l.nblks = chosen.get_inner_nblks();
+      for (int d = 0; d < 4; ++d) {
+        l.dims[d] = wei[d];
+        l.strides[d] = strides[d];
+      }
+      for (int b = 0; b < l.nblks && b < 8; ++b) {
+        l.blks[b] = blks[b];
+        l.idxs[b] = static_cast<int>(idxs[b]);
+      }
+      const bool fits = chosen.get_padded_dims() == chosen.get_dims() && lrelu::cpu::BlockedGather::fits(l);
+      double ours = 0;
+      if (fits) {
+        const lrelu::cpu::BlockedGather gather(l);
+        const float* from = static_cast<const float*>(plain.get_data_handle());
+        uint16_t* to = static_cast<uint16_t*>(blocked.get_data_handle());
+        ours = best_cpu_ms([&] { gather.run(from, to, 1); });
+      }
+      std::printf("weights %ldx%ldx%ldx%ld %-13s %d inner blocks: oneDNN reorder %7.3f ms CPU", wei[0], wei[1],
+                  wei[2], wei[3], name, l.nblks, theirs);
+      if (fits) std::printf(", gather %7.3f ms CPU (%.1fx)\n", ours, theirs / ours);
+      else std::printf(", gather: cannot (padded)\n");
+    }
+  } catch (const dnnl::error& e) {
+    std::printf("weights %ldx%ld  bf16 not available: %s\n", g.oc, g.ic, e.what());
+  }
+}
+
 int main(int argc, char** argv) {
   const std::vector<Geometry> layers = {
       {64, 3, 32, 32, 4, 2, 1},  {64, 32, 64, 16, 4, 2, 1},  {64, 64, 128, 8, 4, 2, 1},    // DCGAN-32
@@ -319,6 +369,7 @@ int main(int argc, char** argv) {
                                                            {64, 64, 32, 32}, {64, 128, 16, 16}, {64, 256, 8, 8}}) {
       bf16_reorders(d);
     }
+    for (const Geometry& g : layers) bf16_weights(g);
     return 0;
   }
   for (const Geometry& g : layers) {
