@@ -329,29 +329,19 @@ void bf16_weights(const Geometry& g) {
       memory plain = zeroed(memory::desc(wei, memory::data_type::f32, tag::oihw)), blocked = zeroed(chosen);
       dnnl::reorder convert(plain, blocked);
       const double theirs = best_cpu_ms([&] { convert.execute(strm, plain, blocked); });
-      lrelu::cpu::BlockedLayout l{};
-      const memory::dims strides = chosen.get_strides(), blks = chosen.get_inner_blks(), idxs = chosen.get_inner_idxs();
-      l.nblks = chosen.get_inner_nblks();
-      for (int d = 0; d < 4; ++d) {
-        l.dims[d] = wei[d];
-        l.strides[d] = strides[d];
-      }
-      for (int b = 0; b < l.nblks && b < 8; ++b) {
-        l.blks[b] = blks[b];
-        l.idxs[b] = static_cast<int>(idxs[b]);
-      }
-      const bool fits = chosen.get_padded_dims() == chosen.get_dims() && lrelu::cpu::BlockedGather::fits(l);
+      const std::optional<lrelu::cpu::BlockedLayout> l = lrelu::cpu::blocked_layout(chosen);
+      const bool fits = l && lrelu::cpu::BlockedGather::fits(*l);
       double ours = 0;
       if (fits) {
-        const lrelu::cpu::BlockedGather gather(l);
+        const lrelu::cpu::BlockedGather gather(*l);
         const float* from = static_cast<const float*>(plain.get_data_handle());
         uint16_t* to = static_cast<uint16_t*>(blocked.get_data_handle());
         ours = best_cpu_ms([&] { gather.run(from, to, 1); });
       }
       std::printf("weights %ldx%ldx%ldx%ld %-13s %d inner blocks: oneDNN reorder %7.3f ms CPU", wei[0], wei[1],
-                  wei[2], wei[3], name, l.nblks, theirs);
+                  wei[2], wei[3], name, chosen.get_inner_nblks(), theirs);
       if (fits) std::printf(", gather %7.3f ms CPU (%.1fx)\n", ours, theirs / ours);
-      else std::printf(", gather: cannot (padded)\n");
+      else std::printf(", gather: cannot (not blocked, or padded)\n");
     }
   } catch (const dnnl::error& e) {
     std::printf("weights %ldx%ld  bf16 not available: %s\n", g.oc, g.ic, e.what());

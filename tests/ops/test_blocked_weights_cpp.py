@@ -43,28 +43,13 @@ extern "C" int capi_weights(int64_t o, int64_t i, int64_t k, int64_t s, int64_t 
                                                        {p, p}, {p, p}, fwd).weights_desc();
   }
   *bytes = static_cast<int64_t>(chosen.get_size());
-  if (chosen.get_format_kind() != memory::format_kind::blocked || chosen.get_inner_nblks() == 0 ||
-      chosen.get_inner_nblks() > 8 || chosen.get_padded_dims() != chosen.get_dims() || *bytes > capacity) {
-    return 0;
-  }
-  lrelu::cpu::BlockedLayout l{};
-  const memory::dims strides = chosen.get_strides(), blks = chosen.get_inner_blks(), idxs = chosen.get_inner_idxs();
-  const int64_t dims[4] = {o, i, k, k};
-  l.nblks = chosen.get_inner_nblks();
-  for (int d = 0; d < 4; ++d) {
-    l.dims[d] = dims[d];
-    l.strides[d] = strides[d];
-  }
-  for (int b = 0; b < l.nblks; ++b) {
-    l.blks[b] = blks[b];
-    l.idxs[b] = static_cast<int>(idxs[b]);
-  }
-  if (!lrelu::cpu::BlockedGather::fits(l)) return 0;
+  const std::optional<lrelu::cpu::BlockedLayout> l = lrelu::cpu::blocked_layout(chosen);
+  if (!l || !lrelu::cpu::BlockedGather::fits(*l) || *bytes > capacity) return 0;
   memory plain(memory::desc({o, i, k, k}, dt::f32, tag::oihw), eng, const_cast<float*>(w)), theirs(chosen, eng, ref);
   reorder(plain, theirs).execute(st, plain, theirs);
   st.wait();
-  lrelu::cpu::BlockedGather(l).run(w, ours, 2);
-  return l.nblks;
+  lrelu::cpu::BlockedGather(*l).run(w, ours, 2);
+  return l->nblks;
 }
 """
 

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "oneapi/dnnl/dnnl.hpp"
 #include "bfloat16.h"
 #include "worker_pool.h"
 
@@ -34,6 +36,27 @@ struct BlockedLayout {
   int64_t blks[8];
   int idxs[8];
 };
+
+// The layout of a oneDNN descriptor, where it is a 4-d blocked one with at most 8 inner blocks and no padding.
+inline std::optional<BlockedLayout> blocked_layout(const dnnl::memory::desc& d) {
+  if (d.get_ndims() != 4 || d.get_format_kind() != dnnl::memory::format_kind::blocked || d.get_inner_nblks() < 1 ||
+      d.get_inner_nblks() > 8 || d.get_padded_dims() != d.get_dims()) {
+    return std::nullopt;
+  }
+  BlockedLayout l{};
+  const dnnl::memory::dims dims = d.get_dims(), strides = d.get_strides(), blks = d.get_inner_blks(),
+                           idxs = d.get_inner_idxs();
+  l.nblks = d.get_inner_nblks();
+  for (int i = 0; i < 4; ++i) {
+    l.dims[i] = dims[i];
+    l.strides[i] = strides[i];
+  }
+  for (int k = 0; k < l.nblks; ++k) {
+    l.blks[k] = blks[k];
+    l.idxs[k] = static_cast<int>(idxs[k]);
+  }
+  return l;
+}
 
 class BlockedGather {
  public:

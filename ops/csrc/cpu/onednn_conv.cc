@@ -114,26 +114,12 @@ void with_type(memory::data_type t, const void* data, const Fn& fn) {
 // The gather that fills `chosen` from OIHW weights, where it is a bf16 layout of three or more inner blocks (the
 // VNNI layouts, where oneDNN's reorder is slow: blocked_weights.h) with no padding; null elsewhere.
 std::shared_ptr<const lrelu::cpu::BlockedGather> weights_gather(const memory::desc& chosen) {
-  if (chosen.get_data_type() != memory::data_type::bf16 || chosen.get_ndims() != 4 ||
-      chosen.get_format_kind() != memory::format_kind::blocked || chosen.get_inner_nblks() < 3 ||
-      chosen.get_padded_dims() != chosen.get_dims()) {
+  const std::optional<lrelu::cpu::BlockedLayout> l = lrelu::cpu::blocked_layout(chosen);
+  if (chosen.get_data_type() != memory::data_type::bf16 || !l || l->nblks < 3 ||
+      !lrelu::cpu::BlockedGather::fits(*l)) {
     return nullptr;
   }
-  lrelu::cpu::BlockedLayout l{};
-  const memory::dims dims = chosen.get_dims(), strides = chosen.get_strides(), blks = chosen.get_inner_blks(),
-                     idxs = chosen.get_inner_idxs();
-  l.nblks = chosen.get_inner_nblks();
-  if (l.nblks > 8) return nullptr;
-  for (int i = 0; i < 4; ++i) {
-    l.dims[i] = dims[i];
-    l.strides[i] = strides[i];
-  }
-  for (int k = 0; k < l.nblks; ++k) {
-    l.blks[k] = blks[k];
-    l.idxs[k] = static_cast<int>(idxs[k]);
-  }
-  if (!lrelu::cpu::BlockedGather::fits(l)) return nullptr;
-  return std::make_shared<const lrelu::cpu::BlockedGather>(l);
+  return std::make_shared<const lrelu::cpu::BlockedGather>(*l);
 }
 
 struct Entry {
