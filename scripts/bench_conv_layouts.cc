@@ -162,7 +162,7 @@ void few_channels(const Geometry& g) {
     r3.execute(strm, dsrc, udx);
   });
   const lrelu::cpu::PaddedPlane plane(g.ih, g.ih, g.k, g.s, g.p, oh, oh);
-  std::vector<float> buf(static_cast<size_t>(rows * cols)), acc(plane.padded_size());
+  std::vector<float> buf(static_cast<size_t>(rows * cols)), acc(plane.acc_size());
   const float* dy = static_cast<const float*>(udy.get_data_handle());
   const float* wt = static_cast<const float*>(uw.get_data_handle());
   float* dx = static_cast<float*>(udx.get_data_handle());

@@ -85,7 +85,7 @@ void col2im(const Geometry& g, const T* cols, T* image) {
   const PaddedPlane layout = plane_of(g);
   const int64_t row_len = g.n * layout.seg;
   for_each_unit_block(g, [&](int64_t first, int64_t last) {
-    std::vector<float> acc(layout.padded_size());
+    std::vector<float> acc(layout.acc_size());
     for (int64_t u = first; u < last; ++u) {
       const int64_t c = u / g.n, b = u % g.n;
       layout.col2im(cols + c * layout.taps * row_len + b * layout.seg, row_len, acc.data(),

@@ -437,7 +437,7 @@ void backward_data_few_channels(const Problem& p, const D* dy, const void* weigh
   lrelu::cpu::WorkerPool::instance().run(workers, [&](int first) {
     thread_local std::vector<float> buf, acc, wide;
     buf.resize(static_cast<size_t>(rows * cols));
-    acc.resize(plane.padded_size());
+    acc.resize(plane.acc_size());
     for (int64_t i = first; i < n; i += workers) {
       const D* src = dy + i * o * cols;
       const float* dyi = nullptr;
