@@ -39,12 +39,13 @@ def reference_im2col(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
     return cols.reshape(c * k * k, n * ho * wo)
 
 
-def reference_col2im(cols: np.ndarray, shape: tuple, k: int, s: int, p: int) -> np.ndarray:
-    """The image that adds each cols entry onto its position (float64), the adjoint of reference_im2col."""
+def reference_col2im(cols: np.ndarray, shape: tuple, k: int, s: int, p: int, dtype=np.float64) -> np.ndarray:
+    """The image that adds each cols entry onto its position (in `dtype`, row (ki, kj) after row), the adjoint of
+    reference_im2col."""
     n, c, h, w = shape
     ho, wo = conv_output_size(h, k, s, p), conv_output_size(w, k, s, p)
-    blocks = cols.astype(np.float64).reshape(c, k, k, n, ho, wo)
-    padded = np.zeros((n, c, h + 2 * p, w + 2 * p))
+    blocks = cols.astype(dtype).reshape(c, k, k, n, ho, wo)
+    padded = np.zeros((n, c, h + 2 * p, w + 2 * p), dtype)
     for ki in range(k):
         for kj in range(k):
             window = blocks[:, ki, kj].transpose(1, 0, 2, 3)
@@ -76,6 +77,15 @@ def test_col2im_matches_numpy(shape: tuple, k: int, s: int, p: int, dtype, rtol:
     assert got.shape == shape and got.dtype == ms.Tensor(cols).dtype
     np.testing.assert_allclose(got.asnumpy().astype(np.float64), reference_col2im(cols, shape, k, s, p),
                                rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("shape,k,s,p", CASES)
+def test_col2im_sums_float32_in_kernel_row_order(shape: tuple, k: int, s: int, p: int) -> None:
+    """Each position's float32 sum takes its entries row (ki, kj) after row, as an indexed add over the rows would:
+    the per-phase runs of col2im.h change the memory order of the adds, not the order of any position's sum."""
+    _, cols = _data(shape, k, s, p, np.float32)
+    got = col2im(ms.Tensor(cols), shape, k, s, p)
+    np.testing.assert_array_equal(got.asnumpy(), reference_col2im(cols, shape, k, s, p, np.float32))
 
 
 @pytest.mark.parametrize("shape,k,s,p", CASES)
