@@ -1358,7 +1358,7 @@ def headline(op_family_report, train, train_amd, train_amd_later, train_xeon, bf
              f"{', '.join(f for f in bf16['runs'][0][0]['cpu']['flags'] if 'bf16' in f)} (NCHW, before channels "
              f"last, timed without lead-in steps, which on the Xeon inflated this ratio: "
              f"[docs/performance.md](docs/performance.md#timing-each-step-after-its-own))",
-             f"{len(bf16_amx['runs'])} runs each per CPU, idle machine"],
+             f"{len(bf16_amx['runs'])} runs on the Xeon, {len(bf16['runs'])} on the EPYC, idle machine"],
             ["2D ring8, 15,000 steps (PacGAN's GAN: 98.2% at ~400,000)", f"{pm(metric(ring, 'modes'), 1)} of 8 modes, "
              f"**{pm(metric(ring, 'hq_fraction'), 1, 100)}%** high-quality samples", f"{len(ring)} trials, ± SE"],
             ["2D grid25, 20,000 steps (PacGAN's GAN: 94.8%)", f"{pm(metric(grid, 'modes'), 1)} of 25 modes, "
