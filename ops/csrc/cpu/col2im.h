@@ -1,5 +1,5 @@
 // The col2im of one image plane, shared by the gemm layers' Col2Im kernel (im2col.cc) and oneDNN's backward-data
-// into few channels (onednn_conv.cc), and the padded-plane index table Im2Col gathers through.
+// into few channels (onednn_conv.cc), and the padded-plane index table Im2Col gathers through (built only there).
 //
 // For a K x K kernel, stride S and padding P over an H x W plane with an Ho x Wo output, the K*K rows
 // (ki, kj) of one channel's cols each hold Ho*Wo entries (oy, ox) that belong at image position
@@ -18,17 +18,10 @@ namespace lrelu::cpu {
 
 struct PaddedPlane {
   int64_t h, w, p, padded_h, padded_w, taps, seg;  // taps = K*K rows, seg = Ho*Wo entries per row
-  std::vector<int32_t> index;                       // (K*K, Ho*Wo): (S*oy + ki) * padded_w + S*ox + kj
 
   PaddedPlane(int64_t h_, int64_t w_, int64_t k, int64_t s, int64_t p_, int64_t ho, int64_t wo)
       : h(h_), w(w_), p(p_), padded_h(h_ + 2 * p_), padded_w(w_ + 2 * p_), taps(k * k), seg(ho * wo), k_(k), s_(s),
         ho_(ho), wo_(wo), phase_h_(ho + (k - 1) / s), phase_w_(wo + (k - 1) / s) {
-    index.resize(static_cast<size_t>(taps * seg));
-    int32_t* ix = index.data();
-    for (int64_t ki = 0; ki < k; ++ki)
-      for (int64_t kj = 0; kj < k; ++kj)
-        for (int64_t oy = 0; oy < ho; ++oy)
-          for (int64_t ox = 0; ox < wo; ++ox) *ix++ = static_cast<int32_t>((s * oy + ki) * padded_w + s * ox + kj);
     // image column x reads column X of phase pj (x + P = S X + pj); past the last column any row reaches: -1
     column_.resize(static_cast<size_t>(w));
     for (int64_t x = 0; x < w; ++x) {
@@ -38,6 +31,17 @@ struct PaddedPlane {
   }
 
   size_t padded_size() const { return static_cast<size_t>(padded_h * padded_w); }
+
+  // Im2Col's gather table (K*K, Ho*Wo): entry (ki, kj, oy, ox) is (S*oy + ki) * padded_w + S*ox + kj.
+  std::vector<int32_t> index() const {
+    std::vector<int32_t> table(static_cast<size_t>(taps * seg));
+    int32_t* ix = table.data();
+    for (int64_t ki = 0; ki < k_; ++ki)
+      for (int64_t kj = 0; kj < k_; ++kj)
+        for (int64_t oy = 0; oy < ho_; ++oy)
+          for (int64_t ox = 0; ox < wo_; ++ox) *ix++ = static_cast<int32_t>((s_ * oy + ki) * padded_w + s_ * ox + kj);
+    return table;
+  }
   // The scratch col2im needs: one float32 plane per phase.
   size_t acc_size() const { return static_cast<size_t>(s_ * s_ * phase_h_ * phase_w_); }
 

@@ -65,6 +65,7 @@ void gather(const T* __restrict__ padded, const int32_t* __restrict__ index, T* 
 template <typename T>
 void im2col(const Geometry& g, const T* image, T* cols) {
   const PaddedPlane layout = plane_of(g);
+  const std::vector<int32_t> index = layout.index();
   const int64_t seg = layout.seg, row_len = g.n * seg, kk = layout.taps;
   for_each_unit_block(g, [&](int64_t first, int64_t last) {
     std::vector<T> padded(layout.padded_size(), T(0));  // borders stay 0
@@ -75,7 +76,7 @@ void im2col(const Geometry& g, const T* image, T* cols) {
         std::memcpy(padded.data() + (y + g.p) * layout.padded_w + g.p, src + y * g.w, sizeof(T) * g.w);
       }
       T* dst = cols + c * kk * row_len + b * seg;
-      for (int64_t r = 0; r < kk; ++r) gather(padded.data(), layout.index.data() + r * seg, dst + r * row_len, seg);
+      for (int64_t r = 0; r < kk; ++r) gather(padded.data(), index.data() + r * seg, dst + r * row_len, seg);
     }
   });
 }
