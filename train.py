@@ -8,9 +8,9 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-import gan.config  # noqa: E402,F401  (registers the structured-config schema)
-from gan.run_dir import ReportedError  # noqa: E402
-from gan.runtime import job_threads, limit_threads_env  # noqa: E402
+import gan.config.schema  # noqa: E402,F401  (registers the structured-config schema)
+from gan.run.directory import ReportedError  # noqa: E402
+from gan.training.runtime import job_threads, limit_threads_env  # noqa: E402
 
 INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps can tell a stopped run from a finished one
 
@@ -23,7 +23,7 @@ def main(cfg: DictConfig) -> float:
     if threads is not None and cfg.runtime.threads is None:
         limit_threads_env(threads)
         cfg.runtime.threads = threads
-    from gan.training import USER_ERRORS, TrainingAborted, run  # here: `--help` and config errors do not load MindSpore
+    from gan.training.loop import USER_ERRORS, TrainingAborted, run  # here: `--help` and config errors do not load MindSpore
 
     try:
         summary = run(cfg, HydraConfig.get().runtime.output_dir)

@@ -20,7 +20,7 @@ has them, emulation or nothing elsewhere, see `cpu_isa`), whose weight gradient 
 dtype (float32 master weights: float32 gradients) and whose float32 weights are rounded to bfloat16 inside the
 kernel's reorder; every other dtype computes in float32. Conv2d, conv2d_act and `pool2d` (max or average
 pooling, float32, forward only), conv_transpose2d and their gradients also take NHWC activations
-(layout="NHWC"), which oneDNN computes in place of its blocked layouts: a network kept in NHWC (gan.inception)
+(layout="NHWC"), which oneDNN computes in place of its blocked layouts: a network kept in NHWC (gan.metrics.inception)
 never reorders them.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def headers() -> Path:
 
 def build_with_onednn(stem: str, source: Path, headers_used: tuple[str, ...]) -> str:
     """A library of one C++ unit linked against MindSpore's oneDNN (built on first use, cached like the other
-    kernels): the kernels here, and scripts/bench_peak.cc. headers_used: the ops/csrc/cpu headers it includes."""
+    kernels): the kernels here, and scripts/bench/bench_peak.cc. headers_used: the ops/csrc/cpu headers it includes."""
     include, lib = headers(), mindspore_dnnl()
     flags = (f"-I{include}", f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}", "-Wl,--no-undefined")
     sources = (source, *(build.CSRC / "cpu" / h for h in headers_used), include / "oneapi" / "dnnl" / "dnnl_version.h")

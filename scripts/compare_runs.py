@@ -22,8 +22,8 @@ from pathlib import Path
 
 from tensorboardX.proto.event_pb2 import Event
 
-from gan.atomic import write_json_atomic, write_text_atomic
-from gan.run_files import DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE, read_jsonl, read_overrides
+from gan.core.atomic import write_json_atomic, write_text_atomic
+from gan.run.files import DIAGNOSTICS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE, read_jsonl, read_overrides
 
 IMG_PER_S_TAG = "perf/img_per_s"
 LOAD_FILE = "loadavg.log"

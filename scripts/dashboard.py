@@ -3,7 +3,7 @@
     python scripts/dashboard.py multirun/2025-01-01/12-00-00 --out report.html [--screenshot report.png]
         [--screenshot-height 2400] [--screenshot-top 3000]
 
-The page compares the runs found below the directory (see gan/dashboard.py for the files it reads) and
+The page compares the runs found below the directory (see gan/analysis/dashboard.py for the files it reads) and
 opens in a browser without a server: images are inline, there is no JavaScript and no network access.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 
-from gan.dashboard import build_dashboard, screenshot  # noqa: E402
-from gan.atomic import write_text_atomic  # noqa: E402
+from gan.analysis.dashboard import build_dashboard, screenshot  # noqa: E402
+from gan.core.atomic import write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,10 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
 
     import ops
-    from gan.checkpoint import CheckpointError, generator_from_argument
-    from gan.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
+    from gan.models.checkpoint import CheckpointError
+    from gan.models.from_checkpoint import generator_from_argument
+    from gan.models.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
                             run_mindir, run_onnx)
-    from gan.streams import fixed_latents
+    from gan.core.streams import fixed_latents
 
     if args.format == "ONNX":
         try:

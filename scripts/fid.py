@@ -36,7 +36,6 @@ os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence it
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_N = 10_000  # samples of a generator or images of a dataset when --n is not given
 FOLDER_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -69,7 +68,7 @@ def read_folder(path: Path, n: int | None) -> list[np.ndarray]:
 def read_npz(path: Path, n: int | None) -> np.ndarray:
     """The first n images of an .npz: `samples` (float (N, C, H, W) in [-1, 1], quantised) or its one uint8
     (N, H, W, C) array; only those n are read from the file (no pickles)."""
-    from gan.fid import as_uint8
+    from gan.metrics.fid import as_uint8
 
     try:
         with zipfile.ZipFile(path) as archive:
@@ -115,9 +114,10 @@ def read_generator(path: Path, n: int, seed: int) -> np.ndarray:
     """n samples of a checkpoint's generator from the run's fixed latents, quantised to uint8 (N, H, W, C)."""
     from mindspore import Tensor
 
-    from scripts.generate import sample_batches
-    from gan.checkpoint import generator_from_checkpoint, resolve_checkpoint
-    from gan.fid import as_uint8
+    from gan.metrics.samples import sample_batches
+    from gan.models.checkpoint import resolve_checkpoint
+    from gan.models.from_checkpoint import generator_from_checkpoint
+    from gan.metrics.fid import as_uint8
 
     net, conf = generator_from_checkpoint(resolve_checkpoint(path))
     batches = sample_batches(lambda z: net(Tensor(z)).asnumpy(), seed, n, conf.model.nz, 250)
@@ -128,8 +128,8 @@ def checkpoint_image_size(spec: str) -> int | None:
     """model.image_size of a checkpoint spec, None for other kinds."""
     if spec.startswith("data:") or spec.endswith(".npz") or not Path(spec).exists():
         return None
-    from gan.checkpoint import load_training_checkpoint, resolve_checkpoint
-    from gan.config import config_from_yaml
+    from gan.models.checkpoint import load_training_checkpoint, resolve_checkpoint
+    from gan.config.schema import config_from_yaml
 
     path = Path(spec)
     if path.is_dir() and not _is_run(path):
@@ -140,14 +140,14 @@ def checkpoint_image_size(spec: str) -> int | None:
 
 
 def _is_run(path: Path) -> bool:
-    from gan.checkpoint import CHECKPOINT_DIR, latest_checkpoint
+    from gan.models.checkpoint import CHECKPOINT_DIR, latest_checkpoint
 
     return latest_checkpoint(path.parent if path.name == CHECKPOINT_DIR else path) is not None
 
 
 def read_set(spec: str, n: int | None, image_size: int, data_root: str | None, seed: int) -> tuple[object, str]:
     """(uint8 images: an array, or a list of differently sized ones for a folder, description) of one spec."""
-    from gan.data import dataset_images
+    from gan.data.sources import dataset_images
 
     if spec.startswith("data:"):
         name, _, split = spec[len("data:"):].partition(":")
@@ -172,7 +172,7 @@ def read_set(spec: str, n: int | None, image_size: int, data_root: str | None, s
 
 def feature_set(images, extractor):
     """The FeatureSet of an image array, or of a list of images grouped by size (each group one batch run)."""
-    from gan.fid import FeatureSet
+    from gan.metrics.fid import FeatureSet
 
     if isinstance(images, np.ndarray):
         return FeatureSet.of(extractor.features(images, progress=True))
@@ -184,7 +184,7 @@ def feature_set(images, extractor):
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, featurise both sets (A through the reference cache), print and write the metrics."""
-    from gan.fid_input import CONVENTIONS, DEFAULT_CONVENTION
+    from gan.metrics.resize import CONVENTIONS, DEFAULT_CONVENTION
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("a", help="the reference set (data:NAME[:SPLIT], folder, .npz or checkpoint)")
@@ -202,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.n is not None and args.n < 2:
         parser.error(f"--n={args.n} must be at least 2")
 
-    from gan.checkpoint import CheckpointError
-    from gan.fid import KID_SUBSET_SIZE, KID_SUBSETS, PR_NEIGHBOURS, cached_reference, compare
-    from gan.inception import DEFAULT_BATCH, FeatureExtractor, InceptionError
+    from gan.models.checkpoint import CheckpointError
+    from gan.metrics.fid import KID_SUBSET_SIZE, KID_SUBSETS, PR_NEIGHBOURS, cached_reference, compare
+    from gan.metrics.inception import DEFAULT_BATCH, FeatureExtractor, InceptionError
 
     start = time.perf_counter()
     try:
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{extractor.sha256[:16]}...\nfid {result['fid']:.4f}  kid {result['kid']:.6f} +- {result['kid_std']:.6f}  "
           f"precision {result['precision']:.4f}  recall {result['recall']:.4f}  ({seconds:.0f} s)")
     if args.json:
-        from gan.atomic import write_json_atomic
+        from gan.core.atomic import write_json_atomic
 
         write_json_atomic(args.json, result)
     return 0

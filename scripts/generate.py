@@ -17,44 +17,15 @@ import argparse
 import math
 import os
 import sys
-import zipfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
 import numpy as np  # noqa: E402
 
+from gan.metrics.samples import BATCH, sample_batches, write_npz  # noqa: E402
+
 MAX_GRID = 1024  # images in one PNG grid (32x32 tiles: 4,160 px square at 128 px per image)
-BATCH = 256  # latents per generator call: bounds memory, same values
-
-
-def sample_batches(forward: Callable[[np.ndarray], np.ndarray], seed: int, n: int, nz: int,
-                   batch: int) -> Iterator[np.ndarray]:
-    """Outputs of `forward` (latents -> images, numpy) for the run's fixed latents, `batch` at a time."""
-    from gan.streams import fixed_latent_batches
-
-    for z in fixed_latent_batches(seed, n, nz, batch):
-        yield forward(z)
-
-
-def write_npz(path: str | Path, batches: Iterable[np.ndarray], n: int) -> Path:
-    """Stream `n` samples, arriving in batches, into an .npz as the float32 array `samples` (atomic write)."""
-    from gan.atomic import atomic_output
-
-    written = 0
-    with atomic_output(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        with archive.open("samples.npy", "w", force_zip64=True) as member:
-            for batch in batches:
-                batch = np.ascontiguousarray(batch, "<f4")
-                if written == 0:
-                    header = {"descr": "<f4", "fortran_order": False, "shape": (n, *batch.shape[1:])}
-                    np.lib.format.write_array_header_2_0(member, header)
-                member.write(batch.tobytes())
-                written += len(batch)
-    if written != n:
-        raise RuntimeError(f"wrote {written} samples to {path}, expected {n}")
-    return Path(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if grid is not None and args.n > MAX_GRID:
         parser.error(f"--n={args.n} is more than one grid shows (at most {MAX_GRID} images); write the raw samples "
                      f"with --npz samples.npz (any --n, generated in batches) or lower --n")
-    from gan.images import image_format, save_image
+    from gan.run.grids import image_format, save_image
 
     for option, out in (("--out", grid), ("--npz", args.npz)):
         if out is not None and Path(out).is_dir():
@@ -99,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError, generator_from_argument
-    from gan.quantize import QuantError, load_quantized
-    from gan.tasks import sample_picture
+    from gan.models.checkpoint import CheckpointError
+    from gan.models.from_checkpoint import generator_from_argument
+    from gan.models.quantize import QuantError, load_quantized
+    from gan.training.tasks import sample_picture
 
     try:
         if args.int8 is not None:

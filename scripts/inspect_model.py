@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gan.loss_kinds import LOSS_KINDS  # MindSpore-free: --help stays quick
+from gan.config.loss_kinds import LOSS_KINDS  # MindSpore-free: --help stays quick
 
 EXIT_BAD_INPUT = 2
 
@@ -71,7 +71,7 @@ def load_weights(net, path: Path, which: str, max_mib: float) -> int:
     unexpected keys and the shape mismatches. Returns the number of arrays loaded."""
     import mindspore as ms
 
-    from gan.diagnostics import is_diagnostic_param
+    from gan.diagnostics.probes import is_diagnostic_param
 
     if not path.is_file():
         raise InspectError(f"--{which}-ckpt {str(path)!r} does not exist")
@@ -122,10 +122,10 @@ def inspect(args: argparse.Namespace) -> int:
     import mindspore as ms
     from mindspore import Tensor, ops
 
-    from gan.atomic import write_text_atomic
-    from gan.data import FolderSource, to_model_range
-    from gan.losses import LOSSES
-    from gan.probe_api import Diagnostics
+    from gan.core.atomic import write_text_atomic
+    from gan.data.sources import FolderSource, to_model_range
+    from gan.training.losses import LOSSES
+    from gan.diagnostics.api import Diagnostics
     from ops import RangeRecorder, swap_activations
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -164,7 +164,7 @@ def inspect(args: argparse.Namespace) -> int:
             d(real), d(g(z))
     ranges = {"G": [r.to_dict() for r in g_ranges.ranges()], "D": [r.to_dict() for r in d_ranges.ranges()]}
 
-    loss = LOSSES[args.loss]  # the project's loss table (gan.losses), on D's logits
+    loss = LOSSES[args.loss]  # the project's loss table (gan.training.losses), on D's logits
 
     def d_loss(real, z):
         real_logit, fake_logit = d(real), d(ops.stop_gradient(g(z)))
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16, help="images per batch (default 16)")
     parser.add_argument("--nz", type=int, default=100, help="G's latent size: z is (N, nz, 1, 1) (default 100)")
     parser.add_argument("--loss", default="bce", choices=tuple(LOSS_KINDS),
-                        help="the GAN loss whose gradients are measured (gan.losses; default bce, non-saturating)")
+                        help="the GAN loss whose gradients are measured (gan.training.losses; default bce, non-saturating)")
     parser.add_argument("--step", type=int, default=1, help="the step the snapshot is labelled with (default 1)")
     parser.add_argument("--clamp", type=float, help="also report where outputs would exceed this clamp")
     parser.add_argument("--eval", action="store_true", help="BatchNorm on its moving statistics (default: batch)")
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("batches", "batch_size", "nz", "step"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} is not allowed: use 1 or more")
-    from gan.run_dir import RunDirError
+    from gan.run.directory import RunDirError
 
     try:
         return inspect(args)

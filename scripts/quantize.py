@@ -4,7 +4,7 @@
     python scripts/generate.py --int8 int8_g --out grid.png
 
 Calibration: min/max of every LeakyReLU's input over `--calib` seeded latents (per tensor, asymmetric int8;
-see gan/quantize.py). Inference: int8 activations at every activation layer through the project's int8
+see gan/models/quantize.py). Inference: int8 activations at every activation layer through the project's int8
 LeakyReLU (ops.quantized_leaky_relu); the transposed convolutions, BatchNorm and Tanh stay float32.
 Report (printed and written to DIR/report.json): the run's quality metrics (MNIST: class coverage, class
 KL, confidence, Frechet distance; 2D mixtures: mode metrics; other data: none) of the float and the int8
@@ -51,11 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from mindspore import Tensor
 
-    from gan.checkpoint import CheckpointError, generator_from_argument
-    from gan.images import save_png
-    from gan.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
-    from gan.streams import Purpose, fixed_latents, latents
-    from gan.tasks import build_task
+    from gan.models.checkpoint import CheckpointError
+    from gan.models.from_checkpoint import generator_from_argument
+    from gan.run.grids import save_png
+    from gan.models.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
+    from gan.core.streams import Purpose, fixed_latents, latents
+    from gan.training.tasks import build_task
 
     try:
         net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)

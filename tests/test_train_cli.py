@@ -44,7 +44,7 @@ def test_config_error_fails_at_start_naming_the_key(override, key, tmp_path):
     ("train.resume={junk}", "error: CheckpointError: checkpoint '{junk}' is truncated or was not written by lrelu-gan"),
 ])
 def test_an_error_the_user_can_fix_is_one_line_without_a_traceback(override, message, tmp_path):
-    """Errors raised once training has started (gan.training.USER_ERRORS) are one line naming what to change, with
+    """Errors raised once training has started (gan.training.loop.USER_ERRORS) are one line naming what to change, with
     Hydra's HYDRA_FULL_ERROR hint below it and no traceback (that is for the project's own bugs); the run folder
     still records the failure."""
     junk = tmp_path / "junk.ckpt"

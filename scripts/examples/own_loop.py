@@ -14,7 +14,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from gan.probe_api import Diagnostics
+from gan.diagnostics.api import Diagnostics
 from ops import swap_activations
 from scripts.examples.model_zoo import DcganD, DcganG
 

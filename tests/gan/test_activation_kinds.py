@@ -9,9 +9,9 @@ import pytest
 from omegaconf import OmegaConf
 
 import ops
-from gan.activation_kinds import ACTIVATION_KINDS
-from gan.config import ActConfig, ConfigError, compose_config
-from gan.models import Discriminator, Generator, make_activation
+from gan.config.activation_kinds import ACTIVATION_KINDS
+from gan.config.schema import ActConfig, ConfigError, compose_config
+from gan.models.networks import Discriminator, Generator, make_activation
 from ops import ELU, LeakyReLU, PReLU
 from ops.activations import check_unit
 
@@ -127,9 +127,9 @@ def test_learned_slopes_reach_jsonl_and_tensorboard_histograms(tmp_path):
     from mindspore import Tensor, nn
     from tensorboardX import SummaryWriter
 
-    from gan.channel_stats import Criteria
-    from gan.diagnostics import TrainingDiagnostics, attach
-    from gan.run_files import read_jsonl
+    from gan.analysis.channels import Criteria
+    from gan.diagnostics.probes import TrainingDiagnostics, attach
+    from gan.run.files import read_jsonl
 
     net = nn.SequentialCell([nn.Conv2d(1, 4, 1, has_bias=True), PReLU(4, 0.3)])
     probes = attach(net, Tensor(np.ones((2, 1, 3, 3), np.float32)), "D")
@@ -199,8 +199,8 @@ def test_prelu_checkpoints_resume_across_fusion(source, target, tmp_path, tiny_r
 def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
     from tensorboardX import SummaryWriter
 
-    from gan.config import HPARAM_KEYS
-    from gan.diagnostics import log_hparams, run_hparams
+    from gan.config.schema import HPARAM_KEYS
+    from gan.diagnostics.probes import log_hparams, run_hparams
 
     cfg = OmegaConf.to_object(compose_config(["act.d_kind=prelu", "act.g_kind=elu", "act.prelu_init=0.1",
                                               "act.elu_alpha=0.5"]))

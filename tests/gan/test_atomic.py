@@ -5,8 +5,8 @@ import stat
 import numpy as np
 import pytest
 
-from gan.atomic import umask_mode, write_atomic, write_text_atomic
-from gan.checkpoint import save_checkpoint
+from gan.core.atomic import umask_mode, write_atomic, write_text_atomic
+from gan.models.checkpoint import save_checkpoint
 
 
 @pytest.fixture(params=[0o022, 0o002, 0o077])
@@ -38,7 +38,7 @@ def test_a_failed_write_reports_its_own_error_when_its_cleanup_fails_too(tmp_pat
     import errno
     from pathlib import Path
 
-    import gan.checkpoint
+    import gan.models.checkpoint
 
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -46,7 +46,7 @@ def test_a_failed_write_reports_its_own_error_when_its_cleanup_fails_too(tmp_pat
     def read_only(self, missing_ok=False):
         raise OSError(errno.EROFS, "Read-only file system", str(self))
 
-    monkeypatch.setattr(gan.checkpoint.ms, "save_checkpoint", disk_full)
+    monkeypatch.setattr(gan.models.checkpoint.ms, "save_checkpoint", disk_full)
     monkeypatch.setattr(Path, "unlink", read_only)
     with pytest.raises(OSError) as info:
         save_checkpoint(tmp_path / "c.ckpt", {"w": np.zeros(2, np.float32)}, {})

@@ -1,4 +1,4 @@
-"""precision=bf16 on CPU (gan.precision): bfloat16 convolutions and activations through the oneDNN kernels and the
+"""precision=bf16 on CPU (gan.training.precision): bfloat16 convolutions and activations through the oneDNN kernels and the
 project's element-wise kernels, float32 Parameters and Adam moments, no loss scaling; refused at start on a CPU without bfloat16
 dot-product instructions (the check is injectable, and a subprocess lowers oneDNN's instruction set, so both
 branches run on any CPU); checkpoints move between fp32 and bf16 runs; resume is exact within bf16.
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.config import ConfigError, RuntimeConfig, compose_config, to_config
-from gan.precision import BF16_FLAGS, check_bf16_cpu
-from gan.runtime import setup_runtime
-from gan.training import GANTrainer, run
+from gan.config.schema import ConfigError, RuntimeConfig, compose_config, to_config
+from gan.training.precision import BF16_FLAGS, check_bf16_cpu
+from gan.training.runtime import setup_runtime
+from gan.training.loop import GANTrainer, run
 from ops import onednn
 from tests.helpers import needs_onednn
 
@@ -87,7 +87,7 @@ def test_models_without_bf16_kernels_name_the_layer(config):
 def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters():
     """Every conv computes in bf16; between layers only bfloat16 flows, except out of G's last conv (into Tanh)
     and D's last conv (the logits): the networks take and return float32, with no cast op anywhere. The layers pass
-    channels-last activations between them (gan.plan.resolve_layout)."""
+    channels-last activations between them (gan.config.plan.resolve_layout)."""
     trainer = GANTrainer(to_config(compose_config(TINY + ["precision=bf16"])), channels=3)
     assert trainer.g_run is trainer.g and trainer.d_run is trainer.d
     assert (trainer.plan.g.layout, trainer.plan.d.layout) == ("NHWC", "NHWC")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from mindspore import nn
 
-from gan import checkpoint as ckpt
-from gan.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
+from gan.models import checkpoint as ckpt
+from gan.models.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
                             prune_checkpoints, save_checkpoint)
 
 

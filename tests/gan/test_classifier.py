@@ -1,4 +1,4 @@
-"""gan.classifier: augmentation, the cache (atomic file, version/config check, no retraining), bad input."""
+"""gan.metrics.classifier: augmentation, the cache (atomic file, version/config check, no retraining), bad input."""
 import os
 import re
 import subprocess
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gan.classifier as classifier_module
-from gan.checkpoint import load_checkpoint
-from gan.classifier import ClassifierConfig, cache_path, load_classifier, random_shift, read_classifier
+import gan.metrics.classifier as classifier_module
+from gan.models.checkpoint import load_checkpoint
+from gan.metrics.classifier import ClassifierConfig, cache_path, load_classifier, random_shift, read_classifier
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ClassifierConfig(hidden=(32,), epochs=2, dropout=0.0)

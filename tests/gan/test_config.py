@@ -3,7 +3,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from gan.config import CONFIG_DIR, Config, ConfigError, compose_config
+from gan.config.schema import CONFIG_DIR, Config, ConfigError, compose_config
 
 
 def _error_text(err: BaseException) -> str:
@@ -82,7 +82,7 @@ def test_maxout_d_refuses_what_it_would_ignore(override, message):
 def test_maxout_d_is_part_of_the_experiment_and_older_checkpoints_read_as_off():
     """Resuming with another model.d_maxout changes D's shapes: an experiment change, never silently allowed; a
     checkpoint's config from before the key existed reads as 0 (off)."""
-    from gan.config import config_from_yaml, experiment_changes
+    from gan.config.schema import config_from_yaml, experiment_changes
 
     plain, maxout = (OmegaConf.to_object(compose_config(["experiment=ring8", *extra]))
                      for extra in ([], ["model.d_maxout=5"]))
@@ -177,7 +177,7 @@ def test_non_finite_float_is_rejected_naming_the_key(override, message):
 
 
 def test_experiment_changes_skip_the_allow_list_and_name_the_rest():
-    from gan.config import experiment_changes
+    from gan.config.schema import experiment_changes
 
     base = OmegaConf.to_object(compose_config())
     same = OmegaConf.to_object(compose_config(["train.steps=50", "train.log_every=3", "runtime.threads=1",
@@ -225,15 +225,15 @@ LAUGHS = "a: &a [l, l, l, l, l, l, l, l, l, l]\n" + "".join(
 ])
 def test_a_checkpoints_stored_config_is_parsed_with_bounds(text, message):
     """Checkpoints come from other people: the embedded YAML is bounded before OmegaConf sees it."""
-    from gan.config import config_from_yaml
-    from gan.untrusted import UntrustedFileError
+    from gan.config.schema import config_from_yaml
+    from gan.core.untrusted import UntrustedFileError
 
     with pytest.raises(UntrustedFileError, match=message):
         config_from_yaml(text, "x.ckpt")
 
 
 def test_a_stored_config_round_trips():
-    from gan.config import config_from_yaml
+    from gan.config.schema import config_from_yaml
 
     conf = OmegaConf.to_object(compose_config(["act.negative_slope=0.1", "data=folder", "data.root=/data/x"]))
     assert config_from_yaml(OmegaConf.to_yaml(OmegaConf.structured(conf)), "x.ckpt") == conf

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan import data as gdata
-from gan.data import ShapesSource, build_image_data, load_mnist_5k
+from gan.data import sources as gdata
+from gan.data.sources import ShapesSource, build_image_data, load_mnist_5k
 
 
 def _cfg(name: str = "mnist", **fields) -> SimpleNamespace:
@@ -166,9 +166,9 @@ def image_tree(tmp_path):
 
 
 def test_folder_skips_unreadable_files_with_one_counted_warning(image_tree, caplog):
-    with caplog.at_level(logging.WARNING, logger="gan.data"):
+    with caplog.at_level(logging.WARNING, logger="gan.data.sources"):
         data = build_image_data(_cfg("folder", root=str(image_tree)), image_size=8, batch_size=4, seed=0)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "gan.data" and r.levelno == logging.WARNING]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "gan.data.sources" and r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "skipped 2 unreadable image file(s) of 9" in warnings[0]
     assert "truncated.jpg" in warnings[0] and "fake.png" in warnings[0]
     assert (data.name, data.num_images, data.channels) == ("folder", 7, 3)

@@ -8,14 +8,14 @@ import pytest
 from mindspore import Tensor, nn
 from tensorboardX import SummaryWriter
 
-from gan.channel_stats import Criteria, DeadChannelTracker, Histogram, LayerStats
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config, to_config
-from gan.diagnostics import (DiagnosticsLogger, ProbedActivation, TrainingDiagnostics, attach, final_metrics,
+from gan.analysis.channels import Criteria, DeadChannelTracker, Histogram, LayerStats
+from gan.config.schema import ActConfig, ConfigError, ModelConfig, compose_config, to_config
+from gan.diagnostics.probes import (DiagnosticsLogger, ProbedActivation, TrainingDiagnostics, attach, final_metrics,
                              is_diagnostic_param, log_hparams, set_probing)
-from gan.models import Discriminator, Generator
-from gan.run_files import read_jsonl
-from gan.streams import Purpose, latents
-from gan.training import EMA, GANTrainer
+from gan.models.networks import Discriminator, Generator
+from gan.run.files import read_jsonl
+from gan.core.streams import Purpose, latents
+from gan.training.loop import EMA, GANTrainer
 from ops import BatchNormAct, LeakyReLU
 
 from tests.helpers import tensorboard_events

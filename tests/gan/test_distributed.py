@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gan.config import ConfigError, compose_config
-from gan.distributed import DistributedError, World, setup_distributed, state_checksum
-from gan.tasks import build_task
-from gan.config import to_config
-from gan.runtime import setup_runtime
-from gan.streams import Purpose, latents
-from gan.training import GANTrainer
+from gan.config.schema import ConfigError, compose_config
+from gan.training.distributed import DistributedError, World, setup_distributed, state_checksum
+from gan.training.tasks import build_task
+from gan.config.schema import to_config
+from gan.training.runtime import setup_runtime
+from gan.core.streams import Purpose, latents
+from gan.training.loop import GANTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 ranks x 4 samples with synchronised BatchNorm vs 1 process x 8, over 3 steps: the same arithmetic up to the

@@ -4,14 +4,14 @@ import json
 import numpy as np
 import pytest
 
-from gan.config import ConfigError, EvalConfig, compose_config
-from gan.evaluation import resolve_objective
-from gan.metrics import mode_metrics
-from gan.run_files import read_jsonl
-from gan.tasks import MODE_METRICS, PointData, as_points, scatter_plot
-from gan.toy2d import GRID25, RING8
-from gan.config import to_config
-from gan.training import run
+from gan.config.schema import ConfigError, EvalConfig, compose_config
+from gan.training.evaluation import resolve_objective
+from gan.metrics.sample_quality import mode_metrics
+from gan.run.files import read_jsonl
+from gan.training.tasks import MODE_METRICS, PointData, as_points, scatter_plot
+from gan.data.points import GRID25, RING8
+from gan.config.schema import to_config
+from gan.training.loop import run
 
 TINY_2D = ["experiment=ring8", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "train.num_samples=100",
            "train.log_every=1", "eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false",

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gan import data as gdata
-from gan.config import ConfigError, compose_config, to_config
-from gan.data import FASHION_MNIST_ROOT, build_image_data, dataset_images, load_fashion_mnist, read_idx
+from gan.data import sources as gdata
+from gan.config.schema import ConfigError, compose_config, to_config
+from gan.data.sources import FASHION_MNIST_ROOT, build_image_data, dataset_images, load_fashion_mnist, read_idx
 
 COUNTS = {"train": 12, "test": 5}
 

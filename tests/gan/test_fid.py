@@ -1,4 +1,4 @@
-"""gan.fid against independent formulas on small random features: FID's closed form for Gaussians, KID's unbiased
+"""gan.metrics.fid against independent formulas on small random features: FID's closed form for Gaussians, KID's unbiased
 estimator as an O(n^2) double sum, precision/recall by brute force; the reference cache and StandardMetrics with a
 stand-in extractor (the real one is tested in tests/gan/test_inception.py)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import logging
 import numpy as np
 import pytest
 
-from gan import fid
-from gan.fid import (FeatureSet, StandardMetrics, cached_reference, compare, frechet_distance, kernel_distance,
+from gan.metrics import fid
+from gan.metrics.fid import (FeatureSet, StandardMetrics, cached_reference, compare, frechet_distance, kernel_distance,
                      kid_subset, manifold_radii, precision_recall, reference_key)
 from tests.helpers import FakeExtractor
 
@@ -167,7 +167,7 @@ def test_reference_is_cached_by_content_convention_and_extractor(tmp_path, monke
     assert key != reference_key(_images(0), "clean", "0" * 64) != reference_key(_images(0), "stylegan", "1" * 64)
     path = fid.reference_path(key)
     path.write_bytes(path.read_bytes()[:100])  # a corrupt cache entry is recomputed
-    with caplog.at_level(logging.WARNING, logger="gan.fid"):
+    with caplog.at_level(logging.WARNING, logger="gan.metrics.fid"):
         rebuilt = cached_reference(_images(0), "twelve", extractor)
     assert extractor.calls == 3 and "unusable" in caplog.text
     np.testing.assert_array_equal(rebuilt.features.features, first.features.features)

@@ -1,5 +1,5 @@
-"""gan.fid_input: StyleGAN's uint8 quantisation, the nv_bilinear resize (against torch's affine_grid + grid_sample
-through the committed fixture tests/data/inception_reference.npz, which scripts/check_inception.py writes with
+"""gan.metrics.resize: StyleGAN's uint8 quantisation, the nv_bilinear resize (against torch's affine_grid + grid_sample
+through the committed fixture tests/data/inception_reference.npz, which scripts/bench/check_inception.py writes with
 torch), clean-fid's PIL resize, the input range."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.fid_input import (INPUT_RANGE, check_convention, inception_input, nv_bilinear_matrix, quantize, resize_clean,
+from gan.metrics.resize import (INPUT_RANGE, check_convention, inception_input, nv_bilinear_matrix, quantize, resize_clean,
                            resize_nv_bilinear)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "inception_reference.npz"

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gan import inception
-from gan.config import ConfigError, EvalConfig
-from gan.dashboard import METRIC_BETTER
-from gan.evaluation import resolve_objective, standard_metrics
-from gan.fid import METRIC_NAMES
-from gan.inception import InceptionError
-from gan.run_files import read_jsonl
+from gan.metrics import inception
+from gan.config.schema import ConfigError, EvalConfig
+from gan.analysis.dashboard import METRIC_BETTER
+from gan.training.evaluation import resolve_objective, standard_metrics
+from gan.metrics.fid import METRIC_NAMES
+from gan.metrics.inception import InceptionError
+from gan.run.files import read_jsonl
 from tests.helpers import FakeExtractor, tensorboard_events
 
 FID = ["eval.fid=true", "eval.fid_samples=8", "eval.fid_reference=10", "eval.interval=1000"]
@@ -24,7 +24,7 @@ FID = ["eval.fid=true", "eval.fid_samples=8", "eval.fid_reference=10", "eval.int
 
 @pytest.fixture
 def fake_weights(monkeypatch, tmp_path):
-    """gan.inception with the stand-in extractor and an archive check that passes; the cache in tmp_path."""
+    """gan.metrics.inception with the stand-in extractor and an archive check that passes; the cache in tmp_path."""
     monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(inception, "FeatureExtractor", lambda **options: FakeExtractor())
     monkeypatch.setattr(inception, "archive_path", lambda path=None: tmp_path / "default_1.pt")

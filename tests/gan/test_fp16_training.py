@@ -11,10 +11,10 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from gan.config import RuntimeConfig
-from gan.runtime import setup_runtime
-from gan.training import GANTrainer
-from gan.layers import ConvAct
+from gan.config.schema import RuntimeConfig
+from gan.training.runtime import setup_runtime
+from gan.training.loop import GANTrainer
+from gan.models.layers import ConvAct
 from ops import BatchNormAct, LeakyReLU
 
 FP16_RUN = ["train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]  # on top of TINY

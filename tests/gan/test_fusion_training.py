@@ -15,11 +15,11 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from mindspore import amp, nn
 
-from gan.checkpoint import CheckpointError, checkpoint_path
-from gan.config import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfig, compose_config
-from gan.models import Discriminator, Generator
-from gan.plan import FUSION_KINDS
-from gan.runtime import setup_runtime
+from gan.models.checkpoint import CheckpointError, checkpoint_path
+from gan.config.schema import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfig, compose_config
+from gan.models.networks import Discriminator, Generator
+from gan.config.plan import FUSION_KINDS
+from gan.training.runtime import setup_runtime
 from ops import BatchNormAct, LeakyReLU, norm_act_layers
 
 FUSION_RUN = ["diagnostics.enabled=false", "train.ckpt_every=1", "train.sample_every=100"]  # on top of TINY
@@ -58,7 +58,7 @@ def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsy
 
 
 def test_fusion_is_a_validated_enum_with_one_plan_row_per_kind():
-    assert [f.value for f in Fusion] == ["auto", *FUSION_KINDS]  # auto: resolved by gan.plan.resolve_fusion
+    assert [f.value for f in Fusion] == ["auto", *FUSION_KINDS]  # auto: resolved by gan.config.plan.resolve_fusion
     assert compose_config(["fusion=bn_act"]).fusion.name == Fusion.bn_act
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=fused"])

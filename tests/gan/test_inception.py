@@ -1,7 +1,7 @@
-"""gan.inception: the architecture table, finding and pinning the archive (errors naming the pip command and both
+"""gan.metrics.inception: the architecture table, finding and pinning the archive (errors naming the pip command and both
 hashes), its checked conversion cached in the project cache (a corrupt entry is rebuilt), BN folding, the oneDNN
 NHWC network against MindSpore's own layers, and the port against torch's features of the committed fixture
-(tests/data/inception_reference.npz, written by scripts/check_inception.py with torch)."""
+(tests/data/inception_reference.npz, written by scripts/bench/check_inception.py with torch)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan import inception
-from gan.inception import (ARCHIVE_SHA1, ARCHIVE_SHA256, INCEPTION_V3, INSTALL_COMMAND, Block, Conv, InceptionError,
+from gan.metrics import inception
+from gan.metrics.inception import (ARCHIVE_SHA1, ARCHIVE_SHA256, INCEPTION_V3, INSTALL_COMMAND, Block, Conv, InceptionError,
                            InceptionV3, archive_path, archive_tensors, fold_batch_norm, inception_weights,
                            layer_specs, module_types, verify_archive)
 from tests.helpers import inception_installed, needs_onednn
@@ -156,7 +156,7 @@ def test_onednn_nhwc_stages_equal_mindspores_own_layers(stage, shape):
 
 
 def _tree():
-    from gan.torchscript import read_archive
+    from gan.metrics.torchscript import read_archive
 
     return read_archive(archive_path())
 
@@ -189,7 +189,7 @@ def test_conversion_is_cached_and_a_corrupt_entry_is_rebuilt(tmp_path, monkeypat
     monkeypatch.undo()
     monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path))
     target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
-    with caplog.at_level(logging.WARNING, logger="gan.inception"):
+    with caplog.at_level(logging.WARNING, logger="gan.metrics.inception"):
         rebuilt, _ = inception_weights()
     assert "unusable" in caplog.text
     np.testing.assert_array_equal(rebuilt["mixed_10.tower_2_conv.var"], tensors["mixed_10.tower_2_conv.var"])
@@ -198,7 +198,7 @@ def test_conversion_is_cached_and_a_corrupt_entry_is_rebuilt(tmp_path, monkeypat
 @needs_weights
 def test_features_equal_torchs_on_the_committed_fixture():
     """The whole pipeline (stylegan convention, oneDNN on CPU) against torch's resize + TorchScript network."""
-    from gan.inception import FeatureExtractor
+    from gan.metrics.inception import FeatureExtractor
 
     fixture = np.load(FIXTURE)
     sources, expected = fixture["sources"], fixture["features"]

@@ -1,4 +1,4 @@
-"""gan.layers: the gemm convolutions (im2col/col2im kernels + MatMul) match MindSpore's native layers.
+"""gan.models.layers: the gemm convolutions (im2col/col2im kernels + MatMul) match MindSpore's native layers.
 
 Forward, input and weight gradients, with and without bias, in PyNative and graph mode, float32 and float16.
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.layers import GemmConv2d, GemmConv2dTranspose, make_conv
+from gan.models.layers import GemmConv2d, GemmConv2dTranspose, make_conv
 
 RTOL, ATOL = 1e-4, 1e-5
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.config import ConfigError, compose_config, to_config
-from gan.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
+from gan.config.schema import ConfigError, compose_config, to_config
+from gan.training.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from ops import LeakyReLU
 
 REAL = np.array([-3.0, -0.5, 0.0, 0.7, 2.5, 9.0], np.float32)
@@ -17,7 +17,7 @@ def softplus(x):
     return np.logaddexp(0.0, x)
 
 
-# Closed forms in float64, written from the papers' definitions (not from gan/losses.py).
+# Closed forms in float64, written from the papers' definitions (not from gan/training/losses.py).
 CLOSED_FORMS = {
     "bce": (lambda r, f: np.mean(-np.log(1 / (1 + np.exp(-r)))) + np.mean(-np.log(1 - 1 / (1 + np.exp(-f)))),
             lambda f: np.mean(-np.log(1 / (1 + np.exp(-f))))),

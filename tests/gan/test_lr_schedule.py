@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from gan.checkpoint import checkpoint_path, load_checkpoint
-from gan.config import ConfigError, compose_config, to_config
-from gan.training import GANTrainer, run, scheduled_lr
+from gan.models.checkpoint import checkpoint_path, load_checkpoint
+from gan.config.schema import ConfigError, compose_config, to_config
+from gan.training.loop import GANTrainer, run, scheduled_lr
 
 SMALL = ["experiment=ring8", "model.ngf=32", "model.ndf=24", "diagnostics.enabled=false", "eval.num_samples=500",
          "runtime.threads=1", "train.lr=0.001"]

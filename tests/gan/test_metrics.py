@@ -1,4 +1,4 @@
-"""gan.metrics: PacGAN 2D mode metrics, the Frechet distance, and classifier-based image metrics.
+"""gan.metrics.sample_quality: PacGAN 2D mode metrics, the Frechet distance, and classifier-based image metrics.
 
 The image-metric tests use a small classifier trained once per session in a temporary cache (a few
 seconds); the default classifier's >= 97% accuracy is checked by tests/scripts/test_train_classifier.py.
@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from gan.classifier import ClassifierConfig, load_classifier
-from gan.data import load_mnist_5k, mnist_source, to_model_range
-from gan.metrics import frechet_distance, image_metrics, mode_metrics, to_digits
-from gan.toy2d import get_mixture, sample_mixture
+from gan.metrics.classifier import ClassifierConfig, load_classifier
+from gan.data.sources import load_mnist_5k, mnist_source, to_model_range
+from gan.metrics.sample_quality import frechet_distance, image_metrics, mode_metrics, to_digits
+from gan.data.points import get_mixture, sample_mixture
 
 TINY = ClassifierConfig(hidden=(256, 64), epochs=15)
 P_WITHIN_3_STD_2D = 1 - np.exp(-4.5)  # radius of a 2D isotropic Gaussian is Rayleigh: P(r < 3 std) = 0.9889
@@ -109,7 +109,7 @@ def classifier(tmp_path_factory):
 
 
 def gan_layout(image_size: int, channels: int, num_images: int | None = None) -> np.ndarray:
-    """The training digits exactly as the GAN sees them (gan.data's mnist layout), NCHW in [-1, 1]."""
+    """The training digits exactly as the GAN sees them (gan.data.sources's mnist layout), NCHW in [-1, 1]."""
     source = mnist_source(image_size, channels, num_images)
     return to_model_range(np.stack([source[i] for i in range(len(source))]))
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.config import ActConfig, ConfigError, ModelConfig
-from gan.models import Discriminator, Generator, Maxout, MLPDiscriminator, init_dcgan_weights, layer_slopes, num_blocks
+from gan.config.schema import ActConfig, ConfigError, ModelConfig
+from gan.models.networks import Discriminator, Generator, Maxout, MLPDiscriminator, init_dcgan_weights, layer_slopes, num_blocks
 from ops import LeakyReLU
 
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from mindspore import Tensor, ops
 
-from gan.config import compose_config, to_config
-from gan.losses import LOSSES
-from gan.streams import Purpose, latents
-from gan.training import GANTrainer, model_params
+from gan.config.schema import compose_config, to_config
+from gan.training.losses import LOSSES
+from gan.core.streams import Purpose, latents
+from gan.training.loop import GANTrainer, model_params
 
 TINY = ["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes"]
 

@@ -1,4 +1,4 @@
-"""gan.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers; fusion=conv_act
+"""gan.models.layers conv_impl=onednn: oneDNN's convolution primitives match the native and gemm layers; fusion=conv_act
 (conv + bias + LeakyReLU + clamp as one primitive) matches the unfused layers.
 
 Forward, input and weight gradients, with and without bias: the odd geometries of test_layers against
@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from mindspore import Tensor, nn
 
-from gan.config import ActConfig, ConfigError, ModelConfig, compose_config
-from gan.diagnostics import attach
-from gan.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
-from gan.models import Discriminator, Generator, init_dcgan_weights, num_blocks
-from gan.plan import build_plan
-from gan.training import run
+from gan.config.schema import ActConfig, ConfigError, ModelConfig, compose_config
+from gan.diagnostics.probes import attach
+from gan.models.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
+from gan.models.networks import Discriminator, Generator, init_dcgan_weights, num_blocks
+from gan.models.build import build_plan
+from gan.training.loop import run
 from ops import LeakyReLU, onednn
 
 from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
@@ -77,7 +77,7 @@ def test_backward_data_into_few_channels_matches_native(transpose: bool, case: t
 
 
 def _dcgan_geometries(size: int, nz: int, width: int, channels: int = 3) -> list[tuple[bool, tuple]]:
-    """(transpose, case) of every conv layer of gan.models' DCGAN G and D at `size` px."""
+    """(transpose, case) of every conv layer of gan.models.networks' DCGAN G and D at `size` px."""
     n = num_blocks(size)
     g, in_ch = [], nz
     for i in range(n):

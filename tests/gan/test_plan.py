@@ -1,13 +1,14 @@
-"""gan.plan: what G and D build for a config on a machine with or without oneDNN's kernels, the combinations it
+"""gan.config.plan: what G and D build for a config on a machine with or without oneDNN's kernels, the combinations it
 refuses (naming the keys), its one-line-per-network description, and that it imports without MindSpore."""
 import subprocess
 import sys
 
 import pytest
 
-from gan.config import ConfigError
-from gan.loss_kinds import LOSS_KINDS
-from gan.plan import MAXOUT, build_plan, resolve_plan
+from gan.config.schema import ConfigError
+from gan.config.loss_kinds import LOSS_KINDS
+from gan.config.plan import MAXOUT, resolve_plan
+from gan.models.build import build_plan
 
 from tests.helpers import REPO, script_env
 
@@ -158,15 +159,15 @@ def test_an_nhwc_that_cannot_be_built_fails_while_the_config_is_read(config, ove
 
 
 def test_the_loss_rows_name_the_losses_of_the_loss_table():
-    from gan.losses import LOSSES
+    from gan.training.losses import LOSSES
 
     assert list(LOSS_KINDS) == list(LOSSES)
     assert [name for name, kind in LOSS_KINDS.items() if kind.gradient_penalty] == ["wgan_gp"]
 
 
 def test_config_and_plan_import_without_mindspore():
-    code = ("import sys, gan.config, gan.plan, gan.activation_kinds; gan.config.to_config("
-            "gan.config.compose_config(['train.loss=wgan_gp', 'model.d_norm=none'])); "
+    code = ("import sys, gan.config.schema, gan.config.plan, gan.config.activation_kinds; gan.config.schema.to_config("
+            "gan.config.schema.compose_config(['train.loss=wgan_gp', 'model.d_norm=none'])); "
             "assert 'mindspore' not in sys.modules, 'mindspore was imported'")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=script_env(), capture_output=True, text=True,
                           timeout=120)

@@ -1,4 +1,4 @@
-"""gan.probe_api: diagnostics in a user's own loop write the records train.py's machinery writes, in graph mode
+"""gan.diagnostics.api: diagnostics in a user's own loop write the records train.py's machinery writes, in graph mode
 (ms.jit twins, nn.TrainOneStepCell) and PyNative; ordinary steps run no probe; recycling on a model-zoo network."""
 import mindspore as ms
 import numpy as np
@@ -7,13 +7,13 @@ from mindspore import Tensor, nn
 from mindspore.train.serialization import load_param_into_net
 from tensorboardX import SummaryWriter
 
-from gan.channel_stats import Criteria
-from gan.config import ActConfig, ModelConfig
-from gan.diagnostics import TrainingDiagnostics, attach, is_diagnostic_param, set_probing
-from gan.models import Discriminator, Generator
-from gan.probe_api import Diagnostics, network_params
-from gan.run_dir import RunDirError
-from gan.run_files import read_events, read_jsonl
+from gan.analysis.channels import Criteria
+from gan.config.schema import ActConfig, ModelConfig
+from gan.diagnostics.probes import TrainingDiagnostics, attach, is_diagnostic_param, set_probing
+from gan.models.networks import Discriminator, Generator
+from gan.diagnostics.api import Diagnostics, network_params
+from gan.run.directory import RunDirError
+from gan.run.files import read_events, read_jsonl
 from ops import RangeRecorder, swap_activations
 from scripts.examples.model_zoo import DcganD, DcganG
 from tests.helpers import tensorboard_events

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.checkpoint import load_checkpoint
-from gan.config import D_NORMS, compose_config, to_config
-from gan.losses import LOSSES
-from gan.loss_kinds import LOSS_KINDS
-from gan.streams import Purpose, latents, mixing_weights
-from gan.training import GANTrainer, clip_by_global_norm
+from gan.models.checkpoint import load_checkpoint
+from gan.config.schema import D_NORMS, compose_config, to_config
+from gan.training.losses import LOSSES
+from gan.config.loss_kinds import LOSS_KINDS
+from gan.core.streams import Purpose, latents, mixing_weights
+from gan.training.loop import GANTrainer, clip_by_global_norm
 
 ALLOWED = [(loss, norm) for loss in LOSSES for norm in D_NORMS
            if not (LOSS_KINDS[loss].gradient_penalty and norm == "batch")]
@@ -35,7 +35,7 @@ def test_the_disallowed_combinations_are_exactly_the_gradient_penalty_with_batch
 def test_g_norm_none_and_the_2d_recipe_with_spectral_norm_run(tiny_run, tmp_path):
     assert np.isfinite(losses(tiny_run(tmp_path / "g", "train.dry_run=true", "runtime.mode=pynative",
                                        "model.g_norm=none", "eval.enabled=false"))).all()
-    from gan.training import run
+    from gan.training.loop import run
     summary = run(compose_config(["experiment=ring8", "model.ngf=16", "model.ndf=16", "train.batch_size=16",
                                   "train.num_samples=32", "eval.num_samples=64", "runtime.mode=pynative",
                                   "train.dry_run=true", "model.d_norm=spectral", "train.loss=hinge"]), tmp_path / "2d")
@@ -121,7 +121,7 @@ def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
 def test_cpu_steps_take_the_global_norm_in_one_kernel(monkeypatch):
     """On CPU the steps' gradient norm is ops.global_norm (one kernel for all gradients); the logged norms and,
     with clipping on, the updates match the composed norm's (the sums differ only in rounding)."""
-    from gan import training
+    from gan.training import loop as training
     from ops import global_norm
 
     assert training.global_norm_for("CPU") is global_norm

@@ -1,4 +1,4 @@
-"""Run directories (gan.run_dir and the loop around it): a used directory refuses a fresh run, one run at a time
+"""Run directories (gan.run.directory and the loop around it): a used directory refuses a fresh run, one run at a time
 holds the lock, status.json, resume checks of the data and of the length, images vanishing, a double Ctrl-C."""
 import hashlib
 import json
@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan import data as gdata
-from gan.checkpoint import checkpoint_path, latest_checkpoint
-from gan.config import ConfigError
-from gan.data import DataError
-from gan.outputs import RunOutputs
-from gan.run_dir import LOCK_FILE, RunDirError, hold, let_go, run_state
-from gan.run_files import read_events, read_jsonl
-from gan.training import TrainingAborted
+from gan.data import sources as gdata
+from gan.models.checkpoint import checkpoint_path, latest_checkpoint
+from gan.config.schema import ConfigError
+from gan.data.sources import DataError
+from gan.training.outputs import RunOutputs
+from gan.run.directory import LOCK_FILE, RunDirError, hold, let_go, run_state
+from gan.run.files import read_events, read_jsonl
+from gan.training.loop import TrainingAborted
 from tests.helpers import REPO, script_env
 
 
@@ -72,7 +72,7 @@ def test_resume_auto_without_a_checkpoint_starts_over_at_step_0(tmp_path, tiny_r
     assert all(r["loss_d"] != 9.0 for r in read_jsonl(tmp_path / "losses.jsonl"))
 
 
-HOLDER = "import sys, time; from gan.run_dir import hold; hold(sys.argv[1], None); print('held', flush=True); time.sleep(600)"
+HOLDER = "import sys, time; from gan.run.directory import hold; hold(sys.argv[1], None); print('held', flush=True); time.sleep(600)"
 
 
 def test_a_second_run_in_a_locked_directory_fails_at_start_naming_the_holder(tmp_path, tiny_run):
@@ -211,15 +211,15 @@ def test_second_ctrl_c_aborts_without_saving_naming_the_last_checkpoint(tmp_path
 
 
 def test_second_ctrl_c_during_the_interrupt_checkpoint_aborts_it(tmp_path, tiny_run, monkeypatch):
-    import gan.outputs
+    import gan.training.outputs
 
-    real_save = gan.outputs.save_checkpoint
+    real_save = gan.training.outputs.save_checkpoint
 
     def save_interrupted(path, arrays, meta):  # the second Ctrl-C lands while the interrupt checkpoint is written
         _ctrl_c()
         real_save(path, arrays, meta)
 
-    _at_step(monkeypatch, 1, lambda: [_ctrl_c(), monkeypatch.setattr(gan.outputs, "save_checkpoint", save_interrupted)])
+    _at_step(monkeypatch, 1, lambda: [_ctrl_c(), monkeypatch.setattr(gan.training.outputs, "save_checkpoint", save_interrupted)])
     with pytest.raises(TrainingAborted, match="nothing was saved since the last checkpoint, and this run has none"):
         tiny_run(tmp_path, "train.steps=10", "train.ckpt_every=100")
     assert not (tmp_path / "checkpoints").exists() or list((tmp_path / "checkpoints").iterdir()) == []

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from gan.run_files import (EVENTS_FILE, METRICS_FILE, STEP_LOGS, append_event, append_jsonl, read_events,
+from gan.run.files import (EVENTS_FILE, METRICS_FILE, STEP_LOGS, append_event, append_jsonl, read_events,
                            read_jsonl, record_resume, truncate_for_resume, truncate_jsonl)
 
 
@@ -30,7 +30,7 @@ def test_truncate_repairs_a_line_glued_to_a_partial_one_with_a_warning(tmp_path,
     path.write_text('{"step":1}\n{"step":2,"lay{"step":3}\n{"step":4}\n')  # what an older version left behind
     with pytest.raises(ValueError, match="diagnostics.jsonl:2"):
         read_jsonl(path)
-    with caplog.at_level(logging.WARNING, logger="gan.run_files"):
+    with caplog.at_level(logging.WARNING, logger="gan.run.files"):
         assert truncate_jsonl(path, 10) == 1
     assert strict_steps(path) == [1, 4]
     assert "diagnostics.jsonl" in caplog.text and "[2]" in caplog.text
@@ -93,7 +93,7 @@ def tensorboard_events(folder) -> list:
 def test_a_resumed_run_purges_the_tensorboard_steps_it_redoes(tmp_path):
     from tensorboardX.proto.event_pb2 import SessionLog
 
-    from gan.tensorboard_writer import TensorBoardWriter
+    from gan.run.tensorboard import TensorBoardWriter
 
     for start in (0, 4):
         tensorboard = TensorBoardWriter(tmp_path / str(start), 10, start)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.config import ActConfig, ModelConfig
-from gan.layers import PowerIteration, SpectralNorm, make_conv
-from gan.models import NETWORKS, NORMS, PointwiseDense, dense
+from gan.config.schema import ActConfig, ModelConfig
+from gan.models.layers import PowerIteration, SpectralNorm, make_conv
+from gan.models.networks import NETWORKS, NORMS, PointwiseDense, dense
 from ops import onednn
 
 

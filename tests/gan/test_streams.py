@@ -1,7 +1,7 @@
-"""gan.streams: each stream draws from the key runs already started used, (seed, step, purpose number, ...)."""
+"""gan.core.streams: each stream draws from the key runs already started used, (seed, step, purpose number, ...)."""
 import numpy as np
 
-from gan.streams import Purpose, fixed_latent_batches, fixed_latents, latents, mixing_weights, stream
+from gan.core.streams import Purpose, fixed_latent_batches, fixed_latents, latents, mixing_weights, stream
 
 
 def test_streams_draw_from_their_integer_keys():

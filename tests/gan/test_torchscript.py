@@ -1,4 +1,4 @@
-"""gan.torchscript reads TorchScript-like zips written here without torch: tensors rebuilt exactly (dtype, shape,
+"""gan.metrics.torchscript reads TorchScript-like zips written here without torch: tensors rebuilt exactly (dtype, shape,
 strides, storage offsets, shared storages), module records inert, every other global refused, sizes bounded."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gan import torchscript
-from gan.torchscript import ArchiveError, ScriptModule, named_modules, named_tensors, read_archive
+from gan.metrics import torchscript
+from gan.metrics.torchscript import ArchiveError, ScriptModule, named_modules, named_tensors, read_archive
 
 
 class Pickle:

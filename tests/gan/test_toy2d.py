@@ -1,10 +1,10 @@
-"""gan.toy2d: the PacGAN ring8 / grid25 constants and the mixture sampler."""
+"""gan.data.points: the PacGAN ring8 / grid25 constants and the mixture sampler."""
 import itertools
 
 import numpy as np
 import pytest
 
-from gan.toy2d import GRID25, MIXTURES, RING8, get_mixture, sample_mixture
+from gan.data.points import GRID25, MIXTURES, RING8, get_mixture, sample_mixture
 
 
 def test_ring8_constants() -> None:

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.checkpoint import CheckpointError, checkpoint_path, generator_from_checkpoint, latest_checkpoint, load_checkpoint
-from gan.config import ActConfig, ConfigError, ModelConfig
-from gan.images import image_grid
-from gan.models import Generator
-from gan.run_files import read_events
-from gan.training import first_nonfinite_layer
+from gan.models.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint
+from gan.models.from_checkpoint import generator_from_checkpoint
+from gan.config.schema import ActConfig, ConfigError, ModelConfig
+from gan.run.grids import image_grid
+from gan.models.networks import Generator
+from gan.run.files import read_events
+from gan.training.loop import first_nonfinite_layer
 
 def losses(summary) -> list[tuple[float, float]]:
     return [(s.loss_d, s.loss_g) for s in summary.history]
@@ -56,7 +57,7 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tin
     different G losses (a state MindSpore 2.10 keeps between PyNative runs; open, see docs/training.md).
     """
     path = baseline.run_dir / "checkpoints" / "step_00000002.ckpt"
-    code = ("import sys; from gan.config import compose_config; from gan.training import run; "
+    code = ("import sys; from gan.config.schema import compose_config; from gan.training.loop import run; "
             "s = run(compose_config(sys.argv[2:]), sys.argv[1]); print([(h.loss_d, h.loss_g) for h in s.history])")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *tiny_overrides, "train.steps=4",
                            "runtime.mode=pynative", f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
@@ -82,8 +83,8 @@ def test_checkpoint_holds_the_full_state(baseline):
 def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(precision):
     """The optimiser/scaler Parameters renamed for the one D + G graph keep the keys checkpoints had before
     (read from the old code's state_arrays), so a run from before the rename resumes."""
-    from gan.config import compose_config, to_config
-    from gan.training import GANTrainer
+    from gan.config.schema import compose_config, to_config
+    from gan.training.loop import GANTrainer
 
     cfg = to_config(compose_config(["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes",
                                     f"precision={precision}"]))
@@ -97,13 +98,13 @@ def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(pre
 
 
 def test_train_seconds_count_the_steps_not_the_outputs(tmp_path, tiny_run, monkeypatch, capsys):
-    """RunSummary.train_seconds (what scripts/bench_quality.py reports) leaves out what happens between steps."""
+    """RunSummary.train_seconds (what scripts/bench/bench_quality.py reports) leaves out what happens between steps."""
     import time
 
-    import gan.outputs
+    import gan.training.outputs
 
-    save_png = gan.outputs.save_png
-    monkeypatch.setattr(gan.outputs, "save_png", lambda *args: (time.sleep(1.0), save_png(*args))[1])
+    save_png = gan.training.outputs.save_png
+    monkeypatch.setattr(gan.training.outputs, "save_png", lambda *args: (time.sleep(1.0), save_png(*args))[1])
     began = time.perf_counter()
     summary = tiny_run(tmp_path, "train.steps=3", "train.sample_every=1")
     wall = time.perf_counter() - began
@@ -131,12 +132,12 @@ def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, 
                                                                        tiny_run):
     """The dashboard page is a viewer: its failure at the end of a run (here a builder that raises) is a warning
     naming the error and the command that rebuilds the page, after the checkpoint and samples were written."""
-    import gan.outputs
+    import gan.training.outputs
 
     def broken(run_dir, title=None):
         raise ValueError("a damaged events.jsonl")
 
-    monkeypatch.setattr(gan.outputs, "build_dashboard", broken)
+    monkeypatch.setattr(gan.training.outputs, "build_dashboard", broken)
     summary = tiny_run(tmp_path, "train.steps=2", "train.ckpt_every=2", "train.sample_every=2")
     assert summary.end_step == 2 and latest_checkpoint(tmp_path).name == "step_00000002.ckpt"
     assert (tmp_path / "samples" / "step_000002.png").is_file() and not (tmp_path / "report.html").exists()
@@ -242,8 +243,8 @@ def test_image_grid_tiles_and_scales():
 
 SECOND_RUN_THREADS = """
 import os
-from gan.config import ConfigError, RuntimeConfig
-from gan.runtime import setup_runtime
+from gan.config.schema import ConfigError, RuntimeConfig
+from gan.training.runtime import setup_runtime
 setup_runtime(RuntimeConfig(threads=1))
 setup_runtime(RuntimeConfig(threads=1))  # a second run in one process (bench_modes, basic sweeps, joblib workers)
 assert os.environ["MS_DEV_HOST_BLOCKING_RUN"] == "1"
@@ -264,8 +265,8 @@ def test_second_run_in_one_process_may_repeat_runtime_threads_only():
 
 def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
     """A process that already ran kernels (this test session) can call run() again on the same device."""
-    from gan.config import RuntimeConfig
-    from gan.runtime import setup_runtime
+    from gan.config.schema import RuntimeConfig
+    from gan.training.runtime import setup_runtime
 
     Tensor(np.ones(3, np.float32)).sum().asnumpy()
     setup_runtime(RuntimeConfig())  # raised "The runtime has been initialized" before
@@ -274,8 +275,8 @@ def test_setup_runtime_after_kernels_ran_keeps_the_same_device():
 def test_unit_loss_scale_is_the_identity_and_other_scales_multiply():
     """fp32 with loss_scale 1 (the default) scales nothing (no multiply per gradient in the step graph) but keeps
     a scale_value Parameter of 1 for the logs and checkpoints; another static scale still multiplies."""
-    from gan.config import PrecisionConfig
-    from gan.training import UnitLossScaler, _loss_scaler
+    from gan.config.schema import PrecisionConfig
+    from gan.training.loop import UnitLossScaler, _loss_scaler
 
     unit = _loss_scaler(PrecisionConfig())
     loss, grads = Tensor(np.float32(3.0)), (Tensor(np.ones(2, np.float32)), Tensor(np.ones((2, 2), np.float32)))

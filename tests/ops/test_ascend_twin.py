@@ -23,8 +23,7 @@ from ops.build import cache_dir
 from ops import tiling
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tools.ascend_twin import twin  # noqa: E402
+from tools.ascend_twin import twin
 
 SOC = twin.SOCS[twin.DEFAULT_SOC]
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -234,9 +233,7 @@ def test_dump_shows_each_tile_buffer_for_the_range(lib) -> None:
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("ascend_twin_script", ROOT / "scripts" / "ascend_twin.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from scripts import ascend_twin as module
     return module
 
 

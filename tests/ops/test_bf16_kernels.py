@@ -201,7 +201,7 @@ def test_bias_act_rounds_once_and_keeps_the_float32_bias_gradient():
     np.testing.assert_allclose(out["bf16"][2], out["f32"][2], rtol=1e-6, atol=1e-6)
 
 
-# ---- PyTorch's bfloat16 ops on the same data (fixture written by scripts/crosscheck_torch_bf16.py) ----
+# ---- PyTorch's bfloat16 ops on the same data (fixture written by scripts/bench/crosscheck_torch_bf16.py) ----
 
 FIXTURE = Path(__file__).parent / "data" / "torch_bf16_activations.json"
 

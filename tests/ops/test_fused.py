@@ -147,7 +147,7 @@ def test_bias_act_matches_reference(dtype):
 
 
 class Block(nn.Cell):
-    """The norm + act layers of one DCGAN block, fused or not, named as gan.models names them."""
+    """The norm + act layers of one DCGAN block, fused or not, named as gan.models.networks names them."""
 
     def __init__(self, fused: bool, channels: int, slope: float = 0.2, clamp: float | None = None,
                  sync: bool = False) -> None:

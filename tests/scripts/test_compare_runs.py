@@ -6,11 +6,9 @@ from pathlib import Path
 import pytest
 from tensorboardX import SummaryWriter
 
-from gan.run_files import append_jsonl
+from gan.run.files import append_jsonl
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_runs.py"
-spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
-compare_runs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compare_runs)
+from scripts import compare_runs  # noqa: E402
 group_rows, main, run_row = compare_runs.group_rows, compare_runs.main, compare_runs.run_row
 
 

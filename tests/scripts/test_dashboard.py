@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.atomic import write_text_atomic
-from gan.channel_stats import DeadChannelTracker, LayerStats, channel_matrix, heatmap_image, heatmap_png
-from gan.charts import line_style
-from gan.dashboard import build_dashboard, screenshot
-from gan.run_files import append_jsonl, losses_record, read_jsonl
-from gan.run_reader import Run, find_runs, group_runs, load_run
+from gan.core.atomic import write_text_atomic
+from gan.analysis.channels import DeadChannelTracker, LayerStats, channel_matrix, heatmap_image, heatmap_png
+from gan.analysis.charts import line_style
+from gan.analysis.dashboard import build_dashboard, screenshot
+from gan.run.files import append_jsonl, losses_record, read_jsonl
+from gan.analysis.runs import Run, find_runs, group_runs, load_run
 from tests.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def fake_run(run_dir: Path, slope: float, seed: int, overrides: list[str] | None
     Image.fromarray(rng.integers(0, 255, (66, 66, 3), np.uint8)).save(run_dir / "samples" / "step_001000.png")
 
 
-# As gan.run_files.record_resume / nonfinite_detail write them; `recycle` as the activation work plans it.
+# As gan.run.files.record_resume / nonfinite_detail write them; `recycle` as the activation work plans it.
 RESUME_EVENTS = [{"step": 500, "kind": "resume", "detail": {"checkpoint": "checkpoints/step_00000500.ckpt"}},
                  {"step": 500, "kind": "resume_override", "detail": {"changed": {"train.lr": [0.0002, 0.0001]}}},
                  {"step": 700, "kind": "nonfinite_skip", "detail": {"networks": ["D"],
@@ -276,7 +276,7 @@ def test_real_browser_30_runs_fit_1400_px_images_load_and_tabs_switch(tmp_path):
 
 @pytest.mark.slow
 def test_real_browser_renders_the_dashboard_of_a_users_own_loop(own_loop_run):
-    """The page scripts/examples/own_loop.py leaves (gan.probe_api) shows its layers as a train.py run's does."""
+    """The page scripts/examples/own_loop.py leaves (gan.diagnostics.api) shows its layers as a train.py run's does."""
     driver = chrome()
     try:
         driver.get((own_loop_run / "report.html").as_uri())

@@ -7,13 +7,13 @@ import mindspore as ms
 import numpy as np
 import pytest
 
-from gan.checkpoint import latest_checkpoint
-from gan.config import compose_config
-from gan.deploy import run_mindir, run_onnx
-from gan.atomic import umask_mode
-from gan.checkpoint import generator_from_checkpoint
-from gan.streams import fixed_latents
-from gan.training import run
+from gan.models.checkpoint import latest_checkpoint
+from gan.config.schema import compose_config
+from gan.models.deploy import run_mindir, run_onnx
+from gan.core.atomic import umask_mode
+from gan.models.from_checkpoint import generator_from_checkpoint
+from gan.core.streams import fixed_latents
+from gan.training.loop import run
 
 from tests.helpers import REPO, run_script
 
@@ -84,9 +84,7 @@ def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("export_script", REPO / "scripts" / "export.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from scripts import export as module
     return module
 
 

@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.inception import INSTALL_COMMAND
+from gan.metrics.inception import INSTALL_COMMAND
 from tests.helpers import REPO, inception_installed, run_script
 
-_spec = importlib.util.spec_from_file_location("fid_script", REPO / "scripts" / "fid.py")
-fid_script = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fid_script)
+from scripts import fid as fid_script
 
 
 def write_folder(path: Path, count: int, size: int = 16, mode: str = "RGB") -> Path:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.checkpoint import latest_checkpoint
-from gan.config import compose_config
-from gan.images import image_grid
-from gan.training import run
+from gan.models.checkpoint import latest_checkpoint
+from gan.config.schema import compose_config
+from gan.run.grids import image_grid
+from gan.training.loop import run
 
 from tests.helpers import REPO, run_script
 
@@ -79,18 +79,17 @@ def test_a_directory_without_checkpoints_says_what_to_pass(tmp_path):
 
 
 def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir, tmp_path, monkeypatch, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
     import generate as script
-    import gan.checkpoint
+    import gan.models.checkpoint
 
     calls = []
-    load = gan.checkpoint.generator_from_checkpoint
+    load = gan.models.checkpoint.generator_from_checkpoint
 
     def counting(*args, **kwargs):
         net, conf = load(*args, **kwargs)
         return (lambda z: calls.append(z.shape[0]) or net(z)), conf
 
-    monkeypatch.setattr(gan.checkpoint, "generator_from_checkpoint", counting)
+    monkeypatch.setattr(gan.models.checkpoint, "generator_from_checkpoint", counting)
     out = tmp_path / "samples.npz"
     assert script.main([str(run_dir), "--n", "1000", "--batch-size", "96", "--npz", str(out)]) == 0
     assert max(calls) == 96 and sum(calls) == 1000  # never more than one batch in memory
@@ -108,7 +107,7 @@ def test_large_n_streams_raw_samples_in_batches_and_the_grid_is_limited(run_dir,
 
 def test_bench_generate_reports_peak_memory_per_n(run_dir, tmp_path):
     out = tmp_path / "bench.json"
-    done = run_script("scripts/bench_generate.py", str(run_dir), "--n", "64,600", "--batch-size", "64",
+    done = run_script("scripts/bench/bench_generate.py", str(run_dir), "--n", "64,600", "--batch-size", "64",
                       "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     records = json.loads(out.read_text())
@@ -124,7 +123,7 @@ LAUGHS = "laughs:\n  a: &a [l, l, l, l, l, l, l, l, l, l]\n" + "".join(
 
 def tampered(run_dir: Path, tmp_path: Path, config_tail: str) -> Path:
     """A copy of the run's checkpoint whose stored config ends with `config_tail`."""
-    from gan.checkpoint import load_checkpoint, save_checkpoint
+    from gan.models.checkpoint import load_checkpoint, save_checkpoint
 
     arrays, meta = load_checkpoint(latest_checkpoint(run_dir))
     meta["config"] += config_tail

@@ -3,9 +3,9 @@ the dashboard and TensorBoard read as they read a train.py run."""
 import subprocess
 import sys
 
-from gan.run_dir import run_state
-from gan.run_files import read_jsonl
-from gan.run_reader import load_run
+from gan.run.directory import run_state
+from gan.run.files import read_jsonl
+from gan.analysis.runs import load_run
 from tests.helpers import REPO, run_script, script_env, tensorboard_events
 
 

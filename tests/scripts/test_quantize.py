@@ -1,4 +1,4 @@
-"""scripts/quantize.py and generate.py --int8 on tiny checkpoints; gan.quantize's grids and pipeline."""
+"""scripts/quantize.py and generate.py --int8 on tiny checkpoints; gan.models.quantize's grids and pipeline."""
 import importlib.util
 import json
 import subprocess
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import gan.tasks
-from gan.checkpoint import latest_checkpoint
-from gan.classifier import ClassifierConfig, load_classifier
-from gan.config import compose_config
-from gan.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
-from gan.checkpoint import generator_from_checkpoint
-from gan.streams import fixed_latents
-from gan.training import run
+import gan.training.tasks
+from gan.models.checkpoint import latest_checkpoint
+from gan.metrics.classifier import ClassifierConfig, load_classifier
+from gan.config.schema import compose_config
+from gan.models.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
+from gan.models.from_checkpoint import generator_from_checkpoint
+from gan.core.streams import fixed_latents
+from gan.training.loop import run
 from ops import LeakyReLU
 from ops import reference as ref
 
@@ -119,10 +119,8 @@ def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     run(compose_config(TINY + ["eval.enabled=false"]), run_dir)
     small = load_classifier(config=ClassifierConfig(hidden=(64,), epochs=3), directory=tmp_path / "classifier")
-    monkeypatch.setattr(gan.tasks, "load_classifier", lambda: small)
-    spec = importlib.util.spec_from_file_location("quantize_script", REPO / "scripts" / "quantize.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    monkeypatch.setattr(gan.training.tasks, "load_classifier", lambda: small)
+    from scripts import quantize as module
     out = tmp_path / "q"
     assert module.main([str(latest_checkpoint(run_dir)), "--calib", "32", "--eval-n", "40", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())

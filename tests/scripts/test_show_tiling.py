@@ -16,10 +16,9 @@ WORKED_EXAMPLE = ["1000000", "--dtype", "float32", "--align-elems", "32", "--cor
 
 def load_script():
     """The script as a module, so main() runs in-process."""
-    spec = importlib.util.spec_from_file_location("show_tiling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from scripts import show_tiling
+
+    return show_tiling
 
 
 def test_worked_example_cli() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gan.run_files import append_jsonl
-from gan.runtime import available_cpus, job_threads
-from gan.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
+from gan.run.files import append_jsonl
+from gan.training.runtime import available_cpus, job_threads
+from gan.analysis.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def test_job_threads_count_the_cpus_this_process_may_use():
     """A container or `taskset` may allow fewer CPUs than the machine has: a job on 1 allowed CPU gets 1 thread,
     whatever os.cpu_count() says."""
     code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-            "from gan.runtime import job_threads; print(job_threads({'n_jobs': 1}))")
+            "from gan.training.runtime import job_threads; print(job_threads({'n_jobs': 1}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr[-2000:]
@@ -68,8 +68,8 @@ def test_summary_rows_in_job_order_with_metrics_and_diagnostics(tmp_path):
 
 
 def test_failed_jobs_say_why_and_stay_out_of_the_groups_and_the_run_count(tmp_path):
-    from gan.dashboard import build_dashboard
-    from gan.run_dir import write_status
+    from gan.analysis.dashboard import build_dashboard
+    from gan.run.directory import write_status
 
     error = "ConfigError: act.negative_slope=2.0 must be in [0, 1] (0 = ReLU, 1 = identity)"
     (tmp_path / "0" / ".hydra").mkdir(parents=True)  # failed at start: it wrote nothing but its status
@@ -207,7 +207,7 @@ def test_two_job_ring8_sweep_end_to_end(tmp_path):
 def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
     """hydra/launcher=joblib with n_jobs=2: each job's MindSpore kernels get half the CPUs, also the third
     job, which runs in a worker process that already trained one (MindSpore sets the thread count once per process)."""
-    from gan.checkpoint import latest_checkpoint, load_checkpoint  # loads MindSpore: only this test needs it
+    from gan.models.checkpoint import latest_checkpoint, load_checkpoint  # loads MindSpore: only this test needs it
 
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     sweep = tmp_path / "sweep"

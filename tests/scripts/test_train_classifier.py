@@ -14,10 +14,9 @@ SCRIPT = ROOT / "scripts" / "train_classifier.py"
 
 def load_script():
     """The script as a module, so main() runs in-process."""
-    spec = importlib.util.spec_from_file_location("train_classifier", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from scripts import train_classifier
+
+    return train_classifier
 
 
 def test_below_the_bar_fails_and_the_cache_is_reused(tmp_path, capsys) -> None:

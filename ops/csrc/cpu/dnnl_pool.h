@@ -1,6 +1,6 @@
 // oneDNN on the kernels' threads: the threadpool oneDNN's parallel regions run on (the library's persistent
 // WorkerPool, worker_pool.h), the CPU engine, and the creation-time concurrency. Shared by the convolution
-// kernels (onednn_conv.cc) and the peak-FLOP/s probe (scripts/bench_peak.cc), so both run oneDNN alike.
+// kernels (onednn_conv.cc) and the peak-FLOP/s probe (scripts/bench/bench_peak.cc), so both run oneDNN alike.
 #ifndef LRELU_OPS_CSRC_CPU_DNNL_POOL_H_
 #define LRELU_OPS_CSRC_CPU_DNNL_POOL_H_
 

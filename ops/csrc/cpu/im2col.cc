@@ -1,4 +1,4 @@
-// im2col and col2im CPU aot kernels for the gemm convolutions (gan/layers.py), each the other's adjoint.
+// im2col and col2im CPU aot kernels for the gemm convolutions (gan/models/layers.py), each the other's adjoint.
 //
 // image: (N, C, H, W), NCHW. cols: (C * K * K, N * Ho * Wo), row (c, ki, kj), column (n, oy, ox), with
 // Ho = (H + 2P - K) / S + 1 (same for Wo) and

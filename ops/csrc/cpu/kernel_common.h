@@ -52,7 +52,7 @@ constexpr double kUsableFraction = 0.5;    // leave half of L2 to the other core
 // element-wise op) but leaves the output out of cache for the next op. A one-off C++ measurement on this
 // machine under load (one thread, 16-lane LeakyReLU then a pass reading the output back; ms plain /
 // streaming): 16 MB 5.37 / 5.48, 32 MB 15.9 / 13.3, 64 MB 31.7 / 26.5; hence 32 MB. A DCGAN activation is at
-// most 2 MB, so training never streams; scripts/bench_op.py at 16M float32 (64 MB) does.
+// most 2 MB, so training never streams; scripts/bench/bench_op.py at 16M float32 (64 MB) does.
 constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
 
 // Software prefetch distance of the kernels with a long per-vector formula (ELU's expm1/exp): 4 KiB ahead of

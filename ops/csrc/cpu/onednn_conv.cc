@@ -203,7 +203,7 @@ bool has_avx512() {
 // Whether an NCHW problem computes in nhwc: a float32 forward or backward-data from at least 32 input channels into
 // more than one output position, on a CPU without AVX-512. There oneDNN's nhwc kernels (brg_conv_fwd,
 // brgconv_strided) beat the direct jit:avx2 kernels its format_tag::any picks in nChw8c; the tensors are reordered
-// from and to NCHW either way. scripts/bench_conv_layouts.cc on an AMD EPYC Zen 3 (1 thread, batch 64, 4x4 stride
+// from and to NCHW either way. scripts/bench/bench_conv_layouts.cc on an AMD EPYC Zen 3 (1 thread, batch 64, 4x4 stride
 // 2; ms nChw8c vs nhwc, two runs): forward 128 -> 256 channels on 16x16 55.9 / 57.9 vs 44.3 / 48.4, 256 -> 512 on
 // 8x8 59.6 / 60.7 vs 53.2 / 48.6, 64 -> 128 on 8x8 3.50 / 3.66 vs 2.93 / 3.09, 32 -> 64 on 16x16 3.45 / 3.46 vs
 // 3.18 / 3.17; backward-data 128 -> 256 57.3 / 64.2 vs 51.3 / 54.4, 256 -> 512 75.8 / 72.0 vs 63.6 / 63.7, 32 -> 64
@@ -241,7 +241,7 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 
 // Backward-data in the forward's activation layouts when oneDNN chose blocked ones there (nChw16c on
 // AVX-512): it then runs its direct jit kernel, not the brgconv_strided kernel in nhwc that format_tag::any
-// gets. scripts/bench_conv_layouts.cc, 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8 31.4 vs
+// gets. scripts/bench/bench_conv_layouts.cc, 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8 31.4 vs
 // 44.6 ms, 32 -> 64 on 16x16 1.60 vs 1.91 ms, 64 -> 128 on 32x32 28.7 vs 26.2 ms (slower), the others equal;
 // over DCGAN-64's geometries 88.0 vs 98.6 ms. Falls back to any where oneDNN has no such kernel (or only its
 // reference one).
@@ -405,7 +405,7 @@ void run(Entry& entry, void** inputs, void* out) {
 }
 
 // Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
-// backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench_conv_layouts.cc, 1 thread,
+// backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench/bench_conv_layouts.cc, 1 thread,
 // batch 64, 4x4 stride 2, primitive with its reorders vs GEMM + col2im: into 3 channels from 32 at 32x32
 // (DCGAN-32's image gradient and G's last layer) 3.2 vs 1.3 ms, the primitive 9x its forward of the same
 // geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
@@ -494,7 +494,7 @@ void run_few_channels(const Problem& p, const void* dy, const void* weights, voi
 // dY transposed from (N, O, Ho Wo) and the patches gathered from a channels-last copy of x (im2col), both rounded
 // to bf16 where they come as float32, so it computes what the bf16 primitive computes, in another summation
 // order. Where oneDNN's bf16 kernels are slower than this GEMM depends on the CPU (gemm_weights_plane):
-// - with AMX (scripts/bench_conv_layouts.cc bf16 on a Xeon, 1 thread, CPU time, batch 64, measured with an
+// - with AMX (scripts/bench/bench_conv_layouts.cc bf16 on a Xeon, 1 thread, CPU time, batch 64, measured with an
 //   earlier, slower gather): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32,
 //   21 as this GEMM; 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; into 8x8 planes the AMX kernel was
 //   faster (128 -> 256: 26 ms, the GEMM 37): planes of at most 4x4;

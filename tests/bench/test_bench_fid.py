@@ -1,0 +1,30 @@
+"""scripts/bench/bench_fid.py's table (docs/metrics.md) from a JSON of its format, and the machine record; the timing
+itself needs torch (the bench extra) and is not run here."""
+from __future__ import annotations
+
+import json
+
+from tests.helpers import run_script
+
+
+def _row(threads: int, batch: int, torch: float, ours: float) -> dict:
+    rates = lambda v: {"median": v, "min": v * 0.9, "max": v * 1.1, "runs": [v] * 3}  # noqa: E731
+    return {"threads": threads, "batch": batch, "torch_img_s": rates(torch), "ours_img_s": rates(ours),
+            "ours_pipeline_img_s": rates(ours * 0.95), "ratio": rates(ours / torch),
+            "torch_s_per_1000": 1000 / torch, "ours_s_per_1000": 1000 / ours, "ours_pipeline_s_per_1000": 1000 / ours}
+
+
+def test_markdown_table_from_a_json(tmp_path):
+    report = {"cpu_model": "Test CPU", "cpu_count": 2, "load_average": [1.5, 1, 1], "load_average_after": [2.5, 1, 1],
+              "results": [_row(1, 16, 2.0, 5.0), _row(2, 32, 3.0, 9.0)],
+              "metrics": {"reference": 10000, "samples": 2000, "statistics_s": 1.0, "fid_s": 5.0, "fid_sqrtm_s": 20.0,
+                          "kid_s": 8.0, "precision_recall_s": 2.0}}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(report))
+    done = run_script("scripts/bench/bench_fid.py", "--markdown", str(path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[2] == "| 1 | 16 | 2.00 | 5.00 (4.75) | 2.50x (2.25-2.75) | 500 | 200 (200) |"
+    assert lines[3].startswith("| 2 | 32 | 3.00 | 9.00")
+    assert "Test CPU, 2 CPUs, load average 1.5 before and 2.5 after" in done.stdout
+    assert "FID 5.0 s (scipy's sqrtm: 20.0 s), KID 8.0 s" in done.stdout
