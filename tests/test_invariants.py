@@ -123,6 +123,26 @@ def test_ops_never_imports_gan() -> None:
     assert not offenders, offenders
 
 
+def sys_path_edits(path: Path) -> list[int]:
+    """Lines of a file that change sys.path (sys.path.insert/append/extend, or an assignment to sys.path)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and ast.unparse(n.func.value) == "sys.path"]
+    assigned = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                and any(ast.unparse(t) == "sys.path" for t in n.targets)]
+    return calls + assigned
+
+
+def test_no_sys_path_edits() -> None:
+    """Commands import the installed packages (or run as `python -m` from the repository root), never by patching
+    sys.path. scripts/inspect_model.py adds the working directory on purpose: it imports the user's own model."""
+    allowed = {"scripts/inspect_model.py"}
+    files = [REPO / "train.py", *(p for top in ("gan", "ops", "scripts", "tools") for p in (REPO / top).rglob("*.py"))]
+    offenders = [f"{p.relative_to(REPO)}:{line}" for p in sorted(files) if str(p.relative_to(REPO)) not in allowed
+                 for line in sys_path_edits(p)]
+    assert not offenders, offenders
+
+
 def test_rng_purpose_numbers_are_those_of_existing_runs() -> None:
     """Every random stream is default_rng([seed, step, purpose]): a changed or reused number changes every run of
     a seed and breaks bit-exact resume of runs already started. A new stream takes a new number."""

@@ -7,22 +7,21 @@ Inputs: the boundary values of tests/ops/leaky_relu_cases.py in bfloat16 (+-0, s
 the kernels' float32 one are the same numbers). Cases: forward and input gradient of F.leaky_relu for the
 slopes 0, 0.01, 0.2, 1, F.prelu, F.elu with alpha 1 and 0.5. Every array is stored as its uint16 bits (hex).
 
-    /work/venv-bench/bin/python scripts/bench/crosscheck_torch_bf16.py --json tests/ops/data/torch_bf16_activations.json
+    /work/venv-bench/bin/python -m scripts.bench.crosscheck_torch_bf16 --json tests/ops/data/torch_bf16_activations.json
+
+Run it as a module from the repository root: it reads the boundary values from the tests' own module.
 """
 from __future__ import annotations
 
 import argparse
 import platform
-import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "ops"))
-from leaky_relu_cases import boundary_values  # noqa: E402
-
-from gan.core.atomic import write_json_atomic  # noqa: E402
+from gan.core.atomic import write_json_atomic
+from tests.ops.leaky_relu_cases import boundary_values
 
 BF16 = ml_dtypes.bfloat16
 SLOPES = (0.0, 0.01, 0.2, 1.0)

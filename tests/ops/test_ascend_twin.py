@@ -233,7 +233,7 @@ def test_dump_shows_each_tile_buffer_for_the_range(lib) -> None:
 
 
 def load_script():
-    from scripts import ascend_twin as module
+    from tools.ascend_twin import __main__ as module  # the command `python -m tools.ascend_twin`
     return module
 
 

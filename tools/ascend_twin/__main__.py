@@ -1,7 +1,9 @@
 """Run the Ascend C LeakyReLU kernels (ops/csrc/ascendc) on the CPU through the strict Ascend C twin.
 
-    python scripts/ascend_twin.py --n 1000000 --dtype float16 --slope 0.2 --clamp 256   # float32|float16|bfloat16
-    python scripts/ascend_twin.py --n 100 --dump --range 90:100
+    python -m tools.ascend_twin --n 1000000 --dtype float16 --slope 0.2 --clamp 256   # float32|float16|bfloat16
+    python -m tools.ascend_twin --n 100 --dump --range 90:100
+
+Run it from the repository root: the twin is a developer tool beside the kernels, not part of the installed package.
 
 Compiles the unmodified host tiling and kernels against tools/ascend_twin (cached), runs the forward and
 backward kernels over the planned cores on boundary values + random data, compares them bit for bit with
@@ -12,16 +14,12 @@ ops/reference.py, and prints the plan and the result. Exits 1 on any mismatch or
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ops import reference as ref  # noqa: E402
-from tools.ascend_twin import twin  # noqa: E402
+from ops import reference as ref
+from tools.ascend_twin import twin
 
 MAX_N = 1 << 26  # the twin holds every tensor in host memory (about 16 bytes per element)
 
@@ -85,7 +83,7 @@ def check(direction: str, x: np.ndarray, dy: np.ndarray | None, expected: np.nda
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m tools.ascend_twin", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, required=True, help=f"element count, 0..{MAX_N:,}")
     parser.add_argument("--dtype", choices=sorted(twin.DTYPES), default="float32")
@@ -114,4 +112,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
