@@ -10,6 +10,8 @@ import pytest
 
 from tests.helpers import REPO, script_env
 
+pytestmark = pytest.mark.slow  # every test here is end-to-end
+
 
 def train_cmd(*args: str) -> list[str]:
     return [sys.executable, str(REPO / "train.py"), *args]
@@ -56,7 +58,6 @@ def test_an_error_the_user_can_fix_is_one_line_without_a_traceback(override, mes
     assert status["state"] == "failed" and status["error"].startswith(message.format(junk=junk)[len("error: "):])
 
 
-@pytest.mark.slow
 def test_dry_run_from_the_command_line(tmp_path, tiny_overrides):
     result = run_train(*tiny_overrides, "train.dry_run=true", f"hydra.run.dir={tmp_path}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -81,7 +82,6 @@ def training_at_step_1(run_dir: Path, tiny: list[str], *overrides: str) -> subpr
     return proc
 
 
-@pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path, tiny_overrides):
     proc = training_at_step_1(tmp_path, tiny_overrides)
     try:
@@ -95,7 +95,6 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path, tiny_overrides):
     assert list((tmp_path / "checkpoints").glob("step_*.ckpt"))
 
 
-@pytest.mark.slow
 def test_ctrl_c_twice_aborts_without_saving_and_exits_130(tmp_path, tiny_overrides):
     """The second Ctrl-C comes right after the first one's notice, while the step still writes its 4096-image
     sample grid (slow on purpose): the run stops there, saves nothing, says so, no traceback, exit 130."""

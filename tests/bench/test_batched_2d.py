@@ -27,6 +27,7 @@ def batched():
     return trainer, stats
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trial", range(len(SEEDS)))
 def test_batched_trials_match_separate_runs(batched, trial, tmp_path):
     trainer, stats = batched
@@ -75,6 +76,7 @@ def test_a_non_finite_trial_skips_the_step_and_is_counted():
                 np.testing.assert_array_equal(value, arrays[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_relu_kind_matches_a_separate_run(tmp_path):
     """act.d_kind=relu (LeakyReLU slope 0 in every D layer) batched, against train.py's run of the same seed."""
     overrides = SMALL + ["act.d_kind=relu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
@@ -96,6 +98,7 @@ def _three_maxout_pieces(mine: dict) -> None:
     assert mine["discriminator.layers.conv1.weight"].shape == (24 * 3, 24)  # 3 pieces of 24 units from 24 units
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, check", [
     ("act.d_kind=prelu", _learned_prelu_weights),  # two trials' channel weights in one prelu call
     ("model.d_maxout=3", _three_maxout_pieces),  # PacGAN's maxout D
@@ -112,6 +115,7 @@ def test_d_variant_matches_a_separate_run(override, check, tmp_path):
         np.testing.assert_allclose(value, arrays[name], rtol=0, atol=ATOL, err_msg=name)
 
 
+@pytest.mark.slow
 def test_ema_and_lr_decay_match_a_separate_run(tmp_path):
     """train.ema_beta (EMA generator, also what evaluate() uses) and train.lr_decay batched, against train.py."""
     overrides = SMALL + ["train.steps=6", "eval.interval=6", "train.ckpt_every=6", "train.sample_every=6",

@@ -4,7 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run_script
+
+pytestmark = pytest.mark.slow  # every test here is end-to-end
 
 
 def test_the_op_is_bit_exact_and_float16_beats_naive_float16_math(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ def run_bench(*args: str) -> subprocess.CompletedProcess:
     return run_script("scripts/bench/bench_call_overhead.py", *args, timeout=300)
 
 
+@pytest.mark.slow
 def test_parts_add_up_to_each_clocked_call(tmp_path: Path) -> None:
     out = tmp_path / "o.json"
     result = run_bench("--n", "100003", "--repeats", "3", "--json", str(out))
@@ -36,6 +37,7 @@ def test_parts_add_up_to_each_clocked_call(tmp_path: Path) -> None:
     assert "outside" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [(["--repeats", "0"], "--repeats must be >= 1, got 0"),
                                            (["--n", "8"], "--n must be >= 16, got 8")])
 def test_rejects_too_few_repeats_or_elements(tmp_path: Path, args: list[str], message: str) -> None:

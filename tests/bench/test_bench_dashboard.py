@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here is end-to-end
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_dashboard.py"
 
 

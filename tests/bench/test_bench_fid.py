@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import run_script
+
+pytestmark = pytest.mark.slow  # every test here is end-to-end
 
 
 def _row(threads: int, batch: int, torch: float, ours: float) -> dict:

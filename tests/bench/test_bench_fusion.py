@@ -32,6 +32,7 @@ def test_block_shapes_are_the_dcgan_batchnorm_inputs():
     assert d_conv_blocks(32) == [((64, 1, 32, 32), 32), ((64, 32, 16, 16), 64), ((64, 64, 8, 8), 128)]
 
 
+@pytest.mark.slow
 def test_quick_json_schema(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = run_bench("--quick", "--json", str(out))
@@ -57,6 +58,7 @@ def test_quick_json_schema(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--repeats", "--steps"])
 def test_rejects_zero_repeats_or_steps(tmp_path: Path, flag: str) -> None:
     result = run_bench(flag, "0", "--json", str(tmp_path / "b.json"))

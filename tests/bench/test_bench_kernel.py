@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import REPO, run_script
 
 
@@ -13,6 +15,7 @@ def run_bench(*args: str) -> subprocess.CompletedProcess:
     return run_script("scripts/bench/bench_kernel.py", *args, timeout=300)
 
 
+@pytest.mark.slow
 def test_two_libraries_side_by_side(tmp_path: Path) -> None:
     from ops import build
 
@@ -35,11 +38,13 @@ def test_two_libraries_side_by_side(tmp_path: Path) -> None:
     assert "x floor" in result.stdout
 
 
+@pytest.mark.slow
 def test_rejects_a_missing_library(tmp_path: Path) -> None:
     result = run_bench("--libs", str(tmp_path / "nope.so"), "--json", str(tmp_path / "k.json"))
     assert result.returncode == 2 and "no such file" in result.stderr and "nope.so" in result.stderr
 
 
+@pytest.mark.slow
 def test_rejects_zero_repeats(tmp_path: Path) -> None:
     result = run_bench("--repeats", "0", "--json", str(tmp_path / "k.json"))
     assert result.returncode == 2 and "--repeats must be >= 1, got 0" in result.stderr

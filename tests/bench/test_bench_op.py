@@ -23,6 +23,7 @@ def run_bench(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
     from ops import FORMULATIONS
 
@@ -45,11 +46,13 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_rejects_a_zero_size(tmp_path: Path) -> None:
     result = run_bench("--sizes", "0", "--json", str(tmp_path / "b.json"))
     assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
 
 
+@pytest.mark.slow
 def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = run_bench("--kinds", "prelu,rrelu,elu", "--sizes", "4096", "--dtypes", "float32", "--repeats", "1",
@@ -61,11 +64,13 @@ def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
     assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in records)
 
 
+@pytest.mark.slow
 def test_rejects_an_unknown_kind(tmp_path: Path) -> None:
     result = run_bench("--kinds", "leaky_relu,swish", "--json", str(tmp_path / "b.json"))
     assert result.returncode == 2 and "unknown kind(s) ['swish']" in result.stderr
 
 
+@pytest.mark.slow
 def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
     out = tmp_path / "q.json"
     result = run_bench("--kinds", "qleaky_relu", "--sizes", "65536", "--repeats", "2", "--json", str(out))

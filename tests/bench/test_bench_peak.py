@@ -23,6 +23,7 @@ def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, 
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @needs_onednn()
 def test_a_short_run_records_the_machine_and_the_peaks(tmp_path: Path) -> None:
     out = tmp_path / "peak.json"

@@ -49,6 +49,7 @@ def test_a_prelu_row_is_listed_after_the_slopes():
     assert list(series) == [("ring8", 0.0), ("ring8", 0.2), ("ring8", "prelu")]
 
 
+@pytest.mark.slow
 def test_both_figures_are_written_as_png(tmp_path):
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps({"pacgan_gan": {"ring8": [6.3, 98.2, 0.45]},
@@ -70,6 +71,7 @@ def test_both_figures_are_written_as_png(tmp_path):
             assert image.format == "PNG" and image.width > 500 and image.height > 300
 
 
+@pytest.mark.slow
 def test_empty_inputs_fail_naming_the_problem(tmp_path):
     (tmp_path / "empty.json").write_text(json.dumps({"records": []}))
     done = run("hq", str(tmp_path / "empty.json"), "--out", str(tmp_path / "x.png"))

@@ -5,7 +5,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run_script
+
+pytestmark = pytest.mark.slow  # every test here is end-to-end
 
 
 def writer(path: Path, value: int, rc: int = 0) -> list[str]:

@@ -20,6 +20,7 @@ def copy_tree(dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_the_committed_tables_are_what_the_data_render() -> None:
     done = run_script("scripts/bench/render_results.py", "--check", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -33,6 +34,7 @@ def test_every_table_is_in_a_document_and_names_only_files_that_exist() -> None:
             assert (REPO / "docs" / "data" / source).is_file(), f"{name}: docs/data/{source} is missing"
 
 
+@pytest.mark.slow
 def test_the_check_names_a_table_whose_figure_was_edited_by_hand(tmp_path: Path) -> None:
     root = copy_tree(tmp_path)
     page = root / "docs" / "slope_study.md"
@@ -61,6 +63,7 @@ def test_the_check_names_a_table_whose_data_changed(tmp_path: Path) -> None:
     assert any(item.startswith("train_idle (docs/results.md)") for item in stale)
 
 
+@pytest.mark.slow
 def test_unknown_and_unclosed_markers_are_errors(tmp_path: Path) -> None:
     root = copy_tree(tmp_path)
     page = root / "docs" / "results.md"

@@ -3,7 +3,11 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run_script
+
+pytestmark = pytest.mark.slow  # every test here is end-to-end
 
 
 def test_quick_run_writes_the_records_and_renders_them(tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ def test_bf16_cpu_check_passes_with_the_instructions_and_names_missing_kernels()
         check_bf16_cpu(unavailable)
 
 
+@pytest.mark.slow
 def test_train_py_refuses_bf16_where_onednn_lacks_bf16_instructions(tmp_path):
     """The real check in a fresh process whose oneDNN is limited to AVX-512 without AVX512_BF16/AMX
     ($ONEDNN_MAX_CPU_ISA): the run stops at start naming the CPU flags; on a CPU without AVX-512 the cap changes
@@ -106,6 +107,7 @@ def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters():
     assert {k: (v.dtype, v.shape) for k, v in state.items()} == {k: (v.dtype, v.shape) for k, v in fp32.items()}
 
 
+@pytest.mark.slow
 @needs_bf16_cpu
 @pytest.mark.parametrize("fusion", ["auto", "bn_act", "none"])
 def test_bf16_steps_are_finite_close_to_fp32_and_unscaled(tmp_path, fusion):
@@ -117,6 +119,7 @@ def test_bf16_steps_are_finite_close_to_fp32_and_unscaled(tmp_path, fusion):
     assert not np.array_equal(losses(bf16), losses(fp32))  # bfloat16 really ran
 
 
+@pytest.mark.slow
 @needs_bf16_cpu
 def test_bf16_resume_is_exact_and_checkpoints_move_between_fp32_and_bf16(tmp_path):
     whole = train(tmp_path / "whole", "train.steps=4", "precision=bf16")
@@ -134,6 +137,7 @@ def test_bf16_resume_is_exact_and_checkpoints_move_between_fp32_and_bf16(tmp_pat
     np.testing.assert_allclose(np.concatenate([losses(to_bf16), losses(back)]), losses(fp32)[2:], atol=5e-2)
 
 
+@pytest.mark.slow
 @needs_bf16_cpu
 def test_bf16_with_diagnostics_probes_every_step(tmp_path):
     summary = train(tmp_path, "train.steps=2", "precision=bf16", "diagnostics.enabled=true", "diagnostics.interval=1")

@@ -139,6 +139,7 @@ def test_conv_act_without_batchnorm_keeps_diagnostics(config):
     assert cfg.diagnostics.enabled and cfg.fusion.name == "conv_act"
 
 
+@pytest.mark.slow
 def test_training_with_fused_spectral_prelu_d_records_slopes_and_resumes_exactly(tiny_run, tmp_path):
     """fusion=bn_act, d_norm=spectral, PReLU in D: every D block fused, the probes record the learned slopes
     of the fused layers, and a resumed run gives the uninterrupted run's losses bit for bit."""

@@ -99,6 +99,7 @@ def test_predict_rejects_wrong_shapes(cache) -> None:
 
 
 
+@pytest.mark.slow
 def test_retraining_reproduces_the_classifier(tmp_path) -> None:
     # Weights, shifts and order come from the config's seed and the default has no dropout: two fresh
     # processes (two users, or a sweep job and a later run) train the identical classifier.

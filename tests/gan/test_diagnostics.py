@@ -340,6 +340,7 @@ def trainer_record(*overrides: str) -> tuple[dict, GANTrainer]:
     return DeadChannelTracker().check(2, trainer.probes), trainer
 
 
+@pytest.mark.slow
 def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
     graph, _ = trainer_record("runtime.mode=graph")
     pynative, trainer = trainer_record("runtime.mode=pynative", "train.ema_beta=0.9")  # EMA leaves G untouched
@@ -359,6 +360,7 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
             np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, Purpose.Z, 4, 8), probe=True)
 
 
+@pytest.mark.slow
 def test_trainer_probes_the_2d_mlps():
     """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
     trainer = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
@@ -369,6 +371,7 @@ def test_trainer_probes_the_2d_mlps():
     assert {name: values["channels"] for name, values in record["layers"].items()} == dict.fromkeys(record["layers"], 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fusion", ["none", "bn_act"])
 def test_fp16_check_steps_record_statistics_in_float32(fusion):
     """precision=fp16 (amp O2) with the probes on: the check step compiles and its statistics agree with fp32's

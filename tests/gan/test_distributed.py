@@ -62,6 +62,7 @@ def test_checksum_sees_every_bit():
     assert state_checksum(a) == state_checksum({"w": a["w"].copy()}) != state_checksum(b)
 
 
+@pytest.mark.slow
 def test_distributed_without_msrun_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("MS_ROLE", raising=False)
     with pytest.raises(DistributedError, match="needs MindSpore's launcher.*msrun"):
@@ -244,6 +245,7 @@ printf '%s\\n' "$@" > "$MSRUN_ARGS"
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["runs,with comma", "it's [a=b]"])
 def test_train_distributed_passes_any_run_dir_to_hydra_intact(tmp_path, name):
     """scripts/train_distributed.sh quotes RUN_DIR for Hydra: a ',' made it a sweep list ("Ambiguous value"),

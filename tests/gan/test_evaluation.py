@@ -102,6 +102,7 @@ def run_2d(tmp_path_factory):
     return run(compose_config(TINY_2D + ["train.steps=4"]), tmp_path_factory.mktemp("ring8"))
 
 
+@pytest.mark.slow
 def test_metrics_are_written_and_returned_as_the_objective(run_2d):
     final = json.loads((run_2d.run_dir / "metrics.json").read_text())
     assert set(final) == set(MODE_METRICS)
@@ -112,6 +113,7 @@ def test_metrics_are_written_and_returned_as_the_objective(run_2d):
     assert (run_2d.run_dir / "samples" / "step_000004.png").is_file()
 
 
+@pytest.mark.slow
 def test_2d_resume_is_exact(run_2d, tmp_path):
     run(compose_config(TINY_2D + ["train.steps=2"]), tmp_path)
     resumed = run(compose_config(TINY_2D + ["train.steps=4", "train.resume=auto"]), tmp_path)

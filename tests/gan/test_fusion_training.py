@@ -38,6 +38,7 @@ def losses(summary) -> np.ndarray:
     return np.array([(s.loss_d, s.loss_g) for s in summary.history])
 
 
+@pytest.mark.slow
 def test_a_default_run_says_what_each_network_built(tmp_path, capsys, train):
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm")
     out = capsys.readouterr().out
@@ -46,6 +47,7 @@ def test_a_default_run_says_what_each_network_built(tmp_path, capsys, train):
            "layout NCHW\n" in out
 
 
+@pytest.mark.slow
 def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsys, train):
     """D's own plan is printed: under a penalty it runs unfused while G keeps the fused kernels."""
     train(tmp_path, "train.dry_run=true", "model.conv_impl=gemm", "train.loss=wgan_gp", "model.d_norm=none")
@@ -119,6 +121,7 @@ def test_resume_with_another_model_shape_is_still_an_error(runs, tmp_path, train
               f"train.resume={checkpoint_path(runs['none'].run_dir, 2)}")
 
 
+@pytest.mark.slow
 def test_graph_kernel_on_cpu_fails_at_start(tmp_path, train):
     with pytest.raises(ConfigError, match="graph_kernel is not supported on device_target='CPU'.*GPU and Ascend"):
         train(tmp_path, "fusion=graph_kernel", "train.steps=2")

@@ -31,6 +31,7 @@ def test_lr_decay_outside_the_unit_interval_is_named(value):
         to_config(compose_config(SMALL + [f"train.lr_decay={value}"]))
 
 
+@pytest.mark.slow
 def test_set_lr_reaches_the_jitted_steps():
     """lr 0 leaves every trainable weight bit-identical; a positive lr set afterwards moves them."""
     trainer = GANTrainer(to_config(compose_config(SMALL)), 2)
@@ -46,6 +47,7 @@ def test_set_lr_reaches_the_jitted_steps():
     assert not all(np.array_equal(before[k], v) for k, v in weights().items())
 
 
+@pytest.mark.slow
 def test_a_decaying_run_resumes_exactly(tmp_path):
     """The rate is a function of (step, train.steps), so a run resumed halfway ends bit-identical."""
     common = SMALL + ["train.steps=6", "train.lr_decay=0.5", "train.ckpt_every=3", "train.keep_last=2",

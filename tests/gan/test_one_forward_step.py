@@ -10,6 +10,8 @@ from gan.training.losses import LOSSES
 from gan.core.streams import Purpose, latents
 from gan.training.loop import GANTrainer, model_params
 
+pytestmark = pytest.mark.slow  # every test here is end-to-end
+
 TINY = ["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes"]
 
 

@@ -158,6 +158,7 @@ def test_kernels_call_mindspores_own_onednn() -> None:
     assert mapped == {str(onednn.mindspore_dnnl())}
 
 
+@pytest.mark.slow
 def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
     """4 gemm steps == 2 gemm steps, a checkpoint, then 2 onednn steps resumed from it (losses to 1e-4)."""
     tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
@@ -261,6 +262,7 @@ def test_conv_act_needs_onednn(config) -> None:
     assert fuse_conv_act(make_conv(2, 3, 4, 2, 1, impl="gemm"), LeakyReLU(0.2), "conv_act") is None  # no bias
 
 
+@pytest.mark.slow
 def test_conv_act_training_matches_unfused(tmp_path) -> None:
     """2 graph-mode training steps with fusion=conv_act give fusion=none's losses (onednn both, 1e-4)."""
     tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",

@@ -19,6 +19,7 @@ def losses(summary) -> list[tuple[float, float]]:
     return [(s.loss_d, s.loss_g) for s in summary.history]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss, d_norm", ALLOWED)
 def test_dry_run_of_every_allowed_loss_and_d_norm(tiny_run, tmp_path, loss, d_norm):
     """PyNative (no compile; the graph-mode double backward is covered by the resume test and test_losses)."""
@@ -32,6 +33,7 @@ def test_the_disallowed_combinations_are_exactly_the_gradient_penalty_with_batch
     assert {(loss, norm) for loss in LOSSES for norm in D_NORMS} - set(ALLOWED) == {("wgan_gp", "batch")}
 
 
+@pytest.mark.slow
 def test_g_norm_none_and_the_2d_recipe_with_spectral_norm_run(tiny_run, tmp_path):
     assert np.isfinite(losses(tiny_run(tmp_path / "g", "train.dry_run=true", "runtime.mode=pynative",
                                        "model.g_norm=none", "eval.enabled=false"))).all()
@@ -46,6 +48,7 @@ RESUMABLE = ["model.d_norm=spectral", "train.loss=hinge", "train.r1_gamma=1", "t
              "diagnostics.enabled=false"]
 
 
+@pytest.mark.slow
 def test_resume_is_exact_with_spectral_norm_r1_and_several_d_steps(tiny_run, tmp_path):
     """Graph mode. R1 runs at steps 0 and 3, on both sides of the resume at step 2; u is in the checkpoint."""
     whole = tiny_run(tmp_path / "whole", "train.steps=4", *RESUMABLE)
@@ -79,6 +82,7 @@ def trainer_steps(*overrides: str, steps: int = 2):
     return stats, trainer.state_arrays()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d_norm, loss", [("spectral", "hinge"), ("none", "wgan_gp")])
 def test_accumulated_step_equals_one_full_batch_step(d_norm, loss):
     """Without BatchNorm the mean of 4 micro-batches' gradients is the full batch's: same losses, gradient norms
@@ -107,6 +111,7 @@ def test_clip_by_global_norm_matches_numpy():
     assert np.sqrt(sum((c.asnumpy() ** 2).sum() for c in clipped)) == pytest.approx(norm / 4, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
     base, base_state = trainer_steps("model.d_norm=none")
     loose, loose_state = trainer_steps("model.d_norm=none", "train.clip_grad_norm=1e9")
@@ -118,6 +123,7 @@ def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
     assert moved  # clipping to 1e-9 shrank the updates (Adam's eps dominates)
 
 
+@pytest.mark.slow
 def test_cpu_steps_take_the_global_norm_in_one_kernel(monkeypatch):
     """On CPU the steps' gradient norm is ops.global_norm (one kernel for all gradients); the logged norms and,
     with clipping on, the updates match the composed norm's (the sums differ only in rounding)."""

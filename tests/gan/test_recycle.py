@@ -75,6 +75,7 @@ def expected_changes(t: GANTrainer, step: int, flagged: dict[str, list[int]], va
     return before, after, mask
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
 def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees_them(mode):
     t = trainer(mode)
@@ -111,6 +112,7 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
     assert np.abs(compiled - stale).max() > 1e-4
 
 
+@pytest.mark.slow
 def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
     """D with spectral norm (u untouched), G with fusion=bn_act (the BatchNorm lives inside the probed activation)."""
     t = trainer("pynative", "model.d_norm=spectral", "fusion=bn_act")
@@ -125,6 +127,7 @@ def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
     assert not any(mask[name].any() for name in after if name.endswith("sn_u"))
 
 
+@pytest.mark.slow
 def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels():
     t = trainer("pynative", "diagnostics.recycle_nets=[D]")
     before = t.state_arrays()
@@ -133,6 +136,7 @@ def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels():
     assert all(np.array_equal(v, before[k]) for k, v in t.state_arrays().items())
 
 
+@pytest.mark.slow
 def test_mlp_dense_layers_recycle_rows_and_columns():
     t = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16",
                                              "diagnostics.recycle=true", "runtime.mode=pynative"])), 2)
@@ -146,6 +150,7 @@ def test_mlp_dense_layers_recycle_rows_and_columns():
     assert not t.state_arrays()["discriminator.layers.conv3.weight"][:, [0, 7]].any()  # D's output layer
 
 
+@pytest.mark.slow
 def test_draws_are_a_pure_function_of_seed_step_and_layer():
     first, second = trainer("pynative"), trainer("pynative")
     first.recycle(5, record(FLAGGED))

@@ -25,6 +25,8 @@ from gan.run.files import read_events, read_jsonl
 from gan.training.loop import TrainingAborted
 from tests.helpers import REPO, script_env
 
+pytestmark = pytest.mark.slow  # every test here is end-to-end
+
 
 @pytest.fixture(scope="module")
 def used(tmp_path_factory, tiny_run):

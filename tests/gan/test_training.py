@@ -29,6 +29,7 @@ def baseline(tmp_path_factory, tiny_run):
                  "train.sample_every=1")
 
 
+@pytest.mark.slow
 def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path, tiny_run):
     first = tiny_run(tmp_path, "train.steps=2")
     second = tiny_run(tmp_path, "train.steps=4", "train.resume=auto")
@@ -41,15 +42,18 @@ def test_same_seed_reproduces_and_resume_is_exact(baseline, tmp_path, tiny_run):
     assert (tmp_path / final).read_bytes() == (baseline.run_dir / final).read_bytes()
 
 
+@pytest.mark.slow
 def test_other_seed_gives_other_losses(baseline, tmp_path, tiny_run):
     assert losses(tiny_run(tmp_path, "train.steps=1", "seed=1"))[0] != losses(baseline)[0]
 
 
+@pytest.mark.slow
 def test_keep_last_k_checkpoints(baseline):
     kept = sorted(p.name for p in (baseline.run_dir / "checkpoints").glob("*.ckpt"))
     assert kept == ["step_00000002.ckpt", "step_00000003.ckpt", "step_00000004.ckpt"]
 
 
+@pytest.mark.slow
 def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tiny_overrides):
     """Resumed in PyNative, as a user runs it: `python train.py` in a fresh process.
 
@@ -67,6 +71,7 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tin
     np.testing.assert_allclose(pynative, losses(baseline)[2:], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_the_full_state(baseline):
     arrays, meta = load_checkpoint(latest_checkpoint(baseline.run_dir))
     assert meta["step"] == 4 and meta["seed"] == 0 and "model:" in meta["config"]
@@ -97,6 +102,7 @@ def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(pre
     assert {n for n in trainer.state_arrays() if n.startswith(("opt_", "scaler_"))} == want
 
 
+@pytest.mark.slow
 def test_train_seconds_count_the_steps_not_the_outputs(tmp_path, tiny_run, monkeypatch, capsys):
     """RunSummary.train_seconds (what scripts/bench/bench_quality.py reports) leaves out what happens between steps."""
     import time
@@ -112,6 +118,7 @@ def test_train_seconds_count_the_steps_not_the_outputs(tmp_path, tiny_run, monke
     assert f"done: steps 0..3 in {summary.train_seconds:.1f} s of training" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     summary = tiny_run(tmp_path, "train.dry_run=true", "train.steps=1000", "train.ema_beta=0.9")
     assert summary.end_step == 2
@@ -128,6 +135,7 @@ def test_dry_run_writes_every_output(tmp_path, capsys, tiny_run):
     assert conf.model.ngf == 8 and net(Tensor(np.zeros((2, 16, 1, 1), np.float32))).shape == (2, 3, 32, 32)
 
 
+@pytest.mark.slow
 def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, capsys, caplog, monkeypatch,
                                                                        tiny_run):
     """The dashboard page is a viewer: its failure at the end of a run (here a builder that raises) is a warning
@@ -149,6 +157,7 @@ def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, 
     assert json.loads((tmp_path / "status.json").read_text())["state"] == "finished"
 
 
+@pytest.mark.slow
 def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_path, tiny_run):
     good = latest_checkpoint(baseline.run_dir).read_bytes()
     bad = tmp_path / "bad.ckpt"
@@ -159,6 +168,7 @@ def test_resume_from_a_truncated_or_missing_file_is_a_clear_error(baseline, tmp_
         tiny_run(tmp_path / "run", "train.steps=4", "train.resume=/nonexistent.ckpt")
 
 
+@pytest.mark.slow
 def test_resume_with_another_model_names_the_mismatch(baseline, tmp_path, tiny_run):
     resume = f"train.resume={latest_checkpoint(baseline.run_dir)}"
     with pytest.raises(ConfigError, match="model.ngf: 8 -> 16"):
@@ -172,6 +182,7 @@ def strict_steps(path: Path) -> list[int]:
     return [json.loads(line)["step"] for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_path, tiny_run):
     probed = ["train.steps=4", "train.ckpt_every=2", "diagnostics.interval=1"]
     tiny_run(tmp_path, *probed)
@@ -190,6 +201,7 @@ def test_resume_repairs_a_partial_line_and_drops_steps_after_the_checkpoint(tmp_
     assert latest_checkpoint(tmp_path) == checkpoint_path(tmp_path, 4)
 
 
+@pytest.mark.slow
 def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path, tiny_run):
     checkpoint = latest_checkpoint(baseline.run_dir)
     with pytest.raises(ConfigError) as info:
@@ -208,6 +220,7 @@ def test_resume_refuses_experiment_changes_unless_overridden(baseline, tmp_path,
                                                   "detail": {"changed": {"act.negative_slope": [0.2, 0.05]}}}
 
 
+@pytest.mark.slow
 def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_path, tiny_run):
     with pytest.raises(RuntimeError, match=r"3 consecutive steps had non-finite .* first non-finite activation: "
                                            r"(generator|discriminator)\.layers\.\w+"):
@@ -227,6 +240,7 @@ def test_nan_hunt_names_the_poisoned_layer():
     assert first_nonfinite_layer(g, z) == "generator.layers.conv1 (Conv2dTranspose)"
 
 
+@pytest.mark.slow
 def test_bf16_on_cpu_with_native_convs_fails_at_start_with_a_clear_message(tmp_path, tiny_run):
     with pytest.raises(ConfigError, match="precision=bf16 on CPU computes the convolutions with oneDNN"):
         tiny_run(tmp_path, "precision=bf16")
@@ -255,6 +269,7 @@ except ConfigError as err:
 """
 
 
+@pytest.mark.slow
 def test_second_run_in_one_process_may_repeat_runtime_threads_only():
     """MindSpore takes the CPU kernel thread count once per process: the same value again is fine, another is named."""
     result = subprocess.run([sys.executable, "-c", SECOND_RUN_THREADS], capture_output=True, text=True, timeout=300,

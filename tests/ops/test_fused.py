@@ -218,6 +218,7 @@ def test_matches_unfused_batchnorm_and_leaky_relu(shape, dtype):
     assert not np.allclose(fused.bn.moving_variance.asnumpy(), 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fused", [False, True])
 def test_synchronised_batchnorm_of_one_rank_is_batchnorm(fused):
     """The sync path (statistics as differentiable sums, the kernel with statistics as inputs and their

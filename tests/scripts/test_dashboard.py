@@ -197,6 +197,7 @@ def test_thirty_groups_get_thirty_distinct_line_styles():
     assert varied == ["train.lr"] and common == {} and len({line_style(g) for g in groups}) == 30
 
 
+@pytest.mark.slow
 def test_cli_writes_the_page_atomically_and_rejects_an_empty_directory(sweep, tmp_path):
     env = {**os.environ, "GLOG_v": "3"}
     out = tmp_path / "report.html"
@@ -444,6 +445,7 @@ def test_markup_in_any_field_of_a_run_is_shown_as_text(tmp_path):
         assert shown in page, shown
 
 
+@pytest.mark.slow
 def test_markup_in_run_folders_stays_text_in_the_dashboard_and_sweep_scripts(tmp_path):
     root = hostile_sweep(tmp_path / "sweep")
     out = tmp_path / "page.html"
@@ -475,6 +477,7 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(7))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage, message", [
     (lambda run: (run / "metrics.json").write_text(""), r"metrics.json: empty"),
     (lambda run: (run / "metrics.json").write_text('{"a":'), r"metrics.json: not complete JSON"),
@@ -495,6 +498,7 @@ def test_a_damaged_run_file_is_named_in_the_error(sweep, damage, message):
     assert done.returncode == 2 and re.search(message, done.stderr) and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_out_pointing_at_a_directory_is_a_usage_error(sweep, tmp_path):
     done = run_script("scripts/dashboard.py", str(sweep), "--out", str(tmp_path))
     assert done.returncode == 2 and "is a directory; give a file name in it" in done.stderr

@@ -38,6 +38,7 @@ def trained_outputs(ckpt: Path, z: np.ndarray) -> np.ndarray:
     return net(ms.Tensor(z)).asnumpy()
 
 
+@pytest.mark.slow
 def test_mindir_dynamic_batch_reloads_to_the_trained_generator(checkpoint, tmp_path):
     result = export(str(checkpoint), "--format", "MINDIR", "--out", str(tmp_path / "g"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -51,6 +52,7 @@ def test_mindir_dynamic_batch_reloads_to_the_trained_generator(checkpoint, tmp_p
         np.testing.assert_allclose(out, trained_outputs(checkpoint, z), rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_mindir_fixed_batch(checkpoint, tmp_path):
     result = export(str(checkpoint), "--format", "MINDIR", "--batch", "4", "--out", str(tmp_path / "g4.mindir"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -58,6 +60,7 @@ def test_mindir_fixed_batch(checkpoint, tmp_path):
     np.testing.assert_allclose(run_mindir(tmp_path / "g4.mindir", z), trained_outputs(checkpoint, z), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
     pytest.importorskip("onnxruntime")
     result = export(str(checkpoint), "--format", "ONNX", "--out", str(tmp_path / "g.onnx"))
@@ -67,6 +70,7 @@ def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
     np.testing.assert_allclose(run_onnx(tmp_path / "g.onnx", z), trained_outputs(checkpoint, z), atol=2e-4)
 
 
+@pytest.mark.slow
 def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
     run_dir = tmp_path / "run"
     run(compose_config(TINY + ["act.clamp=4.0"]), run_dir)
@@ -76,6 +80,7 @@ def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
     assert not (tmp_path / "c.mindir").exists()
 
 
+@pytest.mark.slow
 def test_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
     bogus = tmp_path / "bogus.ckpt"
     bogus.write_bytes(b"not a checkpoint")
@@ -88,6 +93,7 @@ def load_script():
     return module
 
 
+@pytest.mark.slow
 def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatch, capsys):
     module = load_script()
     monkeypatch.setattr(module, "BUILTIN_TOLERANCE", -1.0)  # no difference can pass
@@ -101,6 +107,7 @@ def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatc
     assert not (tmp_path / "b.mindir").exists()
 
 
+@pytest.mark.slow
 def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
     """The 2D generator's dense layers reshape by the batch size: the ONNX repair keeps them batch-free."""
     pytest.importorskip("onnxruntime")
@@ -125,6 +132,7 @@ def test_mindspore_cpu_tanh_error_is_what_the_onnx_tolerance_allows_for():
     assert load_script().EXPORT_TOLERANCE == {"MINDIR": 1e-5, "ONNX": 2e-4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["ONNX", "MINDIR"])
 def test_export_leaves_the_output_folders_mode_alone(checkpoint, tmp_path, fmt):
     """MindSpore's ONNX writer chmods the folder it writes into to 0700: the user's folder must keep its mode."""

@@ -15,6 +15,8 @@ from gan.training.loop import run
 
 from tests.helpers import REPO, run_script
 
+pytestmark = pytest.mark.slow  # every test here is end-to-end
+
 
 
 def generate(*args: str) -> subprocess.CompletedProcess:

@@ -44,6 +44,7 @@ def args(snapshot, out: Path, **change) -> list[str]:
     return [factory] + [str(x) for k, v in options.items() if v is not None for x in (k, v)]
 
 
+@pytest.mark.slow
 def test_inspects_a_checkpoint_it_wrote(snapshot, tmp_path):
     done = run_script("scripts/inspect_model.py", *args(snapshot, tmp_path / "out"))
     assert done.returncode == 0, done.stderr[-3000:]

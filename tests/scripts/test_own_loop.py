@@ -3,10 +3,14 @@ the dashboard and TensorBoard read as they read a train.py run."""
 import subprocess
 import sys
 
+import pytest
+
 from gan.run.directory import run_state
 from gan.run.files import read_jsonl
 from gan.analysis.runs import load_run
 from tests.helpers import REPO, run_script, script_env, tensorboard_events
+
+pytestmark = pytest.mark.slow  # every test here is end-to-end
 
 
 def test_example_writes_a_train_py_run_directory(own_loop_run):

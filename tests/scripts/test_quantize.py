@@ -60,6 +60,7 @@ def test_affine_grid_covers_zero_exactly_and_round_trips():
     assert quantize(np.float32([0.5, 1.5, 2.5]), 1.0, 0).tolist() == [0, 2, 2]
 
 
+@pytest.mark.slow
 def test_directory_holds_generator_parameters_and_per_layer_parameters(quantized):
     ckpt, out = quantized
     record = json.loads((out / "quant.json").read_text())
@@ -73,6 +74,7 @@ def test_directory_holds_generator_parameters_and_per_layer_parameters(quantized
     assert pixels(out / "samples_int8.png").shape == pixels(out / "samples_float.png").shape
 
 
+@pytest.mark.slow
 def test_int8_pipeline_is_float_blocks_and_the_reference_table(quantized):
     ckpt, out = quantized
     qnet, _ = load_quantized(out)
@@ -96,6 +98,7 @@ def test_int8_pipeline_is_float_blocks_and_the_reference_table(quantized):
     np.testing.assert_allclose(int8, float_out, atol=0.05)
 
 
+@pytest.mark.slow
 def test_generate_int8_reproduces_the_int8_grid(quantized, tmp_path):
     _, out = quantized
     grid = tmp_path / "grid.png"
@@ -104,6 +107,7 @@ def test_generate_int8_reproduces_the_int8_grid(quantized, tmp_path):
     np.testing.assert_array_equal(pixels(grid), pixels(out / "samples_int8.png"))
 
 
+@pytest.mark.slow
 def test_generate_needs_exactly_one_source_and_rejects_other_directories(quantized, tmp_path):
     ckpt, out = quantized
     assert script("generate.py", str(ckpt), "--int8", str(out)).returncode == 2
@@ -114,6 +118,7 @@ def test_generate_needs_exactly_one_source_and_rejects_other_directories(quantiz
         load_quantized(tmp_path)
 
 
+@pytest.mark.slow
 def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
     """In-process on a tiny mnist run, with a small classifier standing in for the cached default one."""
     run_dir = tmp_path / "run"
@@ -130,6 +135,7 @@ def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
         report["int8"]["frechet_distance"] - report["float"]["frechet_distance"])
 
 
+@pytest.mark.slow
 def test_a_generator_without_leaky_relu_is_refused_by_quantize_in_its_own_words(tmp_path):
     """An ELU generator: an ExportError traceback about export before; now one line from quantize, exit 1."""
     run_dir = tmp_path / "elu"
@@ -140,6 +146,7 @@ def test_a_generator_without_leaky_relu_is_refused_by_quantize_in_its_own_words(
     assert "LeakyReLU or ReLU (act.g_kind=leaky_relu|relu)" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["quantize.py", "export.py"])
 def test_a_run_directory_means_its_newest_checkpoint_and_an_empty_one_is_named(quantized, tmp_path, tool):
     checkpoint, _ = quantized

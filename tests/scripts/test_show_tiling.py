@@ -21,6 +21,7 @@ def load_script():
     return show_tiling
 
 
+@pytest.mark.slow
 def test_worked_example_cli() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
     result = subprocess.run([sys.executable, str(SCRIPT), *WORKED_EXAMPLE], env=env, cwd=ROOT,

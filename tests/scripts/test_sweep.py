@@ -136,6 +136,7 @@ def test_group_summary_gives_seed_statistics_per_layer_final_and_over_time(tmp_p
     assert "| dead_frac (% of channels, last check) | seeds | D/act0 | D |" in groups_markdown(summary, nets=("D",))
 
 
+@pytest.mark.slow
 def test_summarize_sweep_cli_writes_the_groups_json_where_asked(tmp_path):
     sweep = tmp_path / "sweep"
     for number, seed in enumerate((0, 1)):
@@ -167,6 +168,7 @@ def test_optuna_best_line_from_the_sweepers_results(tmp_path):
         optuna_best(tmp_path)
 
 
+@pytest.mark.slow
 def test_summary_of_a_folder_without_jobs_fails_clearly(tmp_path):
     with pytest.raises(FileNotFoundError, match="no Hydra job"):
         summarize(tmp_path)
@@ -232,6 +234,7 @@ def hydra_config(*overrides: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_sweep_plugins_compose():
     optuna = hydra_config("hparams_search=slope_optuna", "experiment=ring8")
     assert "OptunaSweeper" in optuna and "act.negative_slope: interval(0.0, 0.4)" in optuna
