@@ -25,7 +25,8 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.analysis.channels import Criteria
-from gan.diagnostics.probes import ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param, set_probing
+from gan.diagnostics.probes import (PROBED_CELLS, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
+                                   set_probing)
 from gan.run.grids import image_grid, save_png
 from gan.models.networks import dcgan_values
 from gan.analysis.dashboard import write_dashboard
@@ -99,6 +100,13 @@ class Diagnostics:
         if missing:
             raise ValueError(f"Diagnostics needs {' and '.join(missing)}: one input batch per probed network "
                              f"(e.g. g_input=z of shape (N, nz, 1, 1), d_input=a real batch)")
+        if g is not None and g is d:
+            raise ValueError(f"Diagnostics got one network ({type(g).__name__}) as both g and d: give two networks")
+        bare = [f"{name} ({type(net).__name__})" for name, (net, _) in nets.items()
+                if not any(isinstance(cell, PROBED_CELLS) for _, cell in net.cells_and_names())]
+        if bare:  # refused before the run directory is created or locked
+            raise ValueError(f"{' and '.join(bare)} has no activation layer the probes can wrap (the project's "
+                             f"activation cells: ops.swap_activations turns MindSpore's into them)")
         unknown = sorted(set(recycle or {}) - set(nets))
         if unknown:
             raise ValueError(f"recycle={sorted(recycle)}: {unknown} is not a probed network (probed: {sorted(nets)})")

@@ -116,3 +116,93 @@ def test_the_loss_whose_gradients_are_measured_is_chosen(snapshot, tmp_path, cap
     with pytest.raises(SystemExit):
         main(args(snapshot, tmp_path / "x", loss="l2"))
     assert "invalid choice: 'l2'" in capsys.readouterr().err
+
+
+# ---- bad networks and checkpoints: one line, exit 2, nothing left in --out (issue 51 item 14) ----
+
+def same_net_twice():
+    g, _ = build(0)
+    return g, g
+
+
+def without_activations():
+    """A G and D that run on the snapshot's latents and images but hold no activation layer."""
+    from mindspore import nn
+    return (nn.SequentialCell([nn.Conv2dTranspose(16, 1, 16, 1, "valid")]),
+            nn.SequentialCell([nn.Conv2d(1, 1, 16, pad_mode="valid"), nn.Flatten()]))
+
+
+def plain_conditional():
+    """The class-conditional example's networks returned as a plain (G, D) factory: G needs labels too."""
+    from scripts.examples.conditional import inspect_factory
+    g, d, _ = inspect_factory()
+    return g, d
+
+
+@pytest.mark.parametrize("factory, message", [
+    (f"{__name__}:same_net_twice", "returned networks that share layers as G and D ([(the network itself)"),
+    (f"{__name__}:without_activations", "G (SequentialCell) has no activation layer to probe"),
+    (f"{__name__}:plain_conditional", "G does not take latents of shape (--nz=16) ((8, 16, 1, 1)): TypeError"),
+])
+def test_networks_inspection_cannot_use_are_one_line_and_leave_no_out(snapshot, tmp_path, capsys, factory, message):
+    assert main(args(snapshot, tmp_path / "out", factory=factory, g_ckpt=None, d_ckpt=None)) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()  # no run.lock, no folder
+
+
+def test_the_plain_factory_on_a_conditional_g_says_what_the_factory_must_return(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "out", factory=f"{__name__}:plain_conditional", g_ckpt=None,
+                     d_ckpt=None)) == 2
+    assert "or (G, D, Feed) with Feed(image_size, channels, batch)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8])
+def test_a_checkpoint_of_another_dtype_is_refused_naming_the_tensor(snapshot, tmp_path, capsys, dtype):
+    g, _ = build(0)
+    ms.save_checkpoint([{"name": p.name, "data": ms.Tensor(p.asnumpy().astype(dtype))}
+                        for p in (q["data"] for q in network_params(g))], str(tmp_path / "g.ckpt"))
+    assert main(args(snapshot, tmp_path / "out", g_ckpt=tmp_path / "g.ckpt")) == 2
+    err = capsys.readouterr().err
+    name = {np.float64: "Float64", np.int8: "Int8"}[dtype]
+    assert f"dtype mismatches: [G.main.0.weight: checkpoint {name}, network Float32" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+# ---- conditional and image-to-image GANs: a factory returning (G, D, Feed) (issue 54 item 3) ----
+
+@pytest.mark.parametrize("factory, layers", [
+    ("scripts.examples.conditional:inspect_factory", ["G/2", "G/5", "D/1", "D/4"]),
+    ("scripts.examples.pix2pix:inspect_factory", None)])
+def test_conditional_and_image_to_image_gans_are_inspected(snapshot, tmp_path, factory, layers):
+    out = tmp_path / "out"
+    done = run_script("scripts/inspect_model.py", *args(snapshot, out, factory=factory, g_ckpt=None, d_ckpt=None,
+                                                       nz=None, batches=1, batch_size=4))
+    assert done.returncode == 0, done.stderr[-3000:]
+    record, = read_jsonl(out / "diagnostics.jsonl")
+    names = list(record["layers"])
+    if layers is not None:
+        assert names == layers
+    else:  # the U-Net's 7 probed activations (encoder LeakyReLU, decoder ReLU) and PatchGAN's 3
+        assert sum(n.startswith("G/") for n in names) == 7 and sum(n.startswith("D/") for n in names) == 3
+    # one batch: G for D's fake pass and G's loss; D on the real, the fake and the fake again, each with gradients
+    assert all(v["passes"] == (2 if n.startswith("G/") else 3) and v["grad_passes"] > 0
+               for n, v in record["layers"].items()), record["layers"]
+    ranges = json.loads((out / "ranges.json").read_text())
+    assert all(r["calls"] == 2 for r in ranges["D"])  # D(condition, real) and D(condition, G's image)
+    run = load_run(out)
+    assert run.losses and run.sample is not None
+    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def broken_feed():
+    from scripts.examples.pix2pix import inspect_factory
+    from scripts.inspect_model import Feed
+    g, d, _ = inspect_factory()
+    return g, d, Feed(image_size=16, channels=3, batch=lambda images, rng: (images,))
+
+
+def test_a_feed_that_returns_something_else_is_named(snapshot, tmp_path, capsys):
+    assert main(args(snapshot, tmp_path / "out", factory=f"{__name__}:broken_feed", g_ckpt=None, d_ckpt=None)) == 2
+    err = capsys.readouterr().err
+    assert "Feed.batch returned tuple: the factory must return (G, D)" in err and not (tmp_path / "out").exists()
