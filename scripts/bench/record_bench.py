@@ -1,10 +1,12 @@
-"""Run one benchmark command and record it with the conditions it ran under, for docs/data.
+"""Run one benchmark command and record it, with the conditions it ran under, in the one record shape of docs/data.
 
-The record holds the command, the commit, the start time, the 1-minute load average before and after, the
-command's wall and CPU time (children included) and its exit status, plus the content of any JSON file the
-command wrote (`--embed`). `--append` adds the record to the file's `runs`, so alternated variants measured
-one after another in one window land in one file. Many benchmarks of this project write JSON but not the
-load they ran under; on a shared machine that load is what tells a reader which figures to trust.
+A record is {label, command, commit, started, machine, load_avg_1min, wall_s, cpu_s, returncode, rows}: the
+command, the commit, the start time (UTC), the machine (CPU model, family, model number, the CPU flags that decide
+the kernels, cores), the 1-minute load average before and after, the command's wall and CPU time (children
+included) and its exit status, and `rows`, the measured fields: the records of every JSON file the command wrote
+(`--embed`; a list gives its items, an object one row). A file holds {"runs": [record, ...]}; `--append` adds a
+record, so alternated variants measured one after another in one window land in one file.
+scripts/bench/render_results.py reads the rows through its table specs.
 
     python scripts/bench/record_bench.py --out docs/data/F.json [--append] [--label L] [--embed out.json] -- CMD ...
 """
@@ -13,15 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+from bench_peak import cpu_info  # noqa: E402  (beside this file)
 from gan.core.atomic import write_text_atomic  # noqa: E402
 
 
@@ -37,15 +38,16 @@ def commit() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
+def rows_of(path: Path) -> list[dict]:
+    """The measured rows in a JSON file the command wrote: a list's objects, or the object itself."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"--embed {path}: not a readable JSON file ({e})")
+    items = data if isinstance(data, list) else [data]
+    if not all(isinstance(item, dict) for item in items):
+        raise SystemExit(f"--embed {path}: expected a JSON object or a list of objects")
+    return items
 
 
 def record(command: list[str], label: str | None, embed: list[Path]) -> dict:
@@ -57,14 +59,15 @@ def record(command: list[str], label: str | None, embed: list[Path]) -> dict:
     wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out = {"label": label, "command": command, "commit": commit(), "started": started, "cpu": cpu_model(),
-           "cores": os.cpu_count(), "load_avg_1min_before_after": [round(load_before, 2), round(load_after, 2)],
-           "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "returncode": rc}
+    rows: list[dict] = []
     for path in embed:
-        if rc == 0 and not path.is_file():
+        if path.is_file():
+            rows += rows_of(path)
+        elif rc == 0:
             raise SystemExit(f"--embed {path}: the command exited 0 but did not write this file")
-        out.setdefault("embedded", {})[str(path)] = json.loads(path.read_text()) if path.is_file() else None
-    return out
+    return {"label": label, "command": command, "commit": commit(), "started": started, "machine": cpu_info(),
+            "load_avg_1min": [round(load_before, 2), round(load_after, 2)], "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2), "returncode": rc, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     if args.append and args.out.is_file():
         runs = json.loads(args.out.read_text()).get("runs", [])
-        if not isinstance(runs, list):
-            raise SystemExit(f"{args.out}: 'runs' is not a list; is it a file this script wrote?")
+        if not isinstance(runs, list) or not all(isinstance(r, dict) and "rows" in r for r in runs):
+            raise SystemExit(f"{args.out}: 'runs' is not a list of records with 'rows'; is it a file this script "
+                             "wrote?")
     runs.append(record(command, args.label, args.embed))
     write_text_atomic(args.out, json.dumps({"runs": runs}, indent=1) + "\n")
     print(f"recorded {runs[-1]['label'] or command[0]} in {args.out} (rc {runs[-1]['returncode']}, "
-          f"{runs[-1]['wall_s']} s, load {runs[-1]['load_avg_1min_before_after']})")
+          f"{runs[-1]['wall_s']} s, load {runs[-1]['load_avg_1min']})")
     return runs[-1]["returncode"]
 
 

@@ -9,8 +9,7 @@ strings in the specs. Only the standard library is imported: no MindSpore, no Hy
     python scripts/bench/render_results.py --check    # exit 1 naming every table whose committed text differs
     python scripts/bench/render_results.py --list     # every table and its data files
 
-Row paths: `a.b` descends into keys, `[]` expands a list, `{}` expands a dict's values (its key as `_key`), `@`
-takes a dict's only value (what record_bench.py's `embedded` holds). A row expanded from a list inside a row keeps
+Row paths: `a.b` descends into keys, `[]` expands a list, `{}` expands a dict's values (its key as `_key`). A row expanded from a list inside a row keeps
 its parent's scalar fields (the child's own win), and every row carries `_file`, the label of the file it came from.
 """
 from __future__ import annotations
@@ -41,8 +40,6 @@ def _expand(items: list[Any], step: str) -> list[Any]:
             children = item if isinstance(item, list) else []
         elif step == "{}":
             children = [dict(v, _key=k) if isinstance(v, dict) else {"_key": k, "value": v} for k, v in item.items()]
-        elif step == "@":
-            children = list(item.values())[:1]
         elif isinstance(item, dict) and isinstance(item.get(step), list):  # a list keeps its parent's fields
             children = [[{**parent, **c} if isinstance(c, dict) else c for c in item[step]]]
         else:
@@ -54,7 +51,7 @@ def _expand(items: list[Any], step: str) -> list[Any]:
 def rows(data: Any, path: str, label: str) -> list[dict]:
     """The records at `path` of one file's JSON, each with `_file`, the label of that file."""
     items = [data]
-    for step in re.findall(r"\[\]|\{\}|@|[^.\[\]{}@]+", path):
+    for step in re.findall(r"\[\]|\{\}|[^.\[\]{}]+", path):
         items = _expand(items, step)
     return [dict(r, _file=label) for r in items if isinstance(r, dict)]
 

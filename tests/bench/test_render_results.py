@@ -67,7 +67,7 @@ def test_the_check_names_a_table_whose_data_changed(tmp_path: Path) -> None:
 
 
 def test_a_spec_that_selects_nothing_is_an_error_naming_the_table(tmp_path: Path) -> None:
-    table = {"name": "t", "files": ["bench_inplace.json"], "rows": "runs[].embedded.@[]", "where": {"inplace": 7},
+    table = {"name": "t", "files": ["bench_inplace.json"], "rows": "runs[].rows[]", "where": {"inplace": 7},
              "columns": [{"header": "x", "field": "peak_mib"}]}
     try:
         rr.markdown(REPO, table)
@@ -80,11 +80,11 @@ def test_a_spec_that_selects_nothing_is_an_error_naming_the_table(tmp_path: Path
 def test_row_paths_expand_lists_and_dicts_and_keep_the_parents_fields() -> None:
     data = {"runs": [[{"m": "a", "v": 1}, {"m": "b", "v": 2}], [{"m": "a", "v": 3}]],
             "records": [{"seed": 0, "points": [{"step": 1, "fid": 9.0}]}], "sets": {"x": {"n": 1}},
-            "wrapped": [{"embedded": {"/tmp/out.json": [{"k": 1}]}}]}
+            "runs_of_records": [{"label": "a", "rows": [{"k": 1}]}]}
     assert [r["v"] for r in rr.rows(data, "runs[][]", "f")] == [1, 2, 3]
     assert rr.rows(data, "records[].points[]", "f") == [{"seed": 0, "step": 1, "fid": 9.0, "_file": "f"}]
     assert rr.rows(data, "sets{}", "f") == [{"n": 1, "_key": "x", "_file": "f"}]
-    assert rr.rows(data, "wrapped[].embedded.@[]", "f") == [{"k": 1, "_file": "f"}]
+    assert rr.rows(data, "runs_of_records[].rows[]", "f") == [{"label": "a", "k": 1, "_file": "f"}]
     assert rr.field({"final": {"D/act2": {"dead": 1}}}, "final.D/act2.dead") == 1
 
 
