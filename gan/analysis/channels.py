@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import warnings
 from dataclasses import asdict, dataclass, fields
 
@@ -87,6 +88,8 @@ class LayerStats:
     grad_passes: int
     preact_hist: Histogram | None
     grad_hist: Histogram | None
+    path: str = ""  # the full Cell path of the layer in its network ("" where unknown)
+    uses: int = 1  # places the forward pass calls this cell; its statistics pool all of them
 
 
 def _share(mask: np.ndarray) -> float:
@@ -134,6 +137,7 @@ class DeadChannelTracker:
             dormant = _score(s.out_abs)
             grad = None if s.grad_abs is None else _score(s.grad_abs)
             layers[layer] = {
+                **({"path": s.path} if s.path else {}), **({"uses": s.uses} if s.uses > 1 else {}),
                 "channels": int(dead.size), "passes": s.passes, "grad_passes": s.grad_passes,
                 "dead_frac": _share(dead), "dormant_frac": _share(dormant <= c.tau),
                 "grad_dead_frac": None if grad is None else _share(grad <= c.tau_grad),
@@ -165,12 +169,73 @@ def network_of(layer: str) -> str:
     return layer.split("/")[0]
 
 
-def layer_order(name: str) -> tuple:
-    """Sort key: G's layers before D's, each network's layers in order (act2 before act10), then the network as a
-    whole ("G", "D")."""
-    net, _, layer = name.partition("/")
-    digits = "".join(ch for ch in layer if ch.isdigit())
-    return net != "G", net, not layer, int(digits) if digits else -1, layer
+def network_order(names) -> list[str]:
+    """Layer names (and bare network names, e.g. the "G" of a summary) in the order the viewers show them: G's,
+    then D's, then other networks', each network's layers in the order given (the records hold them in forward
+    order), the network itself after its layers. Duplicates are dropped."""
+    names = list(dict.fromkeys(names))
+    nets = list(dict.fromkeys(network_of(n) for n in names))
+
+    def key(item: tuple[int, str]) -> tuple:
+        index, name = item
+        net = network_of(name)
+        return net != "G", net != "D", nets.index(net), "/" not in name, index
+
+    return [name for _, name in sorted(enumerate(names), key=key)]
+
+
+def record_layers(records: list[dict]) -> list[str]:
+    """Every layer of the records, in network order (network_order) and first-seen order within a network."""
+    return network_order(layer for record in records for layer in record.get("layers", {}))
+
+
+MAX_NAME = 40  # characters of a display name, its network prefix ("G/") included
+_BLOCK_LEAF = re.compile(r"(?:act|bn|conv)(\d+)")
+
+
+def _leaf_name(path: str) -> str:
+    """The leaf of a Cell path; act<i> for the leaves act<i>, bn<i> and conv<i> of block i (the project's networks
+    name a block's activation so whatever the fusion built), so names match across fusion kinds."""
+    leaf = path.rsplit(".", 1)[-1]
+    match = _BLOCK_LEAF.fullmatch(leaf)
+    return f"act{match.group(1)}" if match else leaf
+
+
+def _collapsed(path: str) -> list[str]:
+    """The path's segments with every repeat of a named segment dropped: model.1.model.3.model.2 -> model 1 3 2
+    (wrappers such as pix2pix's `model` repeat at every depth; the block indices say where the layer is)."""
+    seen, kept = set(), []
+    for part in path.split("."):
+        if not part.isdigit():
+            if part in seen:
+                continue
+            seen.add(part)
+        kept.append(part)
+    return kept
+
+
+def display_names(paths: list[str], net: str, limit: int = MAX_NAME) -> list[str]:
+    """Short names "<net>/<name>", unique and at most `limit` characters, of a network's activation cells from their
+    full Cell paths (same order): the leaf where it is unique and not a bare index (act<i> of the project's
+    networks), else the path with repeated named segments collapsed and the segments all paths share up front
+    removed; a longer name keeps its end. Every viewer and writer names layers with it, and each record keeps the
+    full path beside the name."""
+    room = limit - len(net) - 1
+    if room < 8:
+        raise ValueError(f"network name {net!r} leaves {room} characters of the {limit} a layer name may have")
+    leaves = [_leaf_name(p) for p in paths]
+    collapsed = [_collapsed(p) for p in paths]
+    common = 0
+    while len(paths) > 1 and all(len(c) > common + 1 and c[common] == collapsed[0][common] for c in collapsed):
+        common += 1
+    names = [leaf if leaves.count(leaf) == 1 and not leaf.isdigit() else ".".join(c[common:])
+             for leaf, c in zip(leaves, collapsed)]
+    names = [n if len(n) <= room else ".." + n[-(room - 2):] for n in names]
+    for i, name in enumerate(names):  # clashes (a leaf equal to another's shortened path, cut ends): number them
+        if names.count(name) > 1:
+            suffix = f"~{i}"
+            names[i] = name[:room - len(suffix)] + suffix
+    return [f"{net}/{n}" for n in names]
 
 
 def network_summary(record: dict, net: str, metric: str) -> float | None:

@@ -97,6 +97,11 @@ def line_chart_svg(groups: list[Group], points: Callable[[Run], Points], title: 
         coords = " ".join(f"{sx(s):.1f},{sy(m):.1f}" for s, m, _, _ in band)
         svg.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6"{_dash_attribute(dash)} '
                    f'points="{coords}"><title>{html.escape(group.label)}</title></polyline>')
+        if len(band) == 1:  # one check (an inspection snapshot): a dot and its value, not a line of one point
+            step, mean, _, _ = band[0]
+            svg.append(f'<circle cx="{sx(step):.1f}" cy="{sy(mean):.1f}" r="3.5" fill="{colour}"/><text '
+                       f'x="{sx(step) + 6:.1f}" y="{sy(mean) - 4:.1f}" font-size="10" fill="{colour}" '
+                       f'class="value">{mean:.3g}</text>')
         for step, kind, tip in _group_events(group):
             if x0 <= step <= x1:
                 x = sx(step)

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from gan.analysis.channels import (MAX_COLS, MAX_ROWS, STAT_TITLES, SUMMARY_METRICS, channel_matrix, channel_values,
-                               heatmap_png, layer_order, network_summary)
+                                   heatmap_png, network_order, network_summary, record_layers)
 from gan.analysis.charts import EVENT_MARKERS, line_chart_svg, marker, swatch
 from gan.analysis.runs import Group, Grouping, Run, find_runs, group_runs, load_runs
 from gan.core.atomic import write_text_atomic
@@ -104,6 +104,140 @@ def _group_cell(group: Group) -> str:
 # ------------------------------------------------------------------ page sections, in page order
 
 
+# The statistics the overview maps: a channel dead (always negative), dormant (no output) or grad-dead (no gradient).
+DYING = ("dead_frac", "dormant_frac", "grad_dead_frac")
+SHORT_TITLES = {m: STAT_TITLES[m].split(" (")[0] for m in SUMMARY_METRICS}
+
+
+def _layer_info(runs: list[Run]) -> tuple[list[str], dict[str, dict]]:
+    """Every layer of the runs in network order, and per layer its latest record entry (path, uses, channels)."""
+    layers = network_order(layer for r in runs for layer in record_layers(r.diagnostics))
+    info = {layer: v for r in runs for rec in r.diagnostics for layer, v in rec["layers"].items()}
+    return layers, info
+
+
+def _since(run: Run, layer: str) -> int:
+    """The step of the first check of the unbroken series of checks, up to the last, where `layer` had a dead,
+    dormant or grad-dead channel."""
+    since = run.diagnostics[-1]["step"]
+    for record in reversed(run.diagnostics):
+        values = record["layers"].get(layer)
+        if values is None or not any(values.get(m) for m in DYING):
+            break
+        since = record["step"]
+    return since
+
+
+def _severity(values: dict) -> tuple[float, float]:
+    """Sort key of a layer's last-check entry: its largest dying share, then the sum of the three."""
+    shares = [values.get(m) or 0.0 for m in DYING]
+    return max(shares), sum(shares)
+
+
+def _dying_rows(runs: list[Run]) -> list[tuple[Run, str, dict]]:
+    """(run, layer, last-check entry) of every layer with a dead, dormant or grad-dead channel at its run's last
+    check, most severe first."""
+    rows = [(r, layer, values) for r in runs if r.diagnostics for layer, values in r.diagnostics[-1]["layers"].items()
+            if any(values.get(m) for m in DYING)]
+    return sorted(rows, key=lambda row: _severity(row[2]), reverse=True)
+
+
+def _stat_heatmap(runs: list[Run], layers: list[str], metric: str) -> str:
+    """Layers x checks of one statistic (the worst run at each step when several runs share a layer), the worst
+    layers now named beneath; sized so that any number of layers fits in about 300 pixels."""
+    steps = sorted({rec["step"] for r in runs for rec in r.diagnostics})
+    column = {s: i for i, s in enumerate(steps)}
+    matrix = np.full((len(layers), len(steps)), np.nan)
+    row = {layer: i for i, layer in enumerate(layers)}
+    for run in runs:
+        for rec in run.diagnostics:
+            for layer, values in rec["layers"].items():
+                value = values.get(metric)
+                if value is not None:
+                    i, j = row[layer], column[rec["step"]]
+                    matrix[i, j] = value if np.isnan(matrix[i, j]) else max(matrix[i, j], value)
+    row_h = max(2, min(16, 300 // len(layers)))
+    col_w = max(1, min(40, 260 // len(steps)))
+    labels = ""
+    if row_h >= 9:
+        labels = '<div class="hm-labels">' + "".join(
+            f'<div style="height:{row_h}px;line-height:{row_h}px;font-size:{min(12, row_h - 1)}px">'
+            f'{html.escape(layer)}</div>' for layer in layers) + "</div>"
+    last = {layer: v for layer, v in zip(layers, matrix[:, -1]) if not np.isnan(v) and v > 0}
+    worst = sorted(last.items(), key=lambda item: -item[1])[:3]
+    named = (" &middot; ".join(f"<b>{html.escape(layer)}</b> {_pct(v)}" for layer, v in worst) if worst
+             else "none at the last check")
+    span = f"steps {steps[0]}&ndash;{steps[-1]}" if len(steps) > 1 else f"step {steps[0]} (one check)"
+    return (f'<figure class="stat" data-stat="{metric}"><figcaption><b>{html.escape(SHORT_TITLES[metric])}</b> '
+            f'share of channels, {span}</figcaption><div class="hm">{labels}<img class="overview-map" '
+            f'alt="{html.escape(SHORT_TITLES[metric])} share per layer and check" width="{col_w * len(steps)}" '
+            f'height="{row_h * len(layers)}" src="{_uri(heatmap_png(matrix))}"></div>'
+            f'<div class="worst">worst now: {named}</div></figure>')
+
+
+def _dying_table(runs: list[Run], rows: list[tuple[Run, str, dict]], limit: int = 10) -> str:
+    """The layers with a dead, dormant or grad-dead channel now: counts, shares, since when; the first `limit`
+    rows in view, the rest folded."""
+    several = len([r for r in runs if r.diagnostics]) > 1
+    head = (["layer"] + (["run"] if several else []) + ["channels"] + [SHORT_TITLES[m] for m in SUMMARY_METRICS]
+            + ["since step"])
+
+    def cells(run: Run, layer: str, values: dict) -> str:
+        n = values["channels"]
+        uses = f' <span class="uses">&times;{values["uses"]}</span>' if values.get("uses", 1) > 1 else ""
+        shares = [NO_VALUE if values.get(m) is None else f"{round(values[m] * n)} ({_pct(values[m])})"
+                  for m in SUMMARY_METRICS]
+        return (f'<tr><td title="{html.escape(values.get("path", ""))}">{html.escape(layer)}{uses}</td>'
+                + (f"<td>{html.escape(run.name)}</td>" if several else "") + f"<td>{n}</td>"
+                + "".join(f"<td>{c}</td>" for c in shares) + f"<td>{_since(run, layer)}</td></tr>")
+
+    header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+    shown = "".join(cells(*row) for row in rows[:limit])
+    more = ""
+    if len(rows) > limit:
+        more = (f'<details class="more"><summary>{len(rows) - limit} more layers</summary><table class="dying">'
+                f'{header}{"".join(cells(*row) for row in rows[limit:])}</table></details>')
+    return f'<table class="dying">{header}{shown}</table>{more}'
+
+
+def _unprobed(runs: list[Run]) -> str:
+    """The activations no probe saw, from the runs' last records ("" when none is listed)."""
+    unseen = list(dict.fromkeys(u for r in runs if r.diagnostics for u in r.diagnostics[-1].get("unprobed", [])))
+    if not unseen:
+        return ""
+    return (f'<p class="note unprobed">Not probed (not the project\'s activation cells, no statistics): '
+            f'{html.escape("; ".join(unseen))}. Functional calls in a construct (ops.tanh(x)) are not listed.</p>')
+
+
+def _dying(runs: list[Run]) -> str:
+    """The answer first: where channels are dying. Per statistic a layers x checks heatmap with the worst layers
+    named, and the table of layers with dead, dormant or grad-dead channels now; one line when there are none."""
+    runs = [r for r in runs if r.diagnostics]
+    if not runs:
+        return '<section id="overview"><p class="verdict">No diagnostics checks in these runs.</p></section>'
+    layers, info = _layer_info(runs)
+    rows = _dying_rows(runs)
+    ever = any(values.get(m) for r in runs for rec in r.diagnostics for values in rec["layers"].values()
+               for m in DYING)
+    checks = sum(len(r.diagnostics) for r in runs)
+    scope = f"{len(layers)} layers, {checks} check{'s' if checks > 1 else ''}"
+    reused = [layer for layer in layers if info[layer].get("uses", 1) > 1]
+    notes = ("" if not reused else f'<p class="note">&times;N: one cell called at N places; its statistics pool '
+             f'the N calls, each weighted equally ({html.escape(", ".join(reused))}).</p>')
+    if not ever:
+        return (f'<section id="overview"><p class="verdict ok">No dead, dormant or gradient-dead channels at any '
+                f'check ({scope}).</p>{notes}{_unprobed(runs)}</section>')
+    verdict = (f"{len(rows)} layer{'s' if len(rows) != 1 else ''} with dead, dormant or gradient-dead channels at the "
+               f"last check ({scope}; layers in forward order, G then D; yellow = all channels)" if rows else
+               f"No dead, dormant or gradient-dead channels at the last check; earlier checks had some ({scope})")
+    maps = "".join(_stat_heatmap(runs, layers, m) for m in DYING)
+    several = len(runs) > 1
+    return (f'<section id="overview"><p class="verdict">{verdict}.</p>'
+            + (f'<p class="note">Heatmaps: the worst of the {len(runs)} runs at each check.</p>' if several else "")
+            + f'<div class="maps">{maps}</div>{_dying_table(runs, rows) if rows else ""}{notes}{_unprobed(runs)}'
+            f'</section>')
+
+
 def _overview(runs: list[Run], grouping: Grouping, failed: list[tuple[str, str]]) -> str:
     """What the page compares: runs, groups and their settings, the event markers, jobs without a result, legend."""
     groups, common, varied = grouping
@@ -150,23 +284,31 @@ def _run_table(runs: list[Run], grouping: Grouping, metric_keys: list[str]) -> s
 
 
 def _layer_charts(runs: list[Run], groups: list[Group]) -> str:
-    """Per layer, the four shares of dead channels over time; one y-scale per row ("" without diagnostics)."""
-    layers = sorted({k for r in runs for rec in r.diagnostics for k in rec["layers"]}, key=layer_order)
+    """Per layer, folded (<details>): the four shares of dead channels over time, one y-scale per layer; the
+    summary line names the layer's full Cell path and its shares at the last check ("" without diagnostics)."""
+    layers, info = _layer_info(runs)
     if not layers:
         return ""
-    grid = ['<div></div>'] + [f'<div class="head">{html.escape(STAT_TITLES[m])}</div>' for m in SUMMARY_METRICS]
-    for layer in layers:
+    head = "".join(f'<div class="head">{html.escape(STAT_TITLES[m])}</div>' for m in SUMMARY_METRICS)
+    folds = []
+    for index, layer in enumerate(layers):
         top = max([v for r in runs for m in SUMMARY_METRICS for _, v in r.layer_points(layer, m) if v is not None]
                   + [0.0])
         y_range = (0.0, max(0.05, min(1.0, top * 1.1)))
-        grid.append(f'<div class="layer">{html.escape(layer)}</div>')
-        grid += [line_chart_svg(groups, lambda run, layer=layer, m=m: run.layer_points(layer, m), f"{layer} {m}", y_range)
-                 for m in SUMMARY_METRICS]
-    return ('<h2>Channel statistics over time, per layer</h2><p class="note">Share of the layer\'s '
-            'channels that are dead (pre-activation &lt;= 0 on &gt;= 99% of inputs), dormant (output near '
-            'zero), grad-dead (no gradient) and persistently dead, at each check; one y-scale per row. A '
-            'channel with a positive slope can be dead yet neither dormant nor grad-dead.</p>'
-            f'<div class="statgrid">{"".join(grid)}</div>')
+        charts = "".join(line_chart_svg(groups, lambda run, m=m: run.layer_points(layer, m), SHORT_TITLES[m],
+                                        y_range) for m in SUMMARY_METRICS)
+        values = info[layer]
+        uses = (f", one cell called at {values['uses']} places (statistics pooled over the calls)"
+                if values.get("uses", 1) > 1 else "")
+        path = f' <span class="path">{html.escape(values["path"])}</span>' if values.get("path") else ""
+        last = " ".join(f"{SHORT_TITLES[m]} {_pct(values.get(m))}" for m in DYING)
+        folds.append(f'<details class="layer" id="layer-{index}"><summary><b>{html.escape(layer)}</b>{path} '
+                     f'<span class="last">{values["channels"]} ch{uses}; last: {last}</span></summary>'
+                     f'<div class="statgrid">{head}{charts}</div></details>')
+    return ('<h2>Channel statistics over time, per layer</h2><p class="note">Click a layer to open its charts: '
+            'the share of its channels that are dead (pre-activation &lt;= 0 on &gt;= 99% of inputs), dormant '
+            '(output near zero), grad-dead (no gradient) and persistently dead, at each check. A channel with a '
+            'positive slope can be dead yet neither dormant nor grad-dead.</p>' + "".join(folds))
 
 
 def _quality_charts(runs: list[Run], groups: list[Group], metric_keys: list[str]) -> str:
@@ -208,8 +350,8 @@ def _heatmap_tabs(run: Run, index: int) -> str:
     tabs, panels = [], []
     names = {layer for r in records for layer in (*r.get("layers", {}), *r.get("slopes", {}))}
     for kind, spec in HEATMAPS.items():
-        layers = sorted((layer for layer in names if any(channel_values(r, layer, kind) is not None for r in records)),
-                        key=layer_order)
+        layers = [layer for layer in network_order([*record_layers(records), *names])
+                  if any(channel_values(r, layer, kind) is not None for r in records)]
         if not layers:
             continue
         lo_hi = None
@@ -268,8 +410,16 @@ table{border-collapse:collapse;margin:6px 0;width:100%;table-layout:fixed}
 td,th{border:1px solid #ccc;padding:2px 4px;font-size:11px;text-align:right;overflow-wrap:anywhere;vertical-align:top}
 th{background:#eee}td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}col.c-run{width:7%}col.c-set{width:14%}.acts{color:#555;font-size:90%}
 .legend-list{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;margin:4px 0}.legend-list span{white-space:nowrap}
-.statgrid{display:grid;grid-template-columns:80px repeat(4,minmax(0,1fr));gap:4px 8px;align-items:center}
-.statgrid .layer{font-size:12px;font-weight:bold}.statgrid .head{font-size:12px;font-weight:bold;text-align:center}
+.statgrid{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:4px 8px;align-items:center}
+.statgrid .head{font-size:12px;font-weight:bold;text-align:center}
+details.layer{border-top:1px solid #eee}details.layer summary{font-size:12px;cursor:pointer;padding:2px 0}
+.path,.last{color:#555;font-size:11px}.path{font-family:monospace}
+h1{font-size:24px;margin:6px 0}p.verdict{font-size:15px;margin:4px 0 6px}p.verdict.ok{color:#1a6e1a}
+.maps{display:flex;flex-wrap:wrap;gap:6px 24px;align-items:flex-start}figure.stat figcaption{font-size:12px}
+.hm{display:flex;align-items:flex-start;margin:2px 0}.hm-labels{width:170px;margin-right:4px}
+.hm-labels div{overflow:hidden;white-space:nowrap;text-overflow:ellipsis;text-align:right}
+img.overview-map{image-rendering:pixelated;border:1px solid #ccc;min-width:40px}.worst{font-size:11px;max-width:420px}
+table.dying{width:auto;min-width:60%}table.dying td:first-child{font-family:monospace}.uses{color:#a40}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px 10px}
 svg.chart{width:100%;height:auto;display:block}p.note{font-size:12px;color:#444;margin:2px 0 6px}
 .run{border-top:1px solid #ddd;padding:4px 0}.run summary{font-size:14px;margin:4px 0;cursor:pointer}
@@ -296,7 +446,7 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     metric_keys = sorted({k for r in runs for k in r.metrics} | {k for r in runs for rec in r.metrics_history
                                                                  for k in rec if k != "step"})
     title = html.escape(title or f"Dead-channel dashboard: {root.resolve().name}")
-    sections = [_overview(runs, grouping, failed), _run_table(runs, grouping, metric_keys),
+    sections = [_dying(runs), _overview(runs, grouping, failed), _run_table(runs, grouping, metric_keys),
                 _layer_charts(runs, grouping.groups), _quality_charts(runs, grouping.groups, metric_keys),
                 _loss_charts(grouping.groups), _heatmaps(runs, grouping), _samples(runs, grouping), _events(runs)]
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'

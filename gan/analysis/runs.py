@@ -5,8 +5,10 @@ No MindSpore here: a run folder is only files, so any past run can be read. Run 
 files are read with bounds (gan.core.untrusted), and every value the viewers compute with must be a number (an error
 names the file and key). Files read per run (a folder holding `diagnostics.jsonl` or `losses.jsonl`):
 
-- `diagnostics.jsonl`   one record per diagnostics check (gan.analysis.channels), optionally with learned slopes
-                        `{"slopes": {"D/act1": [per channel]}}` (PReLU / adaptive activations);
+- `diagnostics.jsonl`   one record per diagnostics check (gan.analysis.channels): per layer (display name) its
+                        statistics and full Cell `path` (records of older runs have none), optionally learned slopes
+                        `{"slopes": {"D/act1": [per channel]}}` (PReLU / adaptive activations) and the `unprobed`
+                        activations;
 - `losses.jsonl`        one line per log interval: {"step", "loss_d", "loss_g", "d_x", "d_g_z"};
 - `metrics.jsonl`       one record per evaluation; `metrics.json` the latest values;
 - `events.jsonl`        optional {"step", "kind", "detail"} per event (gan.run.files.EVENT_KINDS);
@@ -201,8 +203,14 @@ def _numeric_records(records: list[dict], path: Path, part: str) -> list[dict]:
             if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
                 raise UntrustedFileError(f"{where}: 'layers' must map layer names to objects, got {layers!r:.60}")
             for layer, values in layers.items():  # the histograms (objects) feed TensorBoard only
-                _numbers({k: v for k, v in values.items() if not isinstance(v, dict)}, f"{where} layer {layer!r}")
+                if not isinstance(values.get("path", ""), str):
+                    raise UntrustedFileError(f"{where} layer {layer!r}: 'path' must be text, got {values['path']!r:.60}")
+                _numbers({k: v for k, v in values.items() if not isinstance(v, dict) and k != "path"},
+                         f"{where} layer {layer!r}")
             _numbers(record.get("slopes") or {}, f"{where} slopes")
+            unprobed = record.get("unprobed", [])
+            if not isinstance(unprobed, list) or not all(isinstance(u, str) for u in unprobed):
+                raise UntrustedFileError(f"{where}: 'unprobed' must be a list of texts, got {unprobed!r:.60}")
         else:
             _numbers({k: v for k, v in record.items() if k != "step"}, where)
     return records

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from gan.core.atomic import write_text_atomic
-from gan.analysis.channels import SUMMARY_METRICS, layer_order, network_of, network_summary
+from gan.analysis.channels import SUMMARY_METRICS, network_of, network_order, network_summary
 from gan.run.directory import FAILED_STATES, job_state
 from gan.run.files import OVERRIDES_FILE, natural_order
 from gan.analysis.runs import SEED_KEY, Run, group_runs, load_run
@@ -154,7 +154,7 @@ def group_summary(sweep_dir: str | Path) -> dict:
     for group in groups:
         members = group.runs
         series = [_layer_values(r.diagnostics) for r in members]
-        layers = sorted({name for s in series for name in s}, key=layer_order)
+        layers = network_order(name for s in series for name in s)
         final, over_time = {}, {}
         for layer in layers:
             for metric in SUMMARY_METRICS:
@@ -184,7 +184,7 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets:
     """Markdown tables of a group_summary(): one per dead-channel statistic (percent of channels at the last check,
     rows = groups, columns = the layers of `nets`), then one of the final quality metrics; mean ± std over the seeds."""
     groups = summary["groups"]
-    layers = sorted({name for g in groups for name in g["final"] if name.split("/")[0] in nets}, key=layer_order)
+    layers = network_order(name for g in groups for name in g["final"] if network_of(name) in nets)
     parts = []
     for metric in SUMMARY_METRICS:
         header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(layers) + " |"

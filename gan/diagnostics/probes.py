@@ -25,7 +25,6 @@ and EMA must skip the probe Parameters: filter names with `is_diagnostic_param`.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -37,8 +36,8 @@ from mindspore import ops as msops
 import ops as lrelu_ops
 from gan.config.activation_kinds import ACTIVATION_KINDS
 from gan.analysis.channels import (HIST_BINS, HIST_SCALE, HIST_U_MAX, SUMMARY_METRICS, Criteria, DeadChannelTracker,
-                               Histogram, LayerStats, channel_matrix, heatmap_image, json_values, network_of,
-                               network_summaries)
+                                   Histogram, LayerStats, channel_matrix, display_names, heatmap_image, json_values,
+                                   network_of, network_summaries)
 from gan.config.schema import HPARAM_KEYS
 from gan.models.layers import BiasAct, ConvAct
 from gan.run.files import DIAGNOSTICS_FILE, append_event, append_jsonl, read_jsonl
@@ -69,10 +68,14 @@ def channel_layout(act: nn.Cell) -> str:
 class ProbedActivation(nn.Cell):
     """Wraps an activation cell: accumulates statistics of its input, output and output gradient in Parameters."""
 
-    def __init__(self, act: nn.Cell, layer: str, channels: int, ndim: int) -> None:
+    def __init__(self, act: nn.Cell, layer: str, channels: int, ndim: int, path: str = "", uses: int = 1,
+                 unseen: tuple[str, ...] = ()) -> None:
         super().__init__(auto_prefix=False)  # the wrapped layer's parameters (BatchNormAct's) keep their names
         self.act = act
-        self.layer = layer
+        self.layer = layer  # the display name (gan.analysis.channels.display_names), e.g. "G/act1"
+        self.path = path  # the full Cell path in its network
+        self.uses = uses  # places one forward pass calls the cell: each call adds to the sums, pooling them
+        self.unseen = unseen  # the activations of its network no probe sees (unprobed_activations)
         self.channels = channels
         self.layout = channel_layout(act)
         axis = ndim - 1 if self.layout == "NHWC" else 1
@@ -167,15 +170,17 @@ class ProbedActivation(nn.Cell):
         return LayerStats(v["neg_frac"] / max(passes, 1), v["out_abs"] / max(passes, 1),
                           v["grad_abs"] / grad_passes if grad_passes else None, passes, grad_passes,
                           Histogram.from_sums(v["preact_hist"], v["preact_extremes"], v["preact_sums"]),
-                          Histogram.from_sums(v["grad_hist"], v["grad_extremes"], v["grad_sums"]))
+                          Histogram.from_sums(v["grad_hist"], v["grad_extremes"], v["grad_sums"]), self.path, self.uses)
 
 
-def _activation_shapes(net: nn.Cell, example_input: Tensor | tuple, paths: list[str]) -> dict[str, tuple]:
-    """Output shape of each activation cell, from one PyNative forward pass with forward hooks (BN in eval)."""
+def _activation_calls(net: nn.Cell, example_input: Tensor | tuple, paths: list[str]) -> dict[str, list[tuple]]:
+    """Output shape of each call of each activation cell, from one PyNative forward pass with forward hooks (BN in
+    eval), keyed by path in the order the pass first reaches each cell (a cell used at several places: one shape
+    per use)."""
     cells = dict(net.cells_and_names())
-    shapes: dict[str, tuple] = {}
+    calls: dict[str, list[tuple]] = {}
     handles = [cells[p].register_forward_hook(
-        lambda cell, inputs, output, p=p: shapes.__setitem__(p, tuple(output.shape))) for p in paths]
+        lambda cell, inputs, output, p=p: calls.setdefault(p, []).append(tuple(output.shape))) for p in paths]
     mode, training = ms.get_context("mode"), net.training
     ms.set_context(mode=ms.PYNATIVE_MODE)
     net.set_train(False)
@@ -186,23 +191,43 @@ def _activation_shapes(net: nn.Cell, example_input: Tensor | tuple, paths: list[
             handle.remove()
         net.set_train(training)
         ms.set_context(mode=mode)
-    missing = [p for p in paths if p not in shapes]
+    missing = [p for p in paths if p not in calls]
     if missing:
         raise ValueError(f"the example input did not pass through the activation layers {missing}; attach needs "
                          f"an input on which every LeakyReLU runs")
-    return shapes
+    return calls
 
 
-def _activation_name(leaf: str) -> str:
-    """The probe name of block i's activation whatever the fusion built: act<i> for the layers act<i>, bn<i>
-    (BatchNorm fused with it) and conv<i> (a conv fused with it), so names and charts match across kinds."""
-    match = re.fullmatch(r"(?:act|bn|conv)(\d+)", leaf)
-    return f"act{match.group(1)}" if match else leaf
+# Activations no probe sees: MindSpore's own activation Cells (ops.swap_activations turns the LeakyReLU and ReLU
+# among them into the project's) and activation primitives held by a Cell (e.g. self.tanh = ops.Tanh()).
+_MS_ACTIVATION_MODULE = "mindspore.nn.layer.activation"
+_ACTIVATION_PRIMITIVES = {"ReLU", "ReLU6", "LeakyReLU", "PReLU", "Tanh", "Sigmoid", "Elu", "GeLU", "GELU", "FastGeLU",
+                          "SiLU", "HSwish", "HSigmoid", "Softplus", "Mish", "SeLU", "CeLU", "HShrink", "SoftShrink",
+                          "Softsign", "LogSigmoid", "Hardtanh", "Softmax", "LogSoftmax"}
+
+
+def unprobed_activations(net: nn.Cell, name: str) -> list[str]:
+    """The activations of `net` that `attach` cannot probe, as "<name>/<path> (<what>)": MindSpore activation Cells
+    and activation primitives held by a Cell. Functional calls in a `construct` (ops.tanh(x)) are not Cells and
+    cannot be listed at all."""
+    found = []
+    for path, cell in net.cells_and_names():
+        if isinstance(cell, (ProbedActivation, *PROBED_CELLS)):
+            continue
+        if type(cell).__module__ == _MS_ACTIVATION_MODULE:
+            found.append(f"{name}/{path} (nn.{type(cell).__name__})")
+            continue  # the primitive inside it is the same activation
+        for attr, prim in getattr(cell, "_primitives", {}).items():
+            if prim is not None and type(prim).__name__ in _ACTIVATION_PRIMITIVES:
+                found.append(f"{name}/{f'{path}.' if path else ''}{attr} (primitive {type(prim).__name__})")
+    return found
 
 
 def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[ProbedActivation]:
-    """Wrap every LeakyReLU / BatchNormAct of `net` in a ProbedActivation named f"{name}/act<i>" (block i, also
-    when fused into bn<i> or conv<i>; other layers by their path); return the probes.
+    """Wrap every LeakyReLU / BatchNormAct of `net` in a ProbedActivation and return the probes in the order the
+    forward pass reaches them, named by gan.analysis.channels.display_names: f"{name}/act<i>" for block i of the
+    project's networks (also when fused into bn<i> or conv<i>), a shortened Cell path for others. A cell used at
+    several places gets one probe whose sums pool all its calls (`uses`).
 
     Call it before the network is compiled (ms.jit) or wrapped for mixed precision. `example_input` is one
     input batch (or a tuple of inputs); it runs once in PyNative to learn each layer's channel count.
@@ -217,17 +242,22 @@ def attach(net: nn.Cell, example_input: Tensor | tuple, name: str) -> list[Probe
     if not paths:
         raise ValueError(f"{type(net).__name__} has no ops.LeakyReLU or ops.BatchNormAct layer; diagnostics "
                          f"probe only the project's activation cells")
-    shapes = _activation_shapes(net, example_input, paths)
-    leaves = [_activation_name(p.rsplit(".", 1)[-1]) for p in paths]
+    calls = _activation_calls(net, example_input, paths)
+    paths = list(calls)  # forward order
     cells = dict(found)
+    unseen = tuple(unprobed_activations(net, name))
     probes = []
-    for path, leaf in zip(paths, leaves):
-        short = leaf if leaves.count(leaf) == 1 else path
-        shape = shapes[path]
+    for path, layer in zip(paths, display_names(paths, name)):
+        shapes = calls[path]
+        shape = shapes[0]
         if len(shape) < 2:
             raise ValueError(f"activation {path} outputs shape {shape}; diagnostics need (N, C, ...) tensors")
-        channels = shape[-1] if channel_layout(cells[path]) == "NHWC" else shape[1]
-        probe = ProbedActivation(cells[path], f"{name}/{short}", channels, len(shape))
+        channel_axis = -1 if channel_layout(cells[path]) == "NHWC" else 1
+        if any(len(s) != len(shape) or s[channel_axis] != shape[channel_axis] for s in shapes):
+            raise ValueError(f"activation {path} is used at {len(shapes)} places with output shapes {shapes}; a "
+                             f"cell used at several places needs the same channel count and rank at each")
+        channels = shape[channel_axis]
+        probe = ProbedActivation(cells[path], layer, channels, len(shape), path, len(shapes), unseen)
         parent_path, _, attr = path.rpartition(".")
         parent = cells[parent_path] if parent_path else net
         if isinstance(parent, (nn.SequentialCell, nn.CellList)):
@@ -344,6 +374,29 @@ def run_hparams(cfg: object) -> dict[str, float | int | str]:
     return {key: getattr(getattr(cfg, group), attr) for key, (group, attr) in HPARAM_KEYS.items()}
 
 
+def _share_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def dead_channel_table(record: dict) -> str:
+    """A check record as a console table (TrainingDiagnostics.dead_channel_table), columns sized to the names."""
+    layers = record["layers"]
+    width = max([len("layer")] + [len(name) + (len(f" x{v['uses']}") if v.get("uses", 1) > 1 else 0)
+                                  for name, v in layers.items()]) + 2
+    rows = [f"dead channels at step {record['step']} (share of each layer's channels; docs/diagnostics.md):",
+            f"  {'layer':<{width}}{'channels':>9}{'dead':>8}{'dormant':>9}{'grad-dead':>11}{'persistent':>12}"]
+    for name, layer in layers.items():
+        label = name + (f" x{layer['uses']}" if layer.get("uses", 1) > 1 else "")
+        rows.append(f"  {label:<{width}}{layer['channels']:>9}{_share_text(layer['dead_frac']):>8}"
+                    f"{_share_text(layer['dormant_frac']):>9}{_share_text(layer['grad_dead_frac']):>11}"
+                    f"{_share_text(layer['persistent_frac']):>12}")
+    if any(layer.get("uses", 1) > 1 for layer in layers.values()):
+        rows.append("  xN: one cell called at N places; its statistics pool the N calls (each call weighted equally)")
+    if record.get("unprobed"):
+        rows.append("  not probed (not the project's activation cells): " + ", ".join(record["unprobed"]))
+    return "\n".join(rows)
+
+
 class TrainingDiagnostics:
     """A training loop's diagnostics: which steps are checks, the records they write, resume state, final metrics.
 
@@ -378,6 +431,9 @@ class TrainingDiagnostics:
         slopes = {p.layer: s for p in self.probes if (s := p.learned_slopes()) is not None}
         if slopes:
             self.last["slopes"] = slopes
+        unseen = list(dict.fromkeys(u for p in self.probes for u in p.unseen))
+        if unseen:
+            self.last["unprobed"] = unseen
         if self.recycle is not None:  # on every rank: the reduced record is the same everywhere
             self.last["recycled"] = self.recycle(step, self.last)
         if self.logger is not None:
@@ -385,15 +441,11 @@ class TrainingDiagnostics:
         return self.last
 
     def dead_channel_table(self) -> str:
-        """The last check as a console table: per layer, the dead, dormant, grad-dead and persistent shares."""
+        """The last check as a console table: per layer (display names, forward order), the dead, dormant,
+        grad-dead and persistent shares; cells used at several places and activations no probe sees noted."""
         if self.last is None:
             return "dead channels: no check ran (diagnostics.enabled=false or fewer steps than diagnostics.interval)"
-        rows = [f"dead channels at step {self.last['step']} (share of each layer's channels; docs/diagnostics.md):",
-                f"  {'layer':<10}{'channels':>9}{'dead':>8}{'dormant':>9}{'grad-dead':>11}{'persistent':>12}"]
-        rows += [f"  {name:<10}{layer['channels']:>9}{layer['dead_frac']:>8.1%}{layer['dormant_frac']:>9.1%}"
-                 f"{layer['grad_dead_frac']:>11.1%}{layer['persistent_frac']:>12.1%}"
-                 for name, layer in self.last["layers"].items()]
-        return "\n".join(rows)
+        return dead_channel_table(self.last)
 
     def final_metrics(self) -> dict[str, float]:
         """The last check's channel-weighted G/D fractions for `log_hparams` (empty before the first check)."""
