@@ -191,10 +191,8 @@ def channels_last_blockers(conf: Config, net: NetworkPlan) -> list[str]:
 def resolve_layout(conf: Config, net: NetworkPlan) -> str:
     """The activation layout of network plan `net`: model.layout, where auto is NHWC on CPU for precision fp32 and
     bf16 wherever the network can take it, else NCHW. oneDNN's fastest kernels compute in nhwc (AMX, and its brgemm
-    kernels at AVX-512), so a network kept in NHWC moves no activation between layouts. NHWC against NCHW, median
-    of 3 alternated rounds on a Xeon with oneDNN at its AMX ISA and capped to each lower one (docs/precision.md,
-    bench_train_amx_layouts_ab.json, bench_train_isa_layouts_ab.json): DCGAN-32 1.03-1.18x (fp32), 1.02-1.19x
-    (bf16); DCGAN-64 1.01-1.11x and 1.08-1.20x; with fusion=bn_act 1.02-1.19x (bench_train_bn_act_layouts_ab.json).
+    kernels at AVX-512), so a network kept in NHWC moves no activation between layouts; alternated with NCHW at
+    every oneDNN instruction set from AMX down to AVX2 it was as fast or faster (docs/precision.md#channels-last).
     fp16 keeps NCHW (not measured). ConfigError for model.layout=nhwc on a network that cannot take it
     (channels_last_blockers)."""
     blockers = channels_last_blockers(conf, net)

@@ -349,7 +349,7 @@ class RuntimeConfig:
     device_id: int = 0
     threads: Optional[int] = None
     # Launch kernels from the calling thread (MS_DEV_HOST_BLOCKING_RUN=1) instead of MindSpore's async queue,
-    # whose waiting thread spins: same results, faster steps on a CPU with few cores (measured: docs/performance.md).
+    # whose waiting thread spins: same results, faster steps on a CPU with few cores (docs/performance.md).
     host_blocking: bool = True
     collective_timeout_s: int = 300  # distributed=true: a rank waiting longer in one collective fails the job
     rank_checksums: bool = False  # debug: each rank appends per-step state checksums to run_dir/distributed/

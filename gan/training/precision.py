@@ -47,7 +47,7 @@ def check_bf16_cpu(isa: Callable[[], onednn.CpuIsa] = onednn.cpu_isa) -> onednn.
     ConfigError naming the missing CPU feature.
 
     Refused rather than emulated: on AVX-512 without AVX512_BF16 oneDNN 3.10 emulates bfloat16 convolutions
-    4-6x slower than float32 (measured on DCGAN layers), on AVX2 it has none; bfloat16 on such a CPU would only
+    several times slower than float32, on AVX2 it has none; bfloat16 on such a CPU would only
     cost time and precision. `isa` is injectable so that both branches are tested on any CPU.
     """
     try:

@@ -1,7 +1,7 @@
 // bfloat16 activations between NCHW and oneDNN's nChw16c or nhwc, for the oneDNN convolution kernels
 // (onednn_conv.cc) and their layout benchmark (scripts/bench/bench_conv_layouts.cc). oneDNN's own bf16 reorders between
-// these layouts (jit:uni) are several times slower per byte than its float32 ones (jit:blk); the numbers are in
-// move_interleaved's comment.
+// these layouts (jit:uni) are several times slower per byte than its float32 ones (jit:blk), which these
+// transposes match.
 #ifndef LRELU_OPS_CSRC_CPU_BLOCKED16_H_
 #define LRELU_OPS_CSRC_CPU_BLOCKED16_H_
 
@@ -56,10 +56,9 @@ enum class Interleaved { kBlocked16, kNhwc };
 
 // A bf16 activation (dims d) between nchw and `layout`: 16 x 16 tiles of (channel, pixel) transposed, the pixels
 // past the last whole tile one by one. The (sample, block) pairs are split over the pool in contiguous runs, so two
-// workers write the same nhwc rows only where their runs meet. scripts/bench/bench_conv_layouts.cc bf16 (AMD EPYC Zen 5,
-// 1 thread, CPU time, to nChw16c and back): 64x32x16x16 0.096 ms against oneDNN's bf16 reorders 0.247 (its float32
-// ones: 0.094), 64x64x8x8 0.043 vs 0.123 (0.041), 64x128x16x16 0.375 vs 1.004 (0.401), 64x64x32x32 0.823 vs 1.995
-// (1.825).
+// workers write the same nhwc rows only where their runs meet. Why: oneDNN's bf16 reorders between nchw and
+// nChw16c are several times slower than its float32 ones, and this transpose runs at the float32 reorders' speed
+// (scripts/bench/bench_conv_layouts.cc bf16 times both).
 template <bool kToInterleaved>
 void move_interleaved(Interleaved layout, const int64_t* d, const uint16_t* from, uint16_t* to, int threads) {
   const int64_t c = d[1], blocks = c / 16, hw = d[2] * d[3], tasks = d[0] * blocks, whole = hw / 16 * 16;

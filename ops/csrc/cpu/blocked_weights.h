@@ -1,9 +1,8 @@
 // OIHW weights (float32, float16 or bfloat16) into one of oneDNN's blocked bfloat16 weight layouts by a gather.
 //
 // oneDNN's reorder into the VNNI layouts of its AMX and AVX512-BF16 convolutions (three inner blocks, e.g.
-// AcdB16b32a2b and BcdA16a64b2a) is slow: `scripts/bench/bench_conv_layouts.cc bf16` built with -O3 as the kernels are
-// (Xeon with AMX, one thread, CPU time) timed it at 0.205 ms for a 128x64x4x4 weight against 0.063 ms for this
-// gather, 0.85-0.90 against 0.31 at 256x128x4x4 and 3.43 against 1.29 at 512x256x4x4; the bytes are the same
+// AcdB16b32a2b and BcdA16a64b2a) is several times slower than this gather on the DCGAN weights
+// (`scripts/bench/bench_conv_layouts.cc bf16` times both); the bytes are the same
 // (tests/ops/test_blocked_weights_cpp.py). The layout comes from oneDNN's memory descriptor (outer strides and
 // inner blocks), so one routine serves every such layout: each position of an inner block gets its source offset
 // once, and a call gathers block by block, each value rounded to bf16 once (to nearest even, as oneDNN's reorder;

@@ -24,9 +24,9 @@ namespace {
 
 using namespace lrelu::cpu;  // NOLINT: the shared kernel pieces
 
-// cols entries per extra thread. On the shared 2-core machine a started thread waits for a time slice; with
-// a thread per call above 16K image elements the DCGAN-32 step spent 170 ms/step in aot kernels, with one
-// thread 46 ms (profiled, load ~4). DCGAN-32's largest cols have 2M entries, DCGAN-64's 16M.
+// cols entries per extra thread. A started thread waits for a time slice, which costs more than the copy of a
+// small cols matrix: threading every DCGAN-32 call made its step several times slower. DCGAN-32's largest cols
+// have 2M entries, DCGAN-64's 16M, so only DCGAN-64's largest layers use a second thread.
 constexpr int64_t kMinColsPerThread = int64_t(1) << 22;
 
 struct Geometry {

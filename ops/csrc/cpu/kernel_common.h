@@ -57,9 +57,9 @@ constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
 
 // Software prefetch distance of the kernels with a long per-vector formula (ELU's expm1/exp): 4 KiB ahead of
 // the vector being loaded, one page, so the next page is in L1 before its first vector (the hardware
-// prefetchers stop at page boundaries). A C++ measurement on this machine under load (CPU time of the 16M
-// float32 ELU forward, streaming stores, one thread): 13.2 ms without, 9.2 ms with (2, 8 and 16 KiB ahead
-// within 0.2 ms of it; the LeakyReLU forward, the memory floor, 8.2 ms, unchanged by a prefetch).
+// prefetchers stop at page boundaries). It brings the ELU forward close to the LeakyReLU forward, the memory
+// floor, which a prefetch does not change; other distances from 2 to 16 KiB do about as well
+// (scripts/bench/bench_kernel.py times builds side by side).
 constexpr int64_t kPrefetchBytes = 4096;
 
 template <typename T>
@@ -284,7 +284,7 @@ void for_each_tile(const lrelu::TilingPlan& plan, const TileFn& tile_fn) {
 
 // Whether a call writing n elements of elem_size bytes uses streaming stores: float32 outputs of at least
 // kStreamMinBytes, with 16-lane vectors (one store fills a whole line; 32-byte streaming stores spread
-// over a long formula left lines half written and ran ELU 2x slower here).
+// over a long formula leave lines half written, which is slower than plain stores).
 inline bool streams(int64_t n, int64_t elem_size) {
 #if LRELU_FV_LANES == 16
   return elem_size == 4 && n * elem_size >= kStreamMinBytes;

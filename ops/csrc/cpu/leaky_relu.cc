@@ -5,7 +5,7 @@
 // tensor's dtype (round to nearest even).
 // The scalar parameters travel as one lrelu::ActParams (../params.h: slope, clamp (+inf = none), threads, ...)
 // in an int32 tensor of float32 bit patterns, rather than as primitive attributes, because a second
-// CustomRegOp registration with the same name keeps the first attribute value (measured with MindSpore 2.10:
+// CustomRegOp registration with the same name keeps the first attribute value (MindSpore 2.10:
 // the second registration silently runs with the first slope).
 //
 // Work is split by the shared tiling plan (../tiling.h): each worker thread is a "core" that walks its

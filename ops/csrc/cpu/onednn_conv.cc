@@ -76,7 +76,7 @@ enum Kind : int64_t { kForward = 0, kBackwardData = 1, kBackwardWeights = 2, kFo
 // constant_weights, compute (1: bfloat16, 0: float32)}
 constexpr int64_t kGeometryLength = 12;
 // bf16 backward-weights into at most this many output positions runs as one GEMM (gemm_weights): kSmallPlane with
-// AMX, kLargePlane without (measured with AVX512-BF16; AVX-512's emulated bf16 takes the same rule), each from at
+// AMX, kLargePlane without (chosen with AVX512-BF16; AVX-512's emulated bf16 takes the same rule), each from at
 // least kGemmWeightsChannels input channels.
 constexpr int64_t kSmallPlane = 16, kLargePlane = 256, kGemmWeightsChannels = 16;
 // {algorithm, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, threads, layout}
@@ -203,16 +203,10 @@ bool has_avx512() {
 // Whether an NCHW problem computes in nhwc: a float32 forward or backward-data from at least 32 input channels into
 // more than one output position, on a CPU without AVX-512. There oneDNN's nhwc kernels (brg_conv_fwd,
 // brgconv_strided) beat the direct jit:avx2 kernels its format_tag::any picks in nChw8c; the tensors are reordered
-// from and to NCHW either way. scripts/bench/bench_conv_layouts.cc on an AMD EPYC Zen 3 (1 thread, batch 64, 4x4 stride
-// 2; ms nChw8c vs nhwc, two runs): forward 128 -> 256 channels on 16x16 55.9 / 57.9 vs 44.3 / 48.4, 256 -> 512 on
-// 8x8 59.6 / 60.7 vs 53.2 / 48.6, 64 -> 128 on 8x8 3.50 / 3.66 vs 2.93 / 3.09, 32 -> 64 on 16x16 3.45 / 3.46 vs
-// 3.18 / 3.17; backward-data 128 -> 256 57.3 / 64.2 vs 51.3 / 54.4, 256 -> 512 75.8 / 72.0 vs 63.6 / 63.7, 32 -> 64
-// 3.72 / 3.60 vs 3.88 / 3.78; into one position (512 -> 100 on 4x4) backward-data 7.84 vs 10.47. A forward and a
-// backward-data with their four reorders (two runs, the first beside another benchmark): 256 -> 512 120.5 / 128.0 vs
-// 87.2 / 90.1, 128 -> 256 116.4 / 109.7 vs 101.9 / 101.1, 64 -> 128 on 32x32 106.4 / 124.3 vs 106.9 / 114.2, on 8x8
-// 6.94 / 7.03 vs 6.27 / 6.28, 32 -> 64 6.49 / 6.48 vs 6.36 / 6.44. Backward-weights
-// stays blocked (nhwc: 63.8 vs 68.5 ms for 128 -> 256), and so does everything with AVX-512, where the blocked
-// backward-data won (the comment of backward_data_desc).
+// from and to NCHW either way, and the nhwc kernels win on the DCGAN geometries from 32 input channels on
+// (scripts/bench/bench_conv_layouts.cc times both layouts per geometry on the CPU at hand). Backward-weights stays
+// blocked (faster there), and so does everything with AVX-512, where the blocked backward-data wins (the comment
+// of backward_data_desc).
 bool nhwc_inside(const Problem& p) {
   return p.layout == kNCHW && p.dst_layout == kNCHW && !p.bf16 &&
          (p.kind == kForward || p.kind == kForwardAct || p.kind == kBackwardData) &&
@@ -241,10 +235,8 @@ dnnl::primitive_attr act_attr(const Problem& p) {
 
 // Backward-data in the forward's activation layouts when oneDNN chose blocked ones there (nChw16c on
 // AVX-512): it then runs its direct jit kernel, not the brgconv_strided kernel in nhwc that format_tag::any
-// gets. scripts/bench/bench_conv_layouts.cc, 1 thread, batch 64, 4x4 stride 2: 256 -> 512 channels on 8x8 31.4 vs
-// 44.6 ms, 32 -> 64 on 16x16 1.60 vs 1.91 ms, 64 -> 128 on 32x32 28.7 vs 26.2 ms (slower), the others equal;
-// over DCGAN-64's geometries 88.0 vs 98.6 ms. Falls back to any where oneDNN has no such kernel (or only its
-// reference one).
+// gets, which is faster over DCGAN-64's geometries as a whole (slower on a few; scripts/bench/bench_conv_layouts.cc
+// times both). Falls back to any where oneDNN has no such kernel (or only its reference one).
 dnnl::convolution_backward_data::primitive_desc backward_data_desc(
     const Problem& p, const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::primitive_attr& attr) {
   const memory::data_type t = p.compute();
@@ -405,10 +397,9 @@ void run(Entry& entry, void** inputs, void* out) {
 }
 
 // Backward-data into at most this many channels runs as GEMM + col2im (backward_data_few_channels). oneDNN's
-// backward-data kernel (brgconv_strided) vectorises over 16 channels. scripts/bench/bench_conv_layouts.cc, 1 thread,
-// batch 64, 4x4 stride 2, primitive with its reorders vs GEMM + col2im: into 3 channels from 32 at 32x32
-// (DCGAN-32's image gradient and G's last layer) 3.2 vs 1.3 ms, the primitive 9x its forward of the same
-// geometry; from 64 at 64x64 (DCGAN-64) 26.3 vs 9.1 ms; into 8 channels 5.6 vs 4.7 ms, into 16 5.7 vs 9.4 ms.
+// backward-data kernel (brgconv_strided) vectorises over 16 channels, so into 3 channels (the image gradient of
+// D's first layer, G's last layer) it is several times slower than GEMM + col2im; the two are even near 8
+// channels and the primitive wins from 16 (scripts/bench/bench_conv_layouts.cc times both).
 constexpr int64_t kFewChannels = 8;
 
 // diff_src (N, C, H, W) of a Conv2d from diff_dst (N, O, Ho, Wo), or (N, Ho, Wo, O) in dst layout NHWC, and OIHW
@@ -493,16 +484,12 @@ void run_few_channels(const Problem& p, const void* dy, const void* weights, voi
 //   dW (O, K K C) = dY (O, N Ho Wo) @ patches (N Ho Wo, K K C),
 // dY transposed from (N, O, Ho Wo) and the patches gathered from a channels-last copy of x (im2col), both rounded
 // to bf16 where they come as float32, so it computes what the bf16 primitive computes, in another summation
-// order. Where oneDNN's bf16 kernels are slower than this GEMM depends on the CPU (gemm_weights_plane):
-// - with AMX (scripts/bench/bench_conv_layouts.cc bf16 on a Xeon, 1 thread, CPU time, batch 64, measured with an
-//   earlier, slower gather): 256 -> 512 channels 8x8 -> 4x4 71 ms with AMX's backward-weights, 66 in float32,
-//   21 as this GEMM; 512 -> 100 4x4 -> 1x1 (G's first layer) 14, 8 and 2 ms; into 8x8 planes the AMX kernel was
-//   faster (128 -> 256: 26 ms, the GEMM 37): planes of at most 4x4;
-// - with AVX512-BF16 and no AMX (AMD EPYC Zen 5, 2 threads, batch 64, kernel call in a jit graph, primitive vs
-//   GEMM): 256 -> 512 8x8 -> 4x4 17.1 vs 7.7 ms, 128 -> 256 16x16 -> 8x8 14.6 vs 8.5, 64 -> 128 32x32 -> 16x16
-//   11.4 vs 10.6, 32 -> 64 16x16 -> 8x8 0.90 vs 0.64, 64 -> 128 8x8 -> 4x4 1.17 vs 0.58; from 3 channels the
-//   primitive is as fast or faster (3 -> 32 32x32 -> 16x16 0.29 vs 0.47): planes of at most 16x16, from at
-//   least kGemmWeightsChannels channels.
+// order. Where oneDNN's bf16 kernels are slower than this GEMM depends on the CPU (gemm_weights_plane;
+// scripts/bench/bench_conv_layouts.cc bf16 times both per layer):
+// - with AMX the GEMM wins into planes of at most 4x4 (DCGAN's 8x8 -> 4x4 layers, G's first layer); into 8x8 the
+//   AMX kernel is faster;
+// - with AVX512-BF16 and no AMX the GEMM wins into planes of at most 16x16 from at least kGemmWeightsChannels
+//   input channels; from 3 channels the primitive is as fast or faster.
 struct GemmWeights {
   std::mutex mu;
   Pool pool;

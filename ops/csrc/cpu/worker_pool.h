@@ -32,8 +32,8 @@ namespace lrelu {
 namespace cpu {
 
 // Elements per worker thread of an element-wise kernel: a call uses one more of the pool's workers per 2^16
-// elements. With a new std::thread per call the cap was 2^20 (a started thread waited for a time slice;
-// threading every DCGAN-32 activation then made the step 19% slower); the pool's workers wake in microseconds.
+// elements: the pool's workers wake in microseconds, so even DCGAN-sized activations pay for a second thread
+// (a new std::thread per call waits for a time slice and needed far larger work per thread).
 constexpr int64_t kMinElementsPerThread = int64_t(1) << 16;
 
 // Threads for an element-wise call over n elements: at most `threads` (at least 1), one per
