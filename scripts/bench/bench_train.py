@@ -318,12 +318,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="time each step right after an untimed step of the same contender (default); "
                              "--no-lead-in times it right after the previous contender's, as before 2026-12-06")
     args = parser.parse_args(argv)
-    if args.render:  # the tables docs/performance.md and docs/precision.md quote (scripts/bench/render_results.py)
-        from render_results import bf16_speed, train_utilisation
+    if args.render:  # the utilisation and bf16 tables of these runs, by scripts/bench/render_results.py's specs
+        from render_results import render_files
+        from results_spec import RUN_TABLES
 
         reports = [json.loads(path.read_text()) for path in args.render]
         bf16 = any(r["precision"] == "bf16" for report in reports for r in report)
-        print(train_utilisation(*reports), *([bf16_speed(*reports)] if bf16 else []), sep="\n\n")
+        print(render_files(RUN_TABLES if bf16 else RUN_TABLES[:1], args.render))
         return []
     if args.json is None:
         parser.error("--json is required (or --render to print the tables of existing JSONs)")

@@ -9,8 +9,9 @@ strings in the specs. Only the standard library is imported: no MindSpore, no Hy
     python scripts/bench/render_results.py --check    # exit 1 naming every table whose committed text differs
     python scripts/bench/render_results.py --list     # every table and its data files
 
-Row paths: `a.b` descends into keys, `[]` expands a list, `{}` expands a dict's values (its key as `_key`). A row expanded from a list inside a row keeps
-its parent's scalar fields (the child's own win), and every row carries `_file`, the label of the file it came from.
+Row paths: `a.b` descends into keys, `[]` expands a list, `{}` expands a dict's values (its key as `_key`). A row
+expanded from a list inside a row keeps its parent's scalar fields (the child's own win), and every row carries
+`_file`, the label of the file it came from. A field may be a dotted path too (`final.D/act2.dead_frac`, `load.0`).
 """
 from __future__ import annotations
 
@@ -56,13 +57,17 @@ def rows(data: Any, path: str, label: str) -> list[dict]:
     return [dict(r, _file=label) for r in items if isinstance(r, dict)]
 
 
-def field(row: dict, name: str) -> Any:
-    """row[name], or a dotted path into nested dicts (a key may hold dots or slashes: the longest match wins)."""
+def field(row: Any, name: str) -> Any:
+    """row[name], or a dotted path into nested dicts (a key may hold dots or slashes: the longest match wins) and
+    lists (a number indexes one)."""
+    if isinstance(row, list):
+        head, _, rest = name.partition(".")
+        return field(row[int(head)], rest) if rest else row[int(head)]
     if name in row:
         return row[name]
     for cut in range(len(name), 0, -1):
         head = name[:cut]
-        if head in row and name[cut:cut + 1] == "." and isinstance(row[head], dict):
+        if head in row and name[cut:cut + 1] == "." and isinstance(row[head], (dict, list)):
             return field(row[head], name[cut + 1:])
     raise KeyError(name)
 
@@ -141,6 +146,7 @@ def _text(value: Any, col: dict) -> str:
 # ---------------------------------------------------------------- tables
 
 def load(root: Path, name: str) -> Any:
+    """A data file's JSON: `name` under root/docs/data, or an absolute path (render_files)."""
     return json.loads((root / "docs" / "data" / name).read_text(encoding="utf-8"))
 
 
@@ -172,8 +178,10 @@ def markdown(root: Path, table: dict) -> str:
     lines = ["| " + " | ".join(c["header"] for c in cols) + " |", "|" + "---|" * len(cols)]
     for g in groups(found, table.get("by", [])):
         lines.append("| " + " | ".join(summary(g, c) for c in cols) + " |")
-    links = ", ".join(f"[{f}](data/{f})" for f, _ in sources(table))
-    notes = [f"**{table['title'].rstrip(':.')}.**", table.get("caption", ""), f"Command: `{table['command']}`." if table.get("command") else "",
+    links = ", ".join(label if Path(f).is_absolute() else f"[{f}](data/{f})"
+                      for f, label in sources(table))
+    notes = [f"**{table['title'].rstrip(':.')}.**", table.get("caption", ""),
+             f"Command: `{table['command']}`." if table.get("command") else "",
              f"Machine: {table['machine']}." if table.get("machine") else "", f"Data: {links}."]
     return "\n".join(lines) + "\n\n" + " ".join(n for n in notes if n) + "\n"
 
@@ -184,6 +192,13 @@ def cell(root: Path, c: dict) -> str:
     if not found:
         raise ValueError(f"headline: no row of {c['files']} matches {c.get('where', {})}")
     return summary(found, c)
+
+
+def render_files(tables: Sequence[dict], paths: Sequence[Path]) -> str:
+    """The given table specs drawn from files anywhere (e.g. `bench_train.py --render` of fresh runs), each file's
+    rows labelled by its name."""
+    files = [[str(p.resolve()), p.name] for p in paths]
+    return "\n".join(markdown(ROOT, {**t, "files": files}) for t in tables)
 
 
 def headline(root: Path) -> str:

@@ -397,3 +397,24 @@ HEADLINE = [
                    "field": "final.D/act2.dormant_frac", "how": "stat", "scale": 100}
                for k, s in (("relu", "0"), ("leaky", "0.2"))}},
 ]
+
+# Tables of fresh bench_train.py runs (a list of records per file): `bench_train.py --render A.json [B.json ...]`.
+RUN_TABLES = [
+    {"name": "utilisation", "title": "Utilisation: the step's convolution GFLOP/s against the peak of its precision",
+     "rows": "[]", "by": ["_file", "model", "precision"],
+     "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
+                 {"header": "precision", "field": "precision"}, {"header": "img/s", "field": "img_per_s", "digits": 1},
+                 {"header": "GFLOP/s", "field": "achieved_gflops", "digits": 1},
+                 {"header": "peak GFLOP/s", "field": "peak_gflops", "digits": 0},
+                 {"header": "share of peak %", "field": "peak_share", "scale": 100, "digits": 1},
+                 {"header": "PyTorch img/s", "field": "torch_img_per_s", "digits": 1},
+                 {"header": "PyTorch share %", "field": "torch_peak_share", "scale": 100, "digits": 1},
+                 {"header": "load before", "field": "load_average_before.0", "digits": 1},
+                 {"header": "load after", "field": "load_average_after.0", "digits": 1}]},
+    {"name": "bf16", "title": "bf16 against this app's fp32 (wall and CPU time) and PyTorch's autocast bf16",
+     "rows": "[]", "where": {"precision": "bf16"}, "by": ["_file", "model"],
+     "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
+                 {"header": "img/s", "field": "img_per_s", "digits": 1},
+                 {"header": "x fp32", "field": "ratio_to_fp32"}, {"header": "CPU x fp32", "field": "cpu_ratio_to_fp32"},
+                 {"header": "x PyTorch bf16", "field": "ratio_to_torch"}]},
+]
