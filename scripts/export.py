@@ -48,9 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     import ops
     from gan.models.checkpoint import CheckpointError
     from gan.models.from_checkpoint import generator_from_argument
-    from gan.models.deploy import (ExportError, export_generator, max_abs_diff, portable_generator, repair_onnx,
-                            run_mindir, run_onnx)
+    from gan.core.outputs import check_writable
     from gan.core.streams import fixed_latents
+    from gan.models.deploy import (ExportError, export_generator, export_path, max_abs_diff, portable_generator,
+                                   repair_onnx, run_mindir, run_onnx)
 
     if args.format == "ONNX":
         try:
@@ -60,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --format ONNX needs the packages onnx and onnxruntime to repair and verify the file "
                   f"({err}); pip install onnx onnxruntime", file=sys.stderr)
             return 2
+    try:
+        check_writable(export_path(args.out, args.format))
+    except OSError as err:
+        print(f"error: cannot write {args.out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     try:
         net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
@@ -99,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
     except ExportError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # a full disk: export_generator leaves no partial file
+        print(f"error: cannot write {args.out}: {err.strerror or err}", file=sys.stderr)
         return 1
     batch = f"batch {args.batch}" if args.batch else "dynamic batch"
     print(f"wrote {path} ({args.format}, {batch}, input (N, {conf.model.nz}, 1, 1) float32)")

@@ -65,11 +65,52 @@ def read_folder(path: Path, n: int | None) -> list[np.ndarray]:
     return images
 
 
-def read_npz(path: Path, n: int | None) -> np.ndarray:
-    """The first n images of an .npz: `samples` (float (N, C, H, W) in [-1, 1], quantised) or its one uint8
-    (N, H, W, C) array; only those n are read from the file (no pickles)."""
+NPZ_ACCEPTED = ("uint8 images in [0, 255] as (N, H, W, C) or (N, C, H, W) with C = 1 or 3 (pytorch-fid's and "
+                "clean-fid's .npz), or float samples (N, C, H, W) in [-1, 1] (scripts/generate.py --npz)")
+
+
+def _uint8_images(images: np.ndarray, where: str) -> np.ndarray:
+    """uint8 (N, H, W, C) as they are; (N, C, H, W) transposed, which stderr states."""
+    if images.shape[3] in (1, 3):
+        return images
+    if images.shape[1] in (1, 3):
+        print(f"{where}: uint8 {images.shape} read as (N, C, H, W) images", file=sys.stderr)
+        return np.ascontiguousarray(images.transpose(0, 2, 3, 1))
+    raise InputError(f"{where} is uint8 {images.shape}, with neither 1 nor 3 channels; expected {NPZ_ACCEPTED}")
+
+
+def _float_samples(images: np.ndarray, where: str) -> np.ndarray:
+    """Float (N, C, H, W) samples in [-1, 1], quantised to uint8 (N, H, W, C) as generated images are; anything
+    outside [-1, 1] (such as images in 0..255 stored as floats) would be clipped into a wrong FID, so it is refused."""
     from gan.metrics.fid import as_uint8
 
+    if images.shape[1] not in (1, 3) or not np.isfinite(images).all():
+        raise InputError(f"{where} is {images.dtype} {images.shape}; expected finite (N, 1 or 3, H, W) samples "
+                         f"in [-1, 1]")
+    low, high = float(images.min()), float(images.max())
+    if low < -1 or high > 1:
+        raise InputError(f"{where} holds {images.dtype} values in [{low:g}, {high:g}]; float samples must lie in "
+                         f"[-1, 1] (images in [0, 255] go in as uint8). Accepted: {NPZ_ACCEPTED}")
+    return as_uint8(images)
+
+
+# How each kind of .npz array becomes uint8 (N, H, W, C) images: exactly uint8, or any float dtype.
+NPZ_KINDS = {"uint8": _uint8_images, "float": _float_samples}
+
+
+def npz_images(images: np.ndarray, where: str) -> np.ndarray:
+    """An .npz's 4-d array as uint8 (N, H, W, C) images (NPZ_KINDS); InputError naming the dtype and range found
+    and what is accepted for any other dtype (int32, bool, complex ...)."""
+    kind = "uint8" if images.dtype == np.uint8 else "float" if images.dtype.kind == "f" else None
+    if kind is None:
+        values = f" with values in [{images.min()}, {images.max()}]" if images.size else ""
+        raise InputError(f"{where} is {images.dtype}{values}; accepted: {NPZ_ACCEPTED}")
+    return NPZ_KINDS[kind](images, where)
+
+
+def read_npz(path: Path, n: int | None) -> np.ndarray:
+    """The first n images of an .npz as uint8 (N, H, W, C) (npz_images: `samples` of scripts/generate.py --npz
+    or one uint8 array); only those n are read from the file (no pickles)."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = [m for m in archive.namelist() if m.endswith(".npy")]
@@ -86,6 +127,9 @@ def read_npz(path: Path, n: int | None) -> np.ndarray:
                 if dtype.hasobject or fortran or len(shape) != 4:
                     raise InputError(f"{path}:{name} is {dtype} {shape}{' (Fortran order)' if fortran else ''}; "
                                      f"expected a 4-d numeric array of images")
+                if shape[0] == 0 or 0 in shape[1:]:
+                    raise InputError(f"{path}:{name} is {dtype} {shape}: it holds no images or images without "
+                                     f"pixels; expected {NPZ_ACCEPTED}")
                 count = shape[0] if n is None else n
                 if count > shape[0]:
                     raise InputError(f"{path} holds {shape[0]} images, fewer than --n {n}; lower --n or generate "
@@ -99,15 +143,7 @@ def read_npz(path: Path, n: int | None) -> np.ndarray:
                          f"scripts/generate.py RUN --npz FILE") from err
     if len(data) != size:
         raise InputError(f"{path}:{name} is truncated ({len(data)} of {size} bytes for {count} images)")
-    images = np.frombuffer(data, dtype).reshape(count, *shape[1:])
-    if images.dtype == np.uint8:
-        if images.shape[3] not in (1, 3):
-            raise InputError(f"{path}:{name} is uint8 {images.shape}; expected (N, H, W, 1 or 3)")
-        return images
-    if images.shape[1] not in (1, 3) or not np.isfinite(images).all():
-        raise InputError(f"{path}:{name} is {images.dtype} {images.shape}; expected finite (N, 1 or 3, H, W) samples "
-                         f"in [-1, 1]")
-    return as_uint8(images)
+    return npz_images(np.frombuffer(data, dtype).reshape(count, *shape[1:]), f"{path}:{name}")
 
 
 def read_generator(path: Path, n: int, seed: int) -> np.ndarray:
@@ -201,6 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n is not None and args.n < 2:
         parser.error(f"--n={args.n} must be at least 2")
+    if args.json is not None:
+        from gan.core.outputs import check_writable
+
+        if Path(args.json).is_dir():
+            parser.error(f"--json {args.json} is a directory; give a file name in it, e.g. "
+                         f"{Path(args.json) / 'fid.json'}")
+        try:
+            check_writable(args.json)  # before minutes of featurising, not after
+        except OSError as err:
+            print(f"error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
+            return 1
 
     from gan.models.checkpoint import CheckpointError
     from gan.metrics.fid import KID_SUBSET_SIZE, KID_SUBSETS, PR_NEIGHBOURS, cached_reference, compare
@@ -229,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from gan.core.atomic import write_json_atomic
 
-        write_json_atomic(args.json, result)
+        try:
+            write_json_atomic(args.json, result)
+        except OSError as err:  # a full disk: the atomic write leaves no partial file
+            print(f"error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its C++ logs
 
@@ -48,33 +49,54 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < 2:
             parser.error(f"--{name.replace('_', '-')}={value} must be at least 2")
 
-    import numpy as np
-    from mindspore import Tensor
-
+    from gan.core.outputs import check_writable, staged_directory
     from gan.models.checkpoint import CheckpointError
     from gan.models.from_checkpoint import generator_from_argument
-    from gan.run.grids import save_png
-    from gan.models.quantize import CALIBRATION_METHOD, CHUNK, QuantError, calibrate, load_quantized, save_quantized
-    from gan.core.streams import Purpose, fixed_latents, latents
-    from gan.training.tasks import build_task
+    from gan.models.quantize import QuantError
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        parser.error(f"--out {args.out} is a file; give a directory name (it is created)")
+    try:
+        check_writable(Path(args.out) / "quant.json")
+    except OSError as err:
+        print(f"error: cannot write {args.out}: {err.strerror or err}", file=sys.stderr)
+        return 1
     try:
         net, conf, checkpoint = generator_from_argument(args.checkpoint, use_ema=not args.no_ema)
     except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    nz = conf.model.nz
     try:
-        acts = calibrate(net, latents(conf.seed, 0, Purpose.CALIBRATION, args.calib, nz))
+        with staged_directory(args.out) as stage:  # the whole folder appears at the end, or nothing does
+            quantize_into(stage, args, net, conf, checkpoint)
     except QuantError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:
+        print(f"error: cannot write {args.out}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.out}: generator.ckpt, quant.json, report.json, samples_float.png, samples_int8.png")
+    return 0
+
+
+def quantize_into(folder: Path, args: argparse.Namespace, net, conf, checkpoint: Path) -> None:
+    """Calibrate, save the quantised generator into `folder`, evaluate float vs int8, write the report and grids."""
+    import numpy as np
+    from mindspore import Tensor
+
+    from gan.core.streams import Purpose, fixed_latents, latents
+    from gan.models.quantize import CALIBRATION_METHOD, CHUNK, calibrate, load_quantized, save_quantized
+    from gan.run.grids import save_png
+    from gan.training.tasks import build_task
+
+    nz = conf.model.nz
+    acts = calibrate(net, latents(conf.seed, 0, Purpose.CALIBRATION, args.calib, nz))
     for a in acts:
         print(f"layer {a.layer}: slope {a.negative_slope:g}, input range [{a.in_min:.4g}, {a.in_max:.4g}] -> "
               f"in scale {a.in_scale:.4g} zp {a.in_zero_point}, out scale {a.out_scale:.4g} zp {a.out_zero_point}")
-    save_quantized(args.out, checkpoint, not args.no_ema, acts,
+    save_quantized(folder, checkpoint, not args.no_ema, acts,
                    {"latents": args.calib, "seed": conf.seed, "purpose": Purpose.CALIBRATION})
-    qnet, _ = load_quantized(args.out)  # evaluate exactly what was saved
+    qnet, _ = load_quantized(folder)  # evaluate exactly what was saved
 
     def float_g(z: np.ndarray) -> np.ndarray:
         return np.concatenate([net(Tensor(z[i:i + CHUNK])).asnumpy() for i in range(0, len(z), CHUNK)])
@@ -98,12 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"int8 vs float output on {n} latents: max |diff| {e['max_abs']:.4g}, mean |diff| {e['mean_abs']:.4g}, "
           f"PSNR {e['psnr_db']:.1f} dB")
     grid_z = fixed_latents(conf.seed, GRID_SAMPLES, nz)
-    save_png(task.picture(float_g(grid_z)), os.path.join(args.out, "samples_float.png"))
-    save_png(task.picture(qnet(grid_z)), os.path.join(args.out, "samples_int8.png"))
-    with open(os.path.join(args.out, "report.json"), "w") as f:
-        f.write(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {args.out}: generator.ckpt, quant.json, report.json, samples_float.png, samples_int8.png")
-    return 0
+    save_png(task.picture(float_g(grid_z)), folder / "samples_float.png")
+    save_png(task.picture(qnet(grid_z)), folder / "samples_int8.png")
+    (folder / "report.json").write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

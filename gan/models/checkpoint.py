@@ -9,6 +9,10 @@ name before writing), so we write to a temporary name in the same folder, fsync,
 The meta entry `MARKER_KEY` holds JSON: the format name and version, a manifest (dtype and shape of
 every array: MindSpore drops empty arrays, and the manifest restores them and proves nothing is
 missing) and the caller's meta.
+
+Checkpoints may come from other people: before MindSpore reads a file it must be a regular file of at most
+`checkpoint_limit_mib()` MiB (MindSpore holds the whole file and more in memory while it checks the CRC), and
+every manifest entry and a training checkpoint's meta are checked before a caller uses them.
 """
 from __future__ import annotations
 
@@ -16,13 +20,16 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 import numpy as np
+from omegaconf.errors import OmegaConfBaseException
 
+from gan.config.schema import Config, config_from_yaml
 from gan.core.atomic import umask_mode
 from gan.run.files import CHECKPOINT_DIR
 
@@ -34,6 +41,11 @@ _NAME = re.compile(r"step_(\d+)\.ckpt")
 _TEMP_PREFIX = ".partial-"  # temporary files of unfinished writes; never taken for checkpoints
 _CRC_TRAILER = b"crc_num"  # MindSpore ends a file saved with crc_check=True with this tag + 10 bytes of CRC
 _SUPPORTED_KINDS = "biuf"  # bool, signed/unsigned integers, floats
+_MAX_DIMS = 32  # numpy's own limit on an array's dimensions
+# The size cap on every checkpoint a tool or train.resume reads (scripts/inspect_model.py's --max-ckpt-mib default):
+# the shipped models' full training state is at most ~340 MB (DCGAN-128 with EMA and Adam).
+MAX_CHECKPOINT_MIB = 2048
+LIMIT_ENV = "LRELU_MAX_CKPT_MIB"  # raises (or lowers) the cap for trusted larger checkpoints
 # Checkpoint keys of a training run: the parameters of G, D and G's EMA copy under these prefixes (the D step
 # runs G too, so names must be unique in one graph), and per network ("g", "d") its optimiser's and loss scaler's
 # own Parameters. Every checkpoint already written holds these names: renaming one orphans them all.
@@ -176,11 +188,63 @@ def _has_crc_trailer(path: Path) -> bool:
         return f.read(len(_CRC_TRAILER)) == _CRC_TRAILER
 
 
+def checkpoint_limit_mib() -> float:
+    """The size cap on checkpoints read here, in MiB: $LRELU_MAX_CKPT_MIB when set, else MAX_CHECKPOINT_MIB."""
+    raw = os.environ.get(LIMIT_ENV)
+    if raw is None:
+        return float(MAX_CHECKPOINT_MIB)
+    try:
+        limit = float(raw)
+    except ValueError:
+        limit = float("nan")
+    if not limit > 0 or limit == float("inf"):
+        raise ValueError(f"{LIMIT_ENV}={raw!r} is not allowed: give the size cap on checkpoints in MiB, a number > 0")
+    return limit
+
+
+def check_checkpoint_file(path: str | Path, max_mib: float | None = None) -> int:
+    """The size in bytes of checkpoint `path`, before anything reads it: FileNotFoundError when it is missing,
+    CheckpointError when it is not a regular file (a FIFO would block the reader) or is larger than `max_mib`
+    (default checkpoint_limit_mib()), naming the file, its size, the cap and how to raise it."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist") from None
+    except OSError as err:
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise CheckpointError(f"checkpoint {str(path)!r} is {what}; give a .ckpt file")
+    limit = checkpoint_limit_mib() if max_mib is None else max_mib
+    if info.st_size > limit * 2 ** 20:
+        raise CheckpointError(f"checkpoint {str(path)!r} is {info.st_size / 2 ** 20:.1f} MiB, over the "
+                              f"{limit:g} MiB cap on checkpoints; if you trust the file, raise the cap with "
+                              f"{LIMIT_ENV}=<MiB>")
+    return info.st_size
+
+
+def _manifest_entry(path: Path, name: Any, spec: Any) -> tuple[np.dtype, tuple[int, ...]]:
+    """(dtype, shape) of one manifest entry; CheckpointError naming the entry when it is not what save writes."""
+    shape = spec.get("shape") if isinstance(spec, dict) else None
+    if not (isinstance(shape, list) and len(shape) <= _MAX_DIMS
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        raise CheckpointError(f"checkpoint {str(path)!r}: manifest entry {name!r} is {spec!r}; expected "
+                              f"{{'dtype': ..., 'shape': [at most {_MAX_DIMS} integers >= 0]}}")
+    try:
+        dtype = np.dtype(spec["dtype"]) if isinstance(spec.get("dtype"), str) else None
+    except (TypeError, ValueError):  # numpy's words for a string that names no dtype
+        dtype = None
+    if dtype is None or dtype.kind not in _SUPPORTED_KINDS:
+        raise CheckpointError(f"checkpoint {str(path)!r}: manifest entry {name!r} has dtype {spec.get('dtype')!r}; "
+                              f"checkpoints hold bool, integer and float arrays only")
+    return dtype, tuple(shape)
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
     """Read a checkpoint written by save_checkpoint: (arrays, meta); CheckpointError if it is not one."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    check_checkpoint_file(path)
     if not _has_crc_trailer(path):
         raise CheckpointError(f"checkpoint {str(path)!r} is truncated or was not written by lrelu-gan "
                               f"(it does not end with MindSpore's CRC record)")
@@ -192,7 +256,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
     header = _read_header(path, entries.pop(MARKER_KEY, None))
     arrays: dict[str, np.ndarray] = {}
     for name, spec in header["arrays"].items():
-        dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+        dtype, shape = _manifest_entry(path, name, spec)
         if 0 in shape:
             arrays[name] = np.empty(shape, dtype)
             continue
@@ -224,12 +288,54 @@ def _read_header(path: Path, raw: Any) -> dict:
                               f"code reads version {FORMAT_VERSION}")
     if not isinstance(header.get("arrays"), dict) or "meta" not in header:
         raise CheckpointError(f"checkpoint {str(path)!r} has a meta entry without manifest or meta")
+    if not isinstance(header["meta"], dict):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its meta is {_kind(header['meta'])}, not a mapping")
     return header
 
 
+def _kind(value: Any) -> str:
+    """How a message names a JSON value's type: 'a list', 'null', ..."""
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _count(minimum: int) -> Any:
+    """A check of a meta count: an integer (not a bool) >= minimum."""
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+# What a training checkpoint's meta must hold before anything uses it: key -> (check, what is allowed).
+_TRAINING_META = {
+    "config": (lambda v: isinstance(v, str), "the run's config as YAML text"),
+    "channels": (_count(1), "the image channels, an integer >= 1"),
+    "step": (_count(0), "the global step, an integer >= 0"),
+}
+
+
 def load_training_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
-    """(arrays, meta) of a training run's checkpoint; CheckpointError if it is another kind of checkpoint."""
+    """(arrays, meta) of a training run's checkpoint; CheckpointError if it is another kind of checkpoint or its
+    meta lacks or garbles what tools and train.resume read (config, channels, step)."""
     arrays, meta = load_checkpoint(path)
     if meta.get("format") != TRAINING_FORMAT:
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {TRAINING_FORMAT!r}")
+    for key, (valid, allowed) in _TRAINING_META.items():
+        if key not in meta:
+            raise CheckpointError(f"checkpoint {str(path)!r}: its meta lacks {key!r} ({allowed})")
+        if not valid(meta[key]):
+            raise CheckpointError(f"checkpoint {str(path)!r}: its meta {key!r} is {meta[key]!r}; expected {allowed}")
+    training_config(path, meta)
     return arrays, meta
+
+
+def training_config(path: str | Path, meta: dict) -> Config:
+    """The validated Config stored in a training checkpoint's meta; CheckpointError naming the file and the key
+    when the stored YAML is not a config this code reads (unknown key, wrong type, unsafe YAML, bad value)."""
+    try:
+        return config_from_yaml(meta["config"], path)
+    except (ValueError, LookupError, TypeError, OmegaConfBaseException) as err:  # OmegaConf's kinds and ours
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if str(path) in first:  # gan.core.untrusted's errors name the file already
+            raise CheckpointError(first) from None
+        key = getattr(err, "full_key", None)
+        where = f" (at {key})" if key and key not in first else ""
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not one this code reads: "
+                              f"{first}{where}") from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import mindspore as ms
 import numpy as np
@@ -25,6 +26,7 @@ from mindspore import nn
 
 from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.config.schema import Config
+from gan.core.untrusted import read_text
 from gan.models.deploy import ExportError, portable_generator
 from gan.models.from_checkpoint import generator_from_checkpoint
 from ops import LeakyReLU, QuantizedLeakyReLU
@@ -36,6 +38,7 @@ GENERATOR_FILE = "generator.ckpt"
 CALIBRATION_METHOD = "minmax"
 QMIN, QMAX = -128, 127
 CHUNK = 250  # latents per forward pass: bounds memory
+MAX_QUANT_BYTES = 1 << 20  # quant.json: a few hundred bytes per activation layer
 
 
 class QuantError(RuntimeError):
@@ -99,6 +102,9 @@ def calibrate(net: nn.Cell, z: np.ndarray) -> list[ActQuant]:
             x = cell(x)
     acts = []
     for i, (lo, hi) in sorted(ranges.items()):
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise QuantError(f"layer {i}: its inputs over the calibration latents reach {lo} .. {hi}; a finite "
+                             f"range is needed for an int8 grid")
         slope = layers[i].negative_slope
         in_scale, in_zp = affine_grid(lo, hi)
         out_scale, out_zp = affine_grid(slope * min(lo, 0.0), hi)
@@ -150,8 +156,28 @@ def save_quantized(directory: str | Path, checkpoint: str | Path, use_ema: bool,
                              "and Tanh in float32",
               "layers": [asdict(a) for a in acts]}
     path = directory / QUANT_FILE
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
     return path
+
+
+def _no_constant(name: str) -> float:
+    """json.loads' hook for NaN/Infinity: refused, a layer's grid must be finite."""
+    raise ValueError(f"it holds {name}; every quantisation parameter must be a finite number")
+
+
+def _act_quant(layer: Any) -> ActQuant:
+    """One quant.json layer record as an ActQuant; ValueError unless every field is a number, the scales > 0 and
+    the zero points int8 integers."""
+    act = ActQuant(**layer)
+    for name, value in asdict(act).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"layer field {name}={value!r} is not a number")
+    if not (act.in_scale > 0 and act.out_scale > 0):
+        raise ValueError(f"layer {act.layer} has scales {act.in_scale}, {act.out_scale}; scales must be > 0")
+    if not all(isinstance(z, int) and QMIN <= z <= QMAX for z in (act.in_zero_point, act.out_zero_point)):
+        raise ValueError(f"layer {act.layer} has zero points {act.in_zero_point}, {act.out_zero_point}; they must be "
+                         f"integers in [{QMIN}, {QMAX}]")
+    return act
 
 
 def load_quantized(directory: str | Path) -> tuple[QuantizedGenerator, Config]:
@@ -162,12 +188,12 @@ def load_quantized(directory: str | Path) -> tuple[QuantizedGenerator, Config]:
         raise QuantError(f"{directory} is not a quantised generator: {QUANT_FILE} is missing "
                          f"(write one with scripts/quantize.py)")
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(read_text(path, MAX_QUANT_BYTES), parse_constant=_no_constant)
         if record.get("format") != QUANT_FORMAT or record.get("version") != QUANT_VERSION:
             raise QuantError(f"{path}: format {record.get('format')!r} version {record.get('version')!r} is not "
                              f"{QUANT_FORMAT!r} version {QUANT_VERSION}")
-        acts = [ActQuant(**layer) for layer in record["layers"]]
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
+        acts = [_act_quant(layer) for layer in record["layers"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:  # JSONDecodeError and UntrustedFileError too
         raise QuantError(f"{path} is unreadable or incomplete: {err}") from err
     try:
         net, conf = generator_from_checkpoint(directory / GENERATOR_FILE)
