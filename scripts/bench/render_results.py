@@ -1,8 +1,8 @@
 """Render docs/results.md and the README's headline from the JSON under docs/data, by the specs in results_spec.py.
 
 A table is data, not code: which file(s), which rows (a path into the JSON), which filter, which grouping, and which
-columns, each a field and how to summarise it over the group (value, median, range, mean ± SE, mean ± SD, a
-summarised {mean, std} dict, a count). One generic function draws every table; captions, commands and machines are
+columns, each a field and how to summarise it over the group (value, median, range, mean ± SE, a summarised
+{mean, std} dict as mean ± SD, a count). One generic function draws every table; captions, commands and machines are
 strings in the specs. Only the standard library is imported: no MindSpore, no Hydra, no PIL.
 
     python scripts/bench/render_results.py            # rewrite docs/results.md and README.md's headline
@@ -34,6 +34,7 @@ MARKER = re.compile(r"^<!-- results:(?P<name>[\w.-]+) -->\n(?P<body>.*?)^<!-- /r
 # ---------------------------------------------------------------- rows
 
 def _expand(items: list[Any], step: str) -> list[Any]:
+    """One step of a row path applied to every item (see the module docstring)."""
     out: list[Any] = []
     for item in items:
         parent = {k: v for k, v in item.items() if not isinstance(v, (dict, list))} if isinstance(item, dict) else {}
@@ -105,9 +106,8 @@ def span(v: Sequence[float], d: int) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def stat(v: Sequence[dict], d: int, scale: float) -> str:
+def stat(s: dict, d: int, scale: float) -> str:
     """A summary dict of seeds ({mean, std, n}, as summarize_sweep writes it): mean ± SD, the mean alone for n = 1."""
-    s = v[0]
     if s["n"] == 1 or not s["std"]:
         return fmt(s["mean"] * scale, d)
     return f"{fmt(s['mean'] * scale, d)} ± {fmt(s['std'] * scale, d)}"
@@ -118,9 +118,7 @@ HOW: dict[str, Callable[[Sequence[dict], dict], str]] = {
     "median": lambda g, c: fmt(statistics.median(_values(g, c["field"], c.get("scale", 1))), c.get("digits", 2)),
     "range": lambda g, c: span(_values(g, c["field"], c.get("scale", 1)), c.get("digits", 2)),
     "mean_se": lambda g, c: mean_se(_values(g, c["field"], c.get("scale", 1)), c.get("digits", 1)),
-    "mean_sd": lambda g, c: fmt(statistics.mean(v := _values(g, c["field"], c.get("scale", 1))), c.get("digits", 1))
-    + (f" ± {fmt(statistics.stdev(v), c.get('digits', 1))}" if len(v) > 1 else ""),
-    "stat": lambda g, c: stat([field(g[0], c["field"])], c.get("digits", 1), c.get("scale", 1)),
+    "stat": lambda g, c: stat(field(g[0], c["field"]), c.get("digits", 1), c.get("scale", 1)),
     "count": lambda g, c: str(len(g)),
 }
 

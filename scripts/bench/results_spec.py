@@ -2,7 +2,7 @@
 
 A table: name (its marker), section, title, files (names under docs/data, or [name, label] pairs), rows (a path
 into each file, see render_results.py), where (field: value or [values]), by (the grouping fields), columns
-(header, field, how: value | median | range | mean_se | mean_sd | stat | count, digits, scale, names), caption,
+(header, field, how: value | median | range | mean_se | stat | count, digits, scale, names, where), caption,
 command and machine. To add a table, add a dict here and run the renderer.
 """
 from __future__ import annotations
@@ -107,12 +107,14 @@ TABLES = [
      "columns": [{"header": "dtype", "field": "dtype"}, {"header": "slope", "field": "slope"},
                  {"header": "forward max rel", "field": "forward_max_rel", "digits": ".2g"},
                  {"header": "gradient max rel", "field": "backward_max_rel", "digits": ".2g"},
-                 {"header": "bits equal the reference", "field": "bit_exact_with_reference"}],
+                 {"header": "bits equal the reference", "field": "bit_exact_with_reference",
+                  "names": {"False": "no", "True": "yes"}}],
      "caption": "1,114,112 values (normal(0, 100) and 0 to -65504); relative errors where the exact result is normal.",
      "command": "python scripts/bench/bench_accuracy.py --json F", "machine": "any CPU (exactness)"},
     {"name": "inplace", "section": "Operator speed", "title": "Peak memory of a chain of 8 LeakyReLU layers, graph "
      "mode:", "files": ["bench_inplace.json"], "rows": "runs[].rows[]",
-     "columns": [{"header": "inplace", "field": "inplace"}, {"header": "peak MiB", "field": "peak_mib", "digits": 0},
+     "columns": [{"header": "inplace", "field": "inplace", "names": {"False": "no", "True": "yes"}},
+                 {"header": "peak MiB", "field": "peak_mib", "digits": 0},
                  {"header": "activations at the peak", "field": "peak_tensors", "digits": 1}],
      "caption": "32 MiB float32 activations, one forward+backward, each variant in a fresh process.",
      "command": "python scripts/bench/bench_inplace.py --json F", "machine": "Intel Xeon, 2 cores"},

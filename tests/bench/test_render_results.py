@@ -95,7 +95,8 @@ def test_summaries_never_print_a_zero_standard_error_for_two_values() -> None:
     assert rr.mean_se([8.0], 1) == "8.0"
     assert rr.mean_se([1.0, 2.0, 3.0], 2) == "2.00 ± 0.58"  # SE = sd / sqrt(3)
     assert rr.span([1.234, 1.236], 2) == "1.23-1.24" and rr.span([2.0, 2.0], 1) == "2.0"
-    assert rr.stat([{"mean": 0.2, "std": 0.05, "n": 3}], 1, 100) == "20.0 ± 5.0"
+    assert rr.stat({"mean": 0.2, "std": 0.05, "n": 3}, 1, 100) == "20.0 ± 5.0"
+    assert rr.stat({"mean": 0.25, "std": 0.0, "n": 1}, 1, 100) == "25.0"
 
 
 def test_the_renderer_imports_only_the_standard_library_and_its_spec() -> None:
