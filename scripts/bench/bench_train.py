@@ -8,13 +8,12 @@ GANTrainer.train_step, the jitted D + G step plus the host read-back of the logg
 PyTorch in the same process, so both see the same machine load: float32, and for precision bf16 under
 torch.autocast("cpu", dtype=torch.bfloat16) (ratio_to_torch compares equal precisions). The contenders take turns,
 one timed step each, and each timed step comes right after an untimed step of the same contender (`lead_in`): a
-step timed right after another contender's starts in its leftovers (on a 2-core Xeon the first contender, this
-app's fp32, ran 1.32-1.55x slower after the peak problems and PyTorch's steps than after its own step:
-docs/data/bench_train_lead_in_ab.json, docs/performance.md#timing-each-step-after-its-own).
+step timed right after another contender's starts in its leftovers and runs slower than after its own step
+(docs/performance.md#timing-each-step-after-its-own).
 
     python scripts/bench/bench_train.py --json bench_train.json [--vs-torch] [--models dcgan32] [--impls auto]
         [--fusions none,bn_act] [--precisions fp32,bf16] [--peak measure|PATH]
-    python scripts/bench/bench_train.py --render docs/data/bench_train_bf16.json   # the utilisation and bf16 tables
+    python scripts/bench/bench_train.py --render A.json [B.json ...]   # the utilisation and bf16 tables of runs
 
 Utilisation: `gflop_per_step` counts the multiply-adds (2 FLOP each) of every convolution of one step from the
 layer shapes (`step_flops`, the structure of GANTrainer's D + G step: see its docstring), `achieved_gflops` is
