@@ -218,7 +218,7 @@ def check_checkpoint_file(path: str | Path, max_mib: float | None = None) -> int
         raise CheckpointError(f"checkpoint {str(path)!r} is {what}; give a .ckpt file")
     limit = checkpoint_limit_mib() if max_mib is None else max_mib
     if info.st_size > limit * 2 ** 20:
-        raise CheckpointError(f"checkpoint {str(path)!r} is {info.st_size / 2 ** 20:.1f} MiB, over the "
+        raise CheckpointError(f"checkpoint {str(path)!r} is {info.st_size / 2 ** 20:g} MiB, over the "
                               f"{limit:g} MiB cap on checkpoints; if you trust the file, raise the cap with "
                               f"{LIMIT_ENV}=<MiB>")
     return info.st_size
