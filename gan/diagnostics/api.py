@@ -16,9 +16,11 @@ and ReDo recycling (gan.diagnostics.recycle) for networks whose activations sit 
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import mindspore as ms
 import numpy as np
@@ -65,15 +67,45 @@ class TwinStep:
     def __init__(self, probes: list[ProbedActivation], make: Callable[[], Callable]) -> None:
         self.probes = probes
         self.plain, self.probed = make(), make()
+        self.called: set[int] = set()  # ids of the twins called once (compiled)
 
     def __call__(self, *args: Any, check: bool) -> Any:
         if not check:
-            return self.plain(*args)
+            return self._call(self.plain, args)
         set_probing(self.probes, True)
         try:
-            return self.probed(*args)
+            return self._call(self.probed, args)
         finally:
             set_probing(self.probes, False)
+
+    def _call(self, twin: Callable, args: tuple) -> Any:
+        """Call a twin; its first call (where ms.jit compiles) without MindSpore's warning that the function "has
+        been compiled again": the second ms.jit object of one function is the point of the twins, not a mistake."""
+        if id(twin) in self.called:
+            return twin(*args)
+        self.called.add(id(twin))
+        with _without_recompile_warning():
+            return twin(*args)
+
+
+class _DropRecompileWarning(logging.Filter):
+    """Drops MindSpore's "The function ... has been compiled again" warning (mindspore/graph/api.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "has been compiled again" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_recompile_warning() -> Iterator[None]:
+    """MindSpore's logger without the recompile warning for the duration of the block."""
+    from mindspore import log as ms_log
+
+    logger, drop = ms_log._get_logger(), _DropRecompileWarning()  # noqa: SLF001 (its logger has no public getter)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 class Diagnostics:
