@@ -164,15 +164,14 @@ def checkpoint_image_size(spec: str) -> int | None:
     """model.image_size of a checkpoint spec, None for other kinds."""
     if spec.startswith("data:") or spec.endswith(".npz") or not Path(spec).exists():
         return None
-    from gan.models.checkpoint import load_training_checkpoint, resolve_checkpoint
-    from gan.config.schema import config_from_yaml
+    from gan.models.checkpoint import load_training_checkpoint, resolve_checkpoint, training_config
 
     path = Path(spec)
     if path.is_dir() and not _is_run(path):
         return None
     checkpoint = resolve_checkpoint(path)
     _, meta = load_training_checkpoint(checkpoint)
-    return config_from_yaml(meta["config"], checkpoint).model.image_size
+    return training_config(checkpoint, meta).model.image_size
 
 
 def _is_run(path: Path) -> bool:

@@ -135,18 +135,19 @@ def _fields(value: Any, kind: type) -> bool:
     return all(hasattr(value, f) for f in kind.__dataclass_fields__)
 
 
-def load_weights(net, path: Path, which: str, max_mib: float) -> int:
+def load_weights(net, path: Path, which: str, max_mib: float | None) -> int:
     """Load checkpoint `path` into `net` exactly (same keys, shapes and dtypes); InspectError naming the missing and
     unexpected keys and the shape and dtype mismatches. Returns the number of arrays loaded."""
     import mindspore as ms
 
     from gan.diagnostics.probes import is_diagnostic_param
 
-    if not path.is_file():
-        raise InspectError(f"--{which}-ckpt {str(path)!r} does not exist")
-    size = path.stat().st_size / 2 ** 20
-    if size > max_mib:
-        raise InspectError(f"--{which}-ckpt {str(path)!r} is {size:.0f} MiB, over --max-ckpt-mib={max_mib:g}")
+    from gan.models.checkpoint import CheckpointError, check_checkpoint_file
+
+    try:  # the rule of every tool that reads checkpoints: a regular file, at most the cap
+        check_checkpoint_file(path, max_mib, raise_with="--max-ckpt-mib")
+    except (CheckpointError, FileNotFoundError) as err:
+        raise InspectError(f"--{which}-ckpt: {err}") from None
     try:
         entries = ms.load_checkpoint(str(path))
     except (ValueError, RuntimeError, TypeError, OSError) as err:
@@ -331,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clamp", type=float, help="also report where outputs would exceed this clamp")
     parser.add_argument("--eval", action="store_true", help="BatchNorm on its moving statistics (default: batch)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the latents (default 0)")
-    parser.add_argument("--max-ckpt-mib", type=float, default=4096, help="refuse larger checkpoints (default 4096)")
+    parser.add_argument("--max-ckpt-mib", type=float, default=None,
+                        help="refuse larger checkpoints (default: the cap of every tool, $LRELU_MAX_CKPT_MIB or "
+                             "gan.models.checkpoint.MAX_CHECKPOINT_MIB)")
     args = parser.parse_args(argv)
     for name in ("batches", "batch_size", "nz", "step"):
         if getattr(args, name) < 1:

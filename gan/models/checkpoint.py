@@ -202,10 +202,10 @@ def checkpoint_limit_mib() -> float:
     return limit
 
 
-def check_checkpoint_file(path: str | Path, max_mib: float | None = None) -> int:
+def check_checkpoint_file(path: str | Path, max_mib: float | None = None, raise_with: str = f"{LIMIT_ENV}=<MiB>") -> int:
     """The size in bytes of checkpoint `path`, before anything reads it: FileNotFoundError when it is missing,
     CheckpointError when it is not a regular file (a FIFO would block the reader) or is larger than `max_mib`
-    (default checkpoint_limit_mib()), naming the file, its size, the cap and how to raise it."""
+    (default checkpoint_limit_mib()), naming the file, its size, the cap and how to raise it (`raise_with`)."""
     path = Path(path)
     try:
         info = path.stat()
@@ -220,7 +220,7 @@ def check_checkpoint_file(path: str | Path, max_mib: float | None = None) -> int
     if info.st_size > limit * 2 ** 20:
         raise CheckpointError(f"checkpoint {str(path)!r} is {info.st_size / 2 ** 20:g} MiB, over the "
                               f"{limit:g} MiB cap on checkpoints; if you trust the file, raise the cap with "
-                              f"{LIMIT_ENV}=<MiB>")
+                              f"{raise_with}")
     return info.st_size
 
 
@@ -307,7 +307,7 @@ def _count(minimum: int) -> Any:
 _TRAINING_META = {
     "config": (lambda v: isinstance(v, str), "the run's config as YAML text"),
     "channels": (_count(1), "the image channels, an integer >= 1"),
-    "step": (_count(0), "the global step, an integer >= 0"),
+    "step": (_count(0), "an integer >= 0"),
 }
 
 
@@ -319,9 +319,11 @@ def load_training_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], d
         raise CheckpointError(f"{path}: format {meta.get('format')!r} is not {TRAINING_FORMAT!r}")
     for key, (valid, allowed) in _TRAINING_META.items():
         if key not in meta:
-            raise CheckpointError(f"checkpoint {str(path)!r}: its meta lacks {key!r} ({allowed})")
+            raise CheckpointError(f"checkpoint {str(path)!r}: its meta has no '{key}' ({allowed}); not a checkpoint "
+                                  f"train.py wrote")
         if not valid(meta[key]):
-            raise CheckpointError(f"checkpoint {str(path)!r}: its meta {key!r} is {meta[key]!r}; expected {allowed}")
+            raise CheckpointError(f"checkpoint {str(path)!r}: meta '{key}' is {meta[key]!r:.80}, it must be "
+                                  f"{allowed}; not a checkpoint train.py wrote (or it was edited)")
     training_config(path, meta)
     return arrays, meta
 

@@ -70,6 +70,50 @@ def test_unreadable_npz_names_the_file(tmp_path, make, match):
         fid_script.read_npz(path, None)
 
 
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("samples, match", [
+    (RNG.uniform(0, 255, (4, 3, 8, 8)).astype(np.float32), r"holds float32 values in \[0.0\d*, 25\d.\d+\]; float "
+                                                             r"samples must lie in \[-1, 1\]"),
+    (RNG.integers(-100, 101, (4, 3, 8, 8)).astype(np.int32), r"is int32 with values in \[-100, 100\]; accepted: "
+                                                              r"uint8 images in \[0, 255\]"),
+    (np.ones((4, 3, 8, 8), bool), r"is bool with values in \[True, True\]; accepted"),
+    (np.full((4, 3, 8, 8), 0.5 + 0.5j, np.complex64), r"is complex64 with values in \[\(0.5\+0.5j\), "),
+    (np.zeros((4, 1, 0, 0), np.float32), r"float32 \(4, 1, 0, 0\): it holds no images or images without pixels"),
+    (np.zeros((0, 8, 8, 3), np.uint8), r"uint8 \(0, 8, 8, 3\): it holds no images"),
+    (np.zeros((2, 5, 8, 8), np.uint8), r"is uint8 \(2, 5, 8, 8\), with neither 1 nor 3 channels"),
+])
+def test_npz_samples_outside_the_accepted_kinds_are_refused_not_clipped(tmp_path, samples, match):
+    """Floats in 0..255, int32, bool and complex arrays were clipped to [-1, 1] silently (fid 452 instead of the real
+    figure); (N, 1, 0, 0) samples raised an IndexError."""
+    path = write_npz(tmp_path / "bad.npz", samples)
+    with pytest.raises(fid_script.InputError, match=match) as error:
+        fid_script.read_npz(path, None)
+    assert "bad.npz" in str(error.value)
+
+
+def test_uint8_npz_images_are_read_nhwc_or_nchw_as_pytorch_fid_writes_them(tmp_path, capsys):
+    nhwc = RNG.integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(fid_script.read_npz(write_npz(tmp_path / "nhwc.npz", nhwc), None), nhwc)
+    assert capsys.readouterr().err == ""
+    nchw = write_npz(tmp_path / "nchw.npz", np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2)))
+    np.testing.assert_array_equal(fid_script.read_npz(nchw, None), nhwc)
+    assert "nchw.npz:samples.npy: uint8 (3, 3, 8, 8) read as (N, C, H, W) images" in capsys.readouterr().err
+
+
+def test_an_unwritable_json_fails_before_any_set_is_read(tmp_path, monkeypatch, capsys):
+    """fid.py computed everything (minutes) and only then failed to write --json, with a raw OSError."""
+    monkeypatch.setattr(fid_script, "read_set", lambda *args: pytest.fail("a set was read"))
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "fid.json"
+    assert fid_script.main(["data:mnist", "data:mnist", "--json", str(out)]) == 1
+    assert capsys.readouterr().err.strip() == f"error: cannot write --json {out}: Not a directory"
+    with pytest.raises(SystemExit):
+        fid_script.main(["data:mnist", "data:mnist", "--json", str(tmp_path)])
+    assert "is a directory; give a file name in it" in capsys.readouterr().err
+
+
 def test_a_truncated_npz_member_is_an_error(tmp_path):
     path = write_npz(tmp_path / "s.npz", np.zeros((4, 1, 8, 8), np.float32))
     cut = tmp_path / "cut.npz"

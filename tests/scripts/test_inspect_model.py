@@ -95,7 +95,8 @@ def test_a_checkpoint_that_does_not_match_names_keys_and_shapes(snapshot, tmp_pa
     assert main(args(snapshot, tmp_path / "d", d_ckpt=tmp_path / "missing.ckpt")) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(args(snapshot, tmp_path / "e", max_ckpt_mib=0.001)) == 2
-    assert "over --max-ckpt-mib=0.001" in capsys.readouterr().err
+    assert "over the 0.001 MiB cap on checkpoints; if you trust the file, raise the cap with --max-ckpt-mib" \
+        in capsys.readouterr().err
 
 
 def test_a_data_folder_without_images_is_refused(snapshot, tmp_path, capsys):
