@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 
 from gan.core.atomic import write_text_atomic
 from gan.analysis.channels import Criteria
-from gan.models.checkpoint import TRAINING_FORMAT, checkpoint_path, prune_checkpoints, save_checkpoint
+from gan.models.checkpoint import (TRAINING_FORMAT, CheckpointError, checkpoint_path, prune_checkpoints,
+                                  save_checkpoint)
 from gan.config.schema import Config
 from gan.analysis.dashboard import write_dashboard
 from gan.data.sources import DataError
@@ -56,6 +57,7 @@ class RunSummary:
     metrics_note: str = ""  # what the FID numbers are: convention, sample counts, reference, extractor
     objective_name: str = "loss_g"
     train_seconds: float = 0.0  # wall time of this run's steps and their inputs, without the outputs between them
+    elapsed_before: float = 0.0  # wall time of the earlier sessions up to the checkpoint resumed from (elapsed_s)
 
     @property
     def objective(self) -> float:
@@ -84,11 +86,12 @@ class RunOutputs:
             t.log_every, t.sample_every, t.ckpt_every)
         self.yaml = OmegaConf.to_yaml(OmegaConf.structured(conf))
         self.summary = RunSummary(run_dir, start, start, skipped_steps=int(meta.get("skipped_steps", 0)),
-                                  checkpoint=resumed_from)
+                                  checkpoint=resumed_from, elapsed_before=_elapsed_of(meta, resumed_from))
         self.tensorboard = TensorBoardWriter(run_dir, end, start) if self.writes else None
         self.evaluator = Evaluator(conf, task, run_dir, self.tensorboard, eval_latents) if self.writes else None
         if self.evaluator is not None:
             self.summary.objective_name = self.evaluator.objective
+        self._session_start = time.perf_counter()  # RunOutputs.elapsed_s counts from here
         self.diagnostics = TrainingDiagnostics(trainer.probes, Criteria.from_config(conf.diagnostics),
                                                1 if t.dry_run else conf.diagnostics.interval,
                                                self.tensorboard and self.tensorboard.writer, run_dir,
@@ -190,13 +193,21 @@ class RunOutputs:
             dashboard = write_dashboard(self.run_dir)
             print(end_of_run_summary(self.summary, self.diagnostics, self.run_dir, dashboard), flush=True)
             write_status(self.run_dir, "interrupted" if self.summary.interrupted else "finished",
-                         step=self.summary.end_step)
+                         step=self.summary.end_step, elapsed_s=round(self.elapsed_s(), 1))
+
+    def elapsed_s(self) -> float:
+        """Wall time of the run so far (compiling, steps, outputs, evaluations): this session's, unless it trained
+        nothing (a finished run started again), plus the earlier sessions' up to the checkpoint it resumed from, so
+        the steps a kill made it redo count once."""
+        s = self.summary
+        return s.elapsed_before + (time.perf_counter() - self._session_start if s.end_step > s.start_step else 0.0)
 
     def save(self, step: int) -> Path:
         """Checkpoint the full training state at `step` and prune to train.keep_last."""
         meta = {"format": TRAINING_FORMAT, "step": step, "seed": self.conf.seed, "channels": self.task.data.channels,
                 "skipped_steps": self.summary.skipped_steps, "config": self.yaml,
-                "diagnostics": self.diagnostics.state_dict(), "data": self.data_fingerprint}
+                "diagnostics": self.diagnostics.state_dict(), "data": self.data_fingerprint,
+                "elapsed_s": self.elapsed_s()}
         path = checkpoint_path(self.run_dir, step)
         save_checkpoint(path, self.trainer.state_arrays(), meta)
         prune_checkpoints(self.run_dir, self.conf.train.keep_last)
@@ -248,6 +259,16 @@ class RunOutputs:
         grid = self.task.picture(self.trainer.generate(self.fixed_z))
         save_png(grid, self.run_dir / "samples" / f"step_{done:06d}.png")
         self.tensorboard.image("samples", grid, done)
+
+
+def _elapsed_of(meta: dict, checkpoint: Path | None) -> float:
+    """The wall time a checkpoint's meta records (0 for checkpoints from before it was recorded); CheckpointError
+    naming the checkpoint when it is not a finite number >= 0."""
+    value = meta.get("elapsed_s", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise CheckpointError(f"checkpoint {checkpoint}: meta 'elapsed_s' must be a finite number of seconds >= 0, "
+                              f"got {value!r:.60}")
+    return float(value)
 
 
 def end_of_run_summary(summary: RunSummary, diagnostics: TrainingDiagnostics, run_dir: Path,
