@@ -6,9 +6,11 @@ nn.PReLU, nn.ELU and nn.RReLU by ops.LeakyReLU, ops.PReLU, ops.ELU and ops.RReLU
 object, so its name, shape and checkpoint key stay). It checks every activation first and changes nothing if one
 cannot be mapped exactly. `activation_report(net)` is the same walk without changes: every activation of the
 network (MindSpore's and the project's) with its parameters, whether they are MindSpore's defaults, its output
-range and what it does at the points where frameworks disagree (x = -0, the gradient at 0, NaN, -inf), flagged
-where a port from PyTorch may have changed the behaviour (MindSpore's nn.LeakyReLU() slope is 0.2, PyTorch's
-0.01). `format_report` prints it; every record has `to_dict()` for JSON.
+range and what it does at the points where frameworks disagree (x = -0, the gradient at 0, NaN, -inf). The porting
+check flags the layers where a port may have changed the behaviour: a slope that differs from the other activations
+of the same role, a framework's default slope (PyTorch's 0.01, MindSpore's and TensorFlow's 0.2) in a network whose
+other activations use another value; `porting_notes` adds the network-wide lines: kinds mixed in one network, and
+a consistent default slope noted once (informational). `format_report` prints both; every record has `to_dict()`.
 
 Functional calls inside a user's `construct` (`mindspore.ops.leaky_relu(x, 0.2)`, `mindspore.ops.relu(x)`) are
 not cells and cannot be swapped: replace them with `from ops import leaky_relu` and `leaky_relu(x, 0.2)`.
@@ -22,8 +24,10 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import zlib
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -35,8 +39,8 @@ from .fused import BatchNormAct, BatchNormPReLU
 
 logger = logging.getLogger("ops")
 
-__all__ = ["KINDS", "ActivationRecord", "Boundary", "Found", "Kind", "activation_report", "format_report", "kind_of",
-           "swap_activations", "walk"]
+__all__ = ["FRAMEWORK_SLOPES", "KINDS", "ActivationRecord", "Boundary", "Found", "Kind", "PortingNote",
+           "activation_report", "format_report", "kind_of", "porting_notes", "swap_activations", "walk"]
 
 NAN, INF = math.nan, math.inf
 # Record status: what the swap does (or did) with an activation.
@@ -73,7 +77,8 @@ class Kind:
     `replace(cell, params, clamp)` builds the project's equivalent (ValueError when it cannot be mapped exactly);
     `changes` says what the swap changes (docs/operator.md has the measured table); `flag(params)` adds porting
     warnings of this kind; `defaults` are the framework's defaults of the parameters and `torch_defaults` PyTorch's
-    where they differ (equal to the former: the port may have relied on another framework's default)."""
+    where they differ (equal to the former: the port may have relied on another framework's default); `slope(params)`
+    the negative slope of a rectifier (0 for ReLU), None for other kinds: the porting check compares them."""
 
     name: str
     params: Callable[[nn.Cell], dict[str, Any]]
@@ -84,6 +89,7 @@ class Kind:
     replace: Callable[[nn.Cell, dict, float | None], nn.Cell] | None = None
     changes: str = ""
     flag: Callable[[dict], str | None] = lambda params: None
+    slope: Callable[[dict], float | None] = lambda params: None
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,9 @@ class ActivationRecord:
     `path` is the first path that reaches the cell (the prefix MindSpore gives its parameters), `aliases` the
     others; `registered` is False for a cell held in a plain Python list/tuple/dict attribute. `status` is one of
     swapped, swappable (a dry run or report), refused (`reason` says why), skipped, project (already the
-    project's), native (MindSpore's, no equivalent)."""
+    project's), native (MindSpore's, no equivalent). `flags` are the porting check's warnings for this layer;
+    `slope` its negative slope (rectifiers; None otherwise) and `role` where it sits (the class of the Cell holding
+    it and the attribute, container positions as *: e.g. DcganD.main.*), which the check compares."""
 
     path: str
     kind: str
@@ -108,6 +116,8 @@ class ActivationRecord:
     flags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     registered: bool = True
+    slope: float | None = None
+    role: str = ""
 
     @property
     def old(self) -> str:
@@ -209,14 +219,6 @@ def _rrelu_flag(p: dict) -> str | None:
             "RReLU, like PyTorch's, uses (lower + upper) / 2 in eval and draws per element only in training")
 
 
-def _defaults_flag(kind: Kind, params: dict) -> list[str]:
-    """The porting warning for each parameter at this framework's default where PyTorch's default differs."""
-    return [f"{name}={params[name]:g} equals MindSpore's default {kind.defaults[name]:g}: if this network came from "
-            f"PyTorch and relied on its default, the {'slope' if name == 'alpha' else name} there was "
-            f"{torch:g} ({kind.defaults[name] / torch:g}x different)"
-            for name, torch in kind.torch_defaults.items() if params.get(name) == kind.defaults.get(name)]
-
-
 _F32_THIRD = float(np.float32(1 / 3))  # nn.RReLU keeps its bounds as float32 tensors
 
 
@@ -238,13 +240,14 @@ KINDS: dict[type, Kind] = {
     nn.LeakyReLU: Kind(
         "nn.LeakyReLU", lambda c: {"alpha": float(c.alpha)},
         Boundary(-0.0, lambda p: (1 + p["alpha"]) / 2, NAN, lambda p: 1 + p["alpha"], -INF), _leaky_range("alpha"),
-        defaults={"alpha": 0.2}, torch_defaults={"alpha": 0.01}, replace=_to_leaky_relu,
+        defaults={"alpha": 0.2}, torch_defaults={"alpha": 0.01}, replace=_to_leaky_relu, slope=lambda p: p["alpha"],
         changes="the gradient at +-0 becomes alpha (MindSpore: (1 + alpha) / 2), at +inf 1 and at -inf alpha "
                 "(MindSpore: (1 + alpha) / 2), at NaN alpha (MindSpore: 1 + alpha); alpha = 0: y(-inf) becomes NaN "
                 "(MindSpore: -inf); float16: within 1 ulp (the float32 slope, one rounding; MindSpore multiplies by "
                 "the float16 slope in float16)"),
     nn.ReLU: Kind(
         "nn.ReLU", lambda c: {}, Boundary(0.0, 0.0, 0.0, 0.0, 0.0), _fixed("[0, inf)"), replace=_to_leaky_relu,
+        slope=lambda p: 0.0,
         changes="negative inputs and -0 give -0.0 (MindSpore: +0.0; equal as numbers), so does the gradient "
                 "there; y(NaN) and y(-inf) become NaN (MindSpore: 0)"),
     nn.PReLU: Kind(
@@ -286,7 +289,8 @@ KINDS: dict[type, Kind] = {
                          lambda c: {"min_val": float(c.min_val), "max_val": float(c.max_val)}),
     # The project's cells (PyTorch semantics: strict x > 0, the slope's gradient at 0, NaN propagates).
     LeakyReLU: Kind("ops.LeakyReLU", lambda c: {"negative_slope": c.negative_slope, "clamp": c.clamp},
-                    _pytorch(lambda p: p["negative_slope"]), _leaky_range("negative_slope")),
+                    _pytorch(lambda p: p["negative_slope"]), _leaky_range("negative_slope"),
+                    slope=lambda p: p["negative_slope"]),
     PReLU: Kind("ops.PReLU", lambda c: {"weight": _weights(c.weight), "clamp": c.clamp},
                 _pytorch(lambda p: _per_channel(p["weight"])), lambda p: _clamped("(-inf, inf)", p)),
     ELU: Kind("ops.ELU", lambda c: {"alpha": c.alpha, "clamp": c.clamp},
@@ -299,7 +303,8 @@ KINDS: dict[type, Kind] = {
                             _pytorch(lambda p: "slope[c]"), lambda p: _clamped("(-inf, inf)", p)),
     BatchNormAct: Kind("ops.BatchNormAct", lambda c: {"negative_slope": c.negative_slope, "gain": c.gain,
                                                       "clamp": c.clamp},
-                       _pytorch(lambda p: p["negative_slope"]), _leaky_range("negative_slope")),
+                       _pytorch(lambda p: p["negative_slope"]), _leaky_range("negative_slope"),
+                       slope=lambda p: p["negative_slope"]),
     BatchNormPReLU: Kind("ops.BatchNormPReLU", lambda c: {"weight": _weights(c.prelu_weight), "gain": c.gain,
                                                           "clamp": c.clamp},
                          _pytorch(lambda p: _per_channel(p["weight"])), lambda p: _clamped("(-inf, inf)", p)),
@@ -388,11 +393,11 @@ def kind_of(cell: nn.Cell, kinds: dict[type, Kind]) -> tuple[Kind | None, bool]:
 
 
 def _record(entry: Found, row: Kind, exact: bool, apply: bool, clamp: float | None,
-            skip: bool) -> tuple[ActivationRecord, nn.Cell | None]:
+            skip: bool, role: str) -> tuple[ActivationRecord, nn.Cell | None]:
     """The record of one activation and, where it is swapped, its replacement."""
     cell = entry.cell
     params = row.params(cell)
-    flags = [f for f in [row.flag(params)] if f] + _defaults_flag(row, params)
+    flags = [f for f in [row.flag(params)] if f]
     if not entry.registered and any(True for _ in cell.get_parameters()):
         flags.append("held in a plain Python list/tuple/dict, not registered with the network: its parameters are "
                      "not trained, not saved in checkpoints and not listed; use nn.CellList or nn.CellDict")
@@ -400,7 +405,8 @@ def _record(entry: Found, row: Kind, exact: bool, apply: bool, clamp: float | No
     base = dict(path=entry.paths[0], kind=kind, params=params,
                 at_default=tuple(k for k, v in row.defaults.items() if params.get(k) == v),
                 output_range=row.output_range(params), boundary=row.boundary.show(params), flags=tuple(flags),
-                aliases=tuple(entry.paths[1:]), registered=entry.registered, changes=row.changes)
+                aliases=tuple(entry.paths[1:]), registered=entry.registered, changes=row.changes,
+                slope=row.slope(params), role=role)
     if row.replace is None:
         return ActivationRecord(status=NATIVE if row.name.startswith("nn.") else PROJECT, **base), None
     if skip:
@@ -457,16 +463,131 @@ def _survey(net: nn.Cell, *, kinds: Iterable[str] | None, skip: Iterable[str], c
     found = walk(net)
     skip = _check_skip(skip, found)
     records, new = [], {}
+    cells = {path: entry.cell for entry in found.values() for path in entry.paths}
     for key, entry in found.items():
         row, exact = kind_of(entry.cell, table)
         if row is None:
             continue
         skipped = _skipped(entry, skip) or (row.replace is not None and row.name not in chosen)
-        record, replacement = _record(entry, row, exact, apply, clamp, skipped)
+        record, replacement = _record(entry, row, exact, apply, clamp, skipped, _role(entry.paths[0], cells))
         records.append(record)
         if replacement is not None:
             new[key] = replacement
-    return found, records, new
+    return found, _porting_flags(records), new
+
+
+# ---- the porting check: what a port may have changed, apart from what is merely a framework's default ----
+
+# Negative slopes that are a framework's default: a layer built without a slope got one of these.
+FRAMEWORK_SLOPES = {0.01: "PyTorch's nn.LeakyReLU default",
+                    0.2: "MindSpore's nn.LeakyReLU and TensorFlow's tf.nn.leaky_relu default",
+                    0.3: "Keras's LeakyReLU default"}
+_DEFAULTS_TEXT = "defaults: " + ", ".join(f"{v:g} {who.split(' default')[0]}" for v, who in FRAMEWORK_SLOPES.items())
+# Output squashers: a final Tanh or Sigmoid beside hidden rectifiers is not a mix of kinds.
+OUTPUT_KINDS = ("nn.Tanh", "nn.Sigmoid", "nn.Hardtanh")
+CHECK, DEFAULT = "check", "default"
+
+
+@dataclass(frozen=True)
+class PortingNote:
+    """A network-wide line of the porting check: `level` check (read it: a port may have changed something) or
+    default (informational: a framework's default slope used consistently), the text, and the layers it names."""
+
+    level: str
+    text: str
+    paths: tuple[str, ...]
+
+
+def _positional(part: str) -> bool:
+    return part.isdigit()
+
+
+def _role(path: str, cells: dict[str, nn.Cell]) -> str:
+    """Where a layer sits: the class of the Cell holding it and the attribute path below it, container positions as
+    * (main.4 of a DcganD: DcganD.main.*; enc.block2.act: Block.act), so siblings of one role share it."""
+    if not path:
+        return ""
+    parts = path.split(".")
+    j = len(parts) - 1
+    while j > 0 and _positional(parts[j]):
+        j -= 1
+    owner = "" if _positional(parts[j]) else ".".join(parts[:j])
+    tail = parts if owner == "" and _positional(parts[j]) else parts[j:]
+    generic = ["*" if _positional(p) else re.sub(r"\[[^\]]*\]$", "[*]", p) for p in tail]
+    return f"{type(cells.get(owner)).__name__}." + ".".join(generic)
+
+
+def _leaky(records: Iterable[ActivationRecord]) -> list[ActivationRecord]:
+    """The rectifiers with a nonzero negative slope (LeakyReLU and its fused forms)."""
+    return [r for r in records if r.slope is not None and r.slope > 0]
+
+
+def _majority(slopes: Iterable[float]) -> tuple[float, int]:
+    """The most common slope and how many layers use it (the first seen among equals)."""
+    return Counter(slopes).most_common(1)[0]
+
+
+def _default_of(slope: float) -> str:
+    who = FRAMEWORK_SLOPES.get(slope)
+    return f" ({who})" if who else ""
+
+
+def _porting_flags(records: list[ActivationRecord]) -> list[ActivationRecord]:
+    """The records with the porting check's per-layer flags added: a slope that differs from the others of its
+    role, and a framework's default slope where the network's other leaky activations use another value."""
+    leaky = _leaky(records)
+    added: dict[str, list[str]] = {}
+    for role in dict.fromkeys(r.role for r in leaky):
+        siblings = [r for r in leaky if r.role == role]
+        common, count = _majority(r.slope for r in siblings)
+        for r in siblings:
+            if r.slope != common:
+                added.setdefault(r.path, []).append(
+                    f"slope {r.slope:g}{_default_of(r.slope)} where {count} other activation(s) of the same role "
+                    f"({role}) use {common:g}: check the source's slope for this layer")
+    if leaky:
+        common, count = _majority(r.slope for r in leaky)
+        for r in leaky:
+            if r.slope != common and r.slope in FRAMEWORK_SLOPES and r.path not in added:
+                added[r.path] = [f"slope {r.slope:g} is {FRAMEWORK_SLOPES[r.slope]} while {count} other leaky "
+                                 f"activation(s) of this network use {common:g}: did the port rely on a default?"]
+    return [replace(r, flags=r.flags + tuple(added[r.path])) if r.path in added else r for r in records]
+
+
+def _family(r: ActivationRecord) -> str:
+    """ReLU, LeakyReLU (by slope) or the layer's kind without the framework prefix."""
+    if r.slope is not None:
+        return "ReLU" if r.slope == 0 else "LeakyReLU"
+    return r.kind.split(" ")[0].rsplit(".", 1)[-1]
+
+
+def _paths(records: list[ActivationRecord], n: int = 4) -> str:
+    more = f" and {len(records) - n} more" if len(records) > n else ""
+    return ", ".join(r.path or "(root)" for r in records[:n]) + more
+
+
+def porting_notes(records: Iterable[ActivationRecord]) -> list[PortingNote]:
+    """The network-wide lines of the porting check, for the records of one network (G or D): kinds mixed among its
+    hidden activations (check: intended in some designs, e.g. a U-Net's LeakyReLU encoder and ReLU decoder), and
+    each framework default slope the network uses throughout, noted once (default: informational)."""
+    records = list(records)
+    notes = []
+    hidden = [r for r in records if r.kind.split(" ")[0] not in OUTPUT_KINDS]
+    families = {f: [r for r in hidden if _family(r) == f] for f in dict.fromkeys(_family(r) for r in hidden)}
+    if len(families) > 1:
+        parts = "; ".join(f"{name} x{len(rs)} ({_paths(rs)})" for name, rs in families.items())
+        notes.append(PortingNote(CHECK, f"kinds mixed in this network: {parts}; intended in some designs (a U-Net's "
+                                        f"LeakyReLU encoder and ReLU decoder), a slip in a port otherwise: compare "
+                                        f"each with the source", tuple(r.path for r in hidden)))
+    flagged = {r.path for r in records if r.flags}
+    for slope, who in FRAMEWORK_SLOPES.items():
+        users = [r for r in _leaky(records) if r.slope == slope and r.path not in flagged]
+        if users:
+            notes.append(PortingNote(DEFAULT, f"slope {slope:g} is {who}, used by {len(users)} activation(s) "
+                                              f"({_paths(users)}): noted once; it matters only if the original "
+                                              f"network had another slope there ({_DEFAULTS_TEXT})",
+                                     tuple(r.path for r in users)))
+    return notes
 
 
 def activation_report(net: nn.Cell, *, table: dict[type, Kind] = KINDS) -> list[ActivationRecord]:
@@ -589,7 +710,8 @@ def _swap_column(r: ActivationRecord) -> str:
 
 
 def format_report(records: Iterable[ActivationRecord]) -> str:
-    """The records as a text table (one line per activation), followed by their flags."""
+    """The records as a text table (one line per activation), then the porting check: the flags and network-wide
+    checks first ("check:"), a framework default used consistently once ("default:"), what the swap changes."""
     records = list(records)
     if not records:
         return "no activation layers found"
@@ -598,9 +720,16 @@ def format_report(records: Iterable[ActivationRecord]) -> str:
     widths = [max(len(str(row[i])) for row in (head, *rows)) for i in range(len(head))]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in (head, *rows)]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    notes: dict[str, list[str]] = {}  # note -> the paths it applies to, in order
+    flags: dict[str, list[str]] = {}  # flag -> the paths it applies to, in order
+    changes: dict[str, list[str]] = {}
     for r in records:
-        for note in r.flags + ((f"the swap changes ({r.kind}): {r.changes}",)
-                               if r.status in (SWAPPED, SWAPPABLE) and r.changes else ()):
-            notes.setdefault(note, []).append(r.path or "(root)")
-    return "\n".join(lines + ([""] + [f"{', '.join(paths)}: {note}" for note, paths in notes.items()] if notes else []))
+        for flag in r.flags:
+            flags.setdefault(flag, []).append(r.path or "(root)")
+        if r.status in (SWAPPED, SWAPPABLE) and r.changes:
+            changes.setdefault(f"the swap changes ({r.kind}): {r.changes}", []).append(r.path or "(root)")
+    network = porting_notes(records)
+    below = ([f"check: {', '.join(paths)}: {flag}" for flag, paths in flags.items()]
+             + [f"{n.level}: {n.text}" for n in network if n.level == CHECK]
+             + [f"{n.level}: {n.text}" for n in network if n.level == DEFAULT]
+             + [f"{', '.join(paths)}: {note}" for note, paths in changes.items()])
+    return "\n".join(lines + ([""] + below if below else []))

@@ -20,7 +20,7 @@ from mindspore import Parameter, Tensor, nn
 import ops
 from ops import ELU, LeakyReLU, PReLU, RReLU, activation_ranges, activation_report, format_report, swap_activations
 from ops.ranges import FLOAT16_OVERFLOW, RangeRecorder
-from ops.swap import INF, KINDS, NAN, Boundary, Kind, _show
+from ops.swap import INF, KINDS, NAN, Boundary, Kind, _show, porting_notes
 from scripts.examples.model_zoo import DcganD, DcganG
 
 from leaky_relu_cases import assert_bitwise
@@ -555,13 +555,62 @@ def test_functional_calls_are_invisible_and_the_one_line_edit_runs_the_projects_
 
 # ---- the porting check ----
 
-def test_default_slope_is_flagged_and_an_explicit_pytorch_slope_is_not():
-    report = activation_report(nn.SequentialCell([nn.LeakyReLU(), nn.LeakyReLU(0.01), LeakyReLU(0.2)]))
-    assert report[0].at_default == ("alpha",)
-    assert report[0].flags == ("alpha=0.2 equals MindSpore's default 0.2: if this network came from PyTorch and "
-                               "relied on its default, the slope there was 0.01 (20x different)",)
-    assert report[1].at_default == () and report[1].flags == ()
-    assert report[2].flags == ()  # the project's layer has no default slope
+def test_a_default_slope_used_throughout_is_noted_once_not_flagged_per_layer():
+    report = activation_report(DcganD(32, 3, 8))  # three nn.LeakyReLU(0.2): MindSpore's default, on purpose
+    assert [r.at_default for r in report] == [("alpha",)] * 3 and [r.flags for r in report] == [()] * 3
+    assert [(r.slope, r.role) for r in report] == [(0.2, "DcganD.main.*")] * 3
+    notes = porting_notes(report)
+    assert [(n.level, n.paths) for n in notes] == [("default", ("main.1", "main.4", "main.7"))]
+    text = format_report(report)
+    assert "check:" not in text and text.count("default: slope 0.2 is MindSpore's nn.LeakyReLU and TensorFlow's") == 1
+
+
+class Ported(nn.Cell):
+    """A port whose author wrote 0.1 everywhere but left one nn.LeakyReLU() (MindSpore's 0.2) among the siblings
+    of a block and one 0.01 (PyTorch's default) in another place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        acts = (nn.LeakyReLU(0.1), nn.LeakyReLU(0.1), nn.LeakyReLU(), nn.LeakyReLU(0.1))
+        self.main = nn.SequentialCell([layer for act in acts for layer in (nn.Conv2d(4, 4, 3), act)])
+        self.head = Block(nn.LeakyReLU(0.01))
+
+
+def test_a_slope_that_differs_from_its_siblings_or_a_stray_default_is_flagged():
+    report = {r.path: r for r in activation_report(Ported())}
+    assert report["main.5"].flags == ("slope 0.2 (MindSpore's nn.LeakyReLU and TensorFlow's tf.nn.leaky_relu default) "
+                                      "where 3 other activation(s) of the same role (Ported.main.*) use 0.1: check "
+                                      "the source's slope for this layer",)
+    assert report["head.act"].flags == ("slope 0.01 is PyTorch's nn.LeakyReLU default while 3 other leaky "
+                                        "activation(s) of this network use 0.1: did the port rely on a default?",)
+    assert all(not report[p].flags for p in ("main.1", "main.3", "main.7"))
+    text = format_report(report.values())
+    below = text.split("\n\n", 1)[1].splitlines()
+    assert below[0].startswith("check: main.5: slope 0.2") and below[1].startswith("check: head.act: slope 0.01")
+    assert not [line for line in below if line.startswith("default:")]  # both defaults are flagged, not noted
+
+
+def test_kinds_mixed_in_a_network_are_one_check_line_not_a_flag_per_layer():
+    class Unet(nn.Cell):  # encoder LeakyReLU(0.2), decoder ReLU, a final Tanh (not a mix: an output squasher)
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.SequentialCell([nn.LeakyReLU(0.2), nn.LeakyReLU(0.2)])
+            self.up = nn.SequentialCell([nn.ReLU(), nn.ReLU(), nn.Tanh()])
+
+    report = activation_report(Unet())
+    assert all(not r.flags for r in report)
+    notes = porting_notes(report)
+    assert [n.level for n in notes] == ["check", "default"]
+    assert notes[0].text.startswith("kinds mixed in this network: LeakyReLU x2 (down.0, down.1); ReLU x2 (up.0, up.1)")
+    assert "up.2" not in notes[0].paths
+    assert porting_notes(activation_report(DcganG(16, 8, 1, 8))) == []  # ReLU and a final Tanh: one kind
+
+
+def test_records_keep_their_fields_for_callers():
+    first = activation_report(Zoo())[0].to_dict()
+    assert set(first) >= {"path", "kind", "params", "at_default", "output_range", "boundary", "status", "new",
+                          "reason", "changes", "flags", "aliases", "registered", "old"}
+    assert (first["slope"], first["role"]) == (0.1, "Block.act")
 
 
 def test_report_is_json_able_and_printable():
@@ -578,7 +627,7 @@ def test_report_is_json_able_and_printable():
     assert lines[0].split() == ["path", "layer", "output", "range", "y(-0)", "dy(0)", "y(nan)", "dy(nan)", "y(-inf)",
                                 "swap"]
     assert any(line.startswith("dct.first = again ") for line in lines)
-    assert "seq.2: alpha=0.2 equals MindSpore's default 0.2" in text
+    assert "check: seq.2: slope 0.2 is MindSpore's nn.LeakyReLU and TensorFlow's tf.nn.leaky_relu default" in text
     assert text.count("the swap changes (nn.ReLU)") == 1  # one note for all of that kind's layers
 
 
