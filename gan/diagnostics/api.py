@@ -191,12 +191,15 @@ class Diagnostics:
         """After step `step`: on a check step read and reset the probes and write the record (diagnostics.jsonl,
         TensorBoard; recycling); given losses, a losses.jsonl line and their TensorBoard scalars (train.py's tags);
         given `samples` (NCHW in [-1, 1]), samples/step_XXXXXX.png and the TensorBoard image; `scalars`: more
-        TensorBoard scalars by tag. Returns the check's record, None on other steps."""
+        TensorBoard scalars by tag. Returns the check's record, None on other steps. Steps must increase from call
+        to call (the logs are in step order); a call that raises does not count as the last step."""
         if self.closed:
             raise RuntimeError("Diagnostics.record after close()")
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
             raise ValueError(f"step={step!r} is not allowed: steps count from 1 (the number of steps done)")
-        self.last_step = max(self.last_step, step)
+        if step <= self.last_step:
+            raise ValueError(f"step={step} is not allowed: step {self.last_step} was recorded already, and each "
+                             f"record() must come after the last one (a step greater than {self.last_step})")
         record = self._check(step) if self.is_check_step(step) else None
         losses = {k: v for k, v in (("loss_d", loss_d), ("loss_g", loss_g), ("d_x", d_x), ("d_g_z", d_g_z))
                   if v is not None}
@@ -210,6 +213,7 @@ class Diagnostics:
             grid = image_grid(np.asarray(samples))
             save_png(grid, self.run_dir / "samples" / f"step_{step:06d}.png")
             self.tensorboard.image("samples", grid, step)
+        self.last_step = step
         return record
 
     def _check(self, step: int) -> dict:

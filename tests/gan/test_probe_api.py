@@ -189,3 +189,21 @@ def test_bad_input_is_refused_with_the_reason(tmp_path):
     diag.close()
     with pytest.raises(RuntimeError, match="after close"):
         diag.record(1)
+
+
+def test_record_refuses_steps_out_of_order_and_a_failed_call_is_not_the_last_step(tmp_path):
+    """Issue 51, L13: steps 5, 3, 3 wrote losses.jsonl backwards; a record() that raised (a check step without a
+    probed pass) still became status.json's step."""
+    import json
+
+    diag = Diagnostics(tmp_path / "run", g=project_nets()[0], g_input=Tensor(BATCHES[0][1]), every=2)
+    diag.record(5, loss_d=1.0, loss_g=1.0)
+    for step in (3, 5):
+        with pytest.raises(ValueError, match=f"step={step} is not allowed: step 5 was recorded already"):
+            diag.record(step, loss_d=1.0, loss_g=1.0)
+    with pytest.raises(RuntimeError, match="no probed pass ran"):
+        diag.record(10**12)  # a check step (every 2) without a probed pass
+    diag.record(7, loss_d=1.0, loss_g=1.0)
+    diag.close()
+    assert [r["step"] for r in read_jsonl(tmp_path / "run" / "losses.jsonl")] == [5, 7]
+    assert json.loads((tmp_path / "run" / "status.json").read_text())["step"] == 7
