@@ -27,7 +27,7 @@ from PIL import Image
 from gan.analysis.channels import (MAX_COLS, MAX_ROWS, STAT_TITLES, SUMMARY_METRICS, channel_matrix, channel_values,
                                    heatmap_png, network_order, network_summary, record_layers)
 from gan.analysis.charts import EVENT_MARKERS, line_chart_svg, marker, swatch
-from gan.analysis.runs import Group, Grouping, Run, find_runs, group_runs, load_runs
+from gan.analysis.runs import Group, Grouping, Run, find_runs, group_runs, load_runs, readable
 from gan.core.atomic import write_text_atomic
 from gan.run.files import DASHBOARD_FILE
 
@@ -171,7 +171,7 @@ def _stat_heatmap(runs: list[Run], layers: list[str], metric: str) -> str:
     return (f'<figure class="stat" data-stat="{metric}"><figcaption><b>{html.escape(SHORT_TITLES[metric])}</b> '
             f'share of channels, {span}</figcaption><div class="hm">{labels}<img class="overview-map" '
             f'alt="{html.escape(SHORT_TITLES[metric])} share per layer and check" width="{col_w * len(steps)}" '
-            f'height="{row_h * len(layers)}" src="{_uri(heatmap_png(matrix))}"></div>'
+            f'height="{row_h * len(layers)}" src="{_uri(heatmap_png(np.sqrt(matrix)))}"></div>'
             f'<div class="worst">worst now: {named}</div></figure>')
 
 
@@ -228,7 +228,8 @@ def _dying(runs: list[Run]) -> str:
         return (f'<section id="overview"><p class="verdict ok">No dead, dormant or gradient-dead channels at any '
                 f'check ({scope}).</p>{notes}{_unprobed(runs)}</section>')
     verdict = (f"{len(rows)} layer{'s' if len(rows) != 1 else ''} with dead, dormant or gradient-dead channels at the "
-               f"last check ({scope}; layers in forward order, G then D; yellow = all channels)" if rows else
+               f"last check ({scope}; layers in forward order, G then D; colour: square root of the share, yellow = all "
+               f"channels, grey = no value)" if rows else
                f"No dead, dormant or gradient-dead channels at the last check; earlier checks had some ({scope})")
     maps = "".join(_stat_heatmap(runs, layers, m) for m in DYING)
     several = len(runs) > 1
@@ -246,7 +247,8 @@ def _overview(runs: list[Run], grouping: Grouping, failed: list[tuple[str, str]]
     markers = "; ".join(f"<b>{marker(k)[0]}</b> {html.escape(k)}: {html.escape(marker(k)[1])}" for k in kinds)
     event_legend = f" Event markers: {markers}." if kinds else ""
     legend = "".join(f'<span>{_group_cell(g)} <small>({_runs_note(g)})</small></span>' for g in groups)
-    return (f'<p class="note">{len(runs)} runs in {len(groups)} group{"s" if len(groups) > 1 else ""}'
+    return (f'<p class="note">{len(runs)} run{"s" if len(runs) > 1 else ""} in {len(groups)} '
+            f'group{"s" if len(groups) > 1 else ""}'
             + (f' by {html.escape(", ".join(varied))}' if varied else "")
             + (f'; common settings: {html.escape(", ".join(f"{k}={v}" for k, v in common.items()))}' if common else "")
             + f'. A group with several seeds is drawn as their mean with a min-max band.{event_legend}</p>'
@@ -416,7 +418,7 @@ details.layer{border-top:1px solid #eee}details.layer summary{font-size:12px;cur
 .path,.last{color:#555;font-size:11px}.path{font-family:monospace}
 h1{font-size:24px;margin:6px 0}p.verdict{font-size:15px;margin:4px 0 6px}p.verdict.ok{color:#1a6e1a}
 .maps{display:flex;flex-wrap:wrap;gap:6px 24px;align-items:flex-start}figure.stat figcaption{font-size:12px}
-.hm{display:flex;align-items:flex-start;margin:2px 0}.hm-labels{width:170px;margin-right:4px}
+.hm{display:flex;align-items:flex-start;margin:2px 0}.hm-labels{max-width:250px;margin-right:4px}
 .hm-labels div{overflow:hidden;white-space:nowrap;text-overflow:ellipsis;text-align:right}
 img.overview-map{image-rendering:pixelated;border:1px solid #ccc;min-width:40px}.worst{font-size:11px;max-width:420px}
 table.dying{width:auto;min-width:60%}table.dying td:first-child{font-family:monospace}.uses{color:#a40}
@@ -449,8 +451,8 @@ def build_dashboard(root: str | Path, title: str | None = None) -> str:
     sections = [_dying(runs), _overview(runs, grouping, failed), _run_table(runs, grouping, metric_keys),
                 _layer_charts(runs, grouping.groups), _quality_charts(runs, grouping.groups, metric_keys),
                 _loss_charts(grouping.groups), _heatmaps(runs, grouping), _samples(runs, grouping), _events(runs)]
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'
-            f'<style>{_CSS}{_tab_css()}</style></head><body><h1>{title}</h1>{"".join(sections)}</body></html>')
+    return readable(f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'
+                    f'<style>{_CSS}{_tab_css()}</style></head><body><h1>{title}</h1>{"".join(sections)}</body></html>')
 
 
 def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 2000, top: int = 0) -> Path:

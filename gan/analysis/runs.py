@@ -85,6 +85,12 @@ class Grouping(NamedTuple):
         return next(g for g in self.groups if any(r is run for r in g.runs))
 
 
+def readable(text: str) -> str:
+    """Text for a page or table: bytes of a file name that are not UTF-8 (which Python keeps as surrogate escapes,
+    unwritable as UTF-8) become U+FFFD, so a folder named x\\xff\\xfey shows as x\ufffd\ufffdy."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def relative_name(folder: Path, root: Path) -> str:
     """A run folder's name below the directory a viewer was given (the folder's own name when it is that one)."""
     return str(folder.relative_to(root)) if folder != root else folder.name

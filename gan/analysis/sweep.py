@@ -8,6 +8,7 @@ the seed groups (the dashboard's groups) and listed after them.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
@@ -17,7 +18,7 @@ from gan.core.atomic import write_text_atomic
 from gan.analysis.channels import SUMMARY_METRICS, network_of, network_order, network_summary
 from gan.run.directory import FAILED_STATES, job_state
 from gan.run.files import OVERRIDES_FILE, natural_order
-from gan.analysis.runs import SEED_KEY, Run, group_runs, load_run
+from gan.analysis.runs import SEED_KEY, Run, group_runs, load_run, readable
 from gan.core.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
@@ -68,28 +69,34 @@ def columns(rows: list[dict]) -> list[str]:
     return list(seen)
 
 
+def _text(value) -> str:
+    """Text from job folders as a Markdown table cell: one line, markup shown as text (<, >, & escaped), | escaped
+    so it cannot split the row, non-UTF-8 bytes of folder names as U+FFFD."""
+    return readable(html.escape(" ".join(str(value).split()), quote=False).replace("|", "\\|"))
+
+
 def _cell(value) -> str:
-    """Markdown cell: floats to 4 significant digits, missing values empty; text on one line, its | escaped."""
+    """Markdown cell: floats to 4 significant digits, missing values empty, text through _text."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return f"{value:.4g}" if isinstance(value, float) else " ".join(str(value).split()).replace("|", "\\|")
+    return f"{value:.4g}" if isinstance(value, float) else _text(value)
 
 
 def to_markdown(rows: list[dict]) -> str:
     """A GitHub-flavoured markdown table of the rows."""
     cols = columns(rows)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(map(_text, cols)) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(row.get(c)) for c in cols) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
 def to_csv(rows: list[dict]) -> str:
-    """The rows as CSV text (full precision, missing values empty)."""
+    """The rows as CSV text (full precision, missing values empty; non-UTF-8 bytes of folder names as U+FFFD)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns(rows), restval="", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    return buffer.getvalue()
+    return readable(buffer.getvalue())
 
 
 def optuna_best(sweep_dir: str | Path) -> str | None:
@@ -187,19 +194,19 @@ def groups_markdown(summary: dict, metrics: tuple[str, ...] | None = None, nets:
     layers = network_order(name for g in groups for name in g["final"] if network_of(name) in nets)
     parts = []
     for metric in SUMMARY_METRICS:
-        header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(layers) + " |"
-        rows = [f"| {g['label']} | {len(g['seeds'])} | "
+        header = f"| {metric} (% of channels, last check) | seeds | " + " | ".join(map(_text, layers)) + " |"
+        rows = [f"| {_text(g['label'])} | {len(g['seeds'])} | "
                 + " | ".join(_mean_std(g["final"].get(layer, {}).get(metric), 100) for layer in layers) + " |"
                 for g in groups]
         parts.append("\n".join([header, "|" + "---|" * (len(layers) + 2), *rows]))
     names = metrics or sorted({k for g in groups for k in g["metrics"]})
     if names:
-        header = "| group | seeds | " + " | ".join(names) + " |"
-        rows = [f"| {g['label']} | {len(g['seeds'])} | "
+        header = "| group | seeds | " + " | ".join(map(_text, names)) + " |"
+        rows = [f"| {_text(g['label'])} | {len(g['seeds'])} | "
                 + " | ".join(_mean_std(g["metrics"].get(k), 1, 3) for k in names) + " |" for g in groups]
         parts.append("\n".join([header, "|" + "---|" * (len(names) + 2), *rows]))
     if summary.get("failed"):
-        parts.append("Jobs left out of the groups above:\n" + "\n".join(f"- job {f['job']}: {_cell(f['status'])}"
+        parts.append("Jobs left out of the groups above:\n" + "\n".join(f"- job {_text(f['job'])}: {_cell(f['status'])}"
                                                                        for f in summary["failed"]))
     return "\n\n".join(parts) + "\n"
 

@@ -9,6 +9,8 @@ never uses aliases) and at most `MAX_YAML_DEPTH` nested collections. Text must b
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +46,25 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:
-    """A UTF-8 text file; UntrustedFileError naming it when it is larger than max_bytes or not UTF-8."""
+    """A UTF-8 text file; UntrustedFileError naming it when it is not a regular file (a named pipe would block the
+    reader forever; it is opened without waiting and refused), larger than max_bytes or not UTF-8."""
     path = Path(path)
-    if max_bytes is not None and path.stat().st_size > max_bytes:
-        raise UntrustedFileError(f"{path}: {path.stat().st_size} bytes, more than the {max_bytes} allowed for it")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        return path.read_bytes().decode("utf-8")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path}: not a regular file (a named pipe, device or folder); only regular "
+                                     f"files are read")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise UntrustedFileError(f"{path}: {info.st_size} bytes, more than the {max_bytes} allowed for it")
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise UntrustedFileError(f"{path}: more than the {max_bytes} bytes allowed for it")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise UntrustedFileError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from None
 

@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,6 +37,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from gan.core.atomic import write_text_atomic
+from gan.core.untrusted import read_text
 from gan.run.files import (CHECKPOINT_DIR, DASHBOARD_FILE, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
                            METRICS_HISTORY_FILE)
 
@@ -44,6 +46,7 @@ STATUS_FILE = "status.json"
 RUN_PRODUCTS = (CHECKPOINT_DIR, LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, METRICS_FILE, EVENTS_FILE,
                 "samples", "tensorboard", DASHBOARD_FILE)
 STATES = ("running", "finished", "interrupted", "failed", "aborted")
+MAX_STATUS_BYTES = 1 << 16  # a status record is ~200 bytes
 
 
 class RunDirError(RuntimeError):
@@ -218,8 +221,8 @@ def claim_run_dir(run_dir: str | Path, resume: str | None, main: bool = True) ->
 def run_state(run_dir: str | Path) -> dict | None:
     """status.json of a run, its "state" "died" where it says running but nobody holds the lock; None without one."""
     run_dir = Path(run_dir)
-    try:
-        status = json.loads((run_dir / STATUS_FILE).read_text(encoding="utf-8"))
+    try:  # bounded, regular files only: a named pipe there must not hang a summary
+        status = json.loads(read_text(run_dir / STATUS_FILE, MAX_STATUS_BYTES))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:
@@ -251,17 +254,23 @@ def job_state(run_dir: str | Path) -> tuple[str, str]:
 
 
 def _locked(lock: Path) -> bool:
-    """Whether some process holds the lock file (a shared probe lock, released at once)."""
+    """Whether some process holds the lock file (a shared probe lock, released at once); ValueError naming it when
+    it is not a regular file (opened without waiting: a named pipe must not hang the reader)."""
     try:
-        with open(lock, "rb") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
+        fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{lock}: not a regular file (a named pipe, device or folder), not a run's lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _launched_main(config: DictConfig) -> bool | None:

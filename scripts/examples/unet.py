@@ -5,11 +5,14 @@ They are what a user porting an image-to-image or conditional GAN brings: activa
 (`model` SequentialCells inside `model` SequentialCells, as pix2pix names them), skip connections, one ReLU cell
 called at several places, an activation primitive (`ops.Tanh()`) no probe can see. Sized for tests (16x16 images,
 a few channels); `ops.swap_activations` turns their LeakyReLU/ReLU cells into the project's, which diagnostics
-probe.
+probe; `train_pix2pix` trains the pair with dead-channel diagnostics (a run directory the dashboard reads).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import mindspore as ms
+import numpy as np
 from mindspore import Tensor, nn, ops
 
 SIZE = 16  # image side
@@ -122,3 +125,66 @@ def build_image_to_image(ngf: int = 4, seed: int = 0) -> tuple[nn.Cell, nn.Cell]
     """(U-Net G, two-input PatchGAN D), MindSpore's activations as a model zoo builds them."""
     ms.set_seed(seed)
     return UnetGenerator(ngf), PatchDiscriminator(ngf)
+
+
+def paired_batch(rng: np.random.Generator, n: int = 4) -> tuple[Tensor, Tensor]:
+    """(condition, target) pairs without a download: noisy squares and the same squares filled, in [-1, 1]."""
+    yy, xx = np.mgrid[:SIZE, :SIZE]
+    corner = rng.integers(1, SIZE // 2, (2, n, 1, 1, 1))
+    inside = (yy >= corner[0]) & (yy < corner[0] + SIZE // 3) & (xx >= corner[1]) & (xx < corner[1] + SIZE // 3)
+    target = np.repeat(np.where(inside, 1.0, -1.0), IN_CH, axis=1)
+    edge = inside ^ np.roll(inside, 1, axis=-1)
+    condition = np.repeat(np.where(edge, 1.0, -1.0), IN_CH, axis=1) + rng.normal(0, 0.1, (n, IN_CH, SIZE, SIZE))
+    return Tensor(condition.astype(np.float32)), Tensor(target.astype(np.float32))
+
+
+def train_pix2pix(run_dir: str | Path, steps: int = 6, every: int = 2, seed: int = 0,
+                  silence: int = 0) -> tuple[nn.Cell, nn.Cell]:
+    """Train the U-Net + PatchGAN pair (pix2pix losses: BCE + 100 L1) for `steps` steps in PyNative with
+    dead-channel diagnostics every `every` steps, writing a run directory the dashboard reads. `silence` > 0 sets
+    the BatchNorm shift of that many channels of the second level to -20, so the activation after it has that many
+    dead channels from the start (what a bad port or a bad init leaves). Returns the probed (G, D)."""
+    from gan.diagnostics.api import Diagnostics
+    from ops import swap_activations
+
+    rng = np.random.default_rng(seed)
+    g, d = build_image_to_image(seed=seed)
+    swap_activations(g), swap_activations(d)
+    if silence:
+        norm = g.model.model[1].model[2]  # level 2's down-path BatchNorm, before its second LeakyReLU
+        beta = norm.beta.asnumpy()
+        beta[:silence] = -20.0
+        norm.beta.set_data(Tensor(beta))
+    g.set_train(), d.set_train()
+    bce, l1 = nn.BCEWithLogitsLoss(), nn.L1Loss()
+    opt_d = nn.Adam(d.trainable_params(), 2e-4, beta1=0.5)
+    opt_g = nn.Adam(g.trainable_params(), 2e-4, beta1=0.5)
+
+    def d_loss(condition, target):
+        real, fake = d(condition, target), d(condition, ops.stop_gradient(g(condition)))
+        return bce(real, ops.ones_like(real)) + bce(fake, ops.zeros_like(fake))
+
+    def g_loss(condition, target):
+        fake = g(condition)
+        logit = d(condition, fake)
+        return bce(logit, ops.ones_like(logit)) + 100 * l1(fake, target)
+
+    d_grad = ms.value_and_grad(d_loss, None, opt_d.parameters)
+    g_grad = ms.value_and_grad(g_loss, None, opt_g.parameters)
+
+    def step(condition, target):
+        loss_d, grads = d_grad(condition, target)
+        opt_d(grads)
+        loss_g, grads = g_grad(condition, target)
+        opt_g(grads)
+        return loss_d, loss_g
+
+    condition, target = paired_batch(rng)
+    with Diagnostics(run_dir, g=g, d=d, g_input=condition, d_input=(condition, target), every=every) as diag:
+        twin = diag.step(step, jit=False)
+        for i in range(1, steps + 1):
+            condition, target = paired_batch(rng)
+            loss_d, loss_g = twin(condition, target, check=diag.is_check_step(i))
+            diag.record(i, loss_d=float(loss_d.asnumpy()), loss_g=float(loss_g.asnumpy()),
+                        samples=g(condition).asnumpy() if i == steps else None)
+    return g, d
