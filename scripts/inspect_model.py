@@ -179,8 +179,9 @@ def _some(items: list[str], n: int = 8) -> str:
 
 
 def ranges_table(ranges: dict[str, list]) -> str:
-    """The activations' observed input ranges as a console table (the layer column as wide as its longest name)."""
-    rows = [(f"{net}/{r['path']}", r) for net, records in ranges.items() for r in records]
+    """The activations' observed input ranges as a console table, layers by their display names (the layer column as
+    wide as its longest name)."""
+    rows = [(r["name"], r) for records in ranges.values() for r in records]
     width = max([len("layer")] + [len(name) for name, _ in rows]) + 2
     lines = ["activation input ranges (float16 overflows at |x| >= 65520):",
              f"  {'layer':<{width}}{'kind':<16}{'min':>11}{'max':>11}{'negative':>10}{'fp16':>10}{'clamp':>10}"]
@@ -307,6 +308,10 @@ def inspect(args: argparse.Namespace) -> int:
         outs = [[float(v.asnumpy()) for v in step(b, check=True)] for b in fed]
         loss_d, loss_g, d_x, d_g_z = np.mean(outs, axis=0).tolist()
         diag.record(args.step, loss_d=loss_d, loss_g=loss_g, d_x=d_x, d_g_z=d_g_z, samples=g(*fixed.g).asnumpy())
+        names = {(net, p.path): p.layer for net, probes in diag.probes_of.items() for p in probes}
+        for net, records in ranges.items():  # the names of the dead-channel table; unprobed layers by their path
+            for r in records:
+                r["name"] = names.get((net, r["path"]), f"{net}/{r['path']}")
         write_text_atomic(args.out / "ranges.json", json.dumps(ranges, indent=1, allow_nan=False) + "\n")
     print(diag.table())
     print(ranges_table(ranges))

@@ -1,6 +1,6 @@
-"""A class-conditional DCGAN written the way conditional ports write it: G(z, y) takes the latents with the one-hot
-label appended, D(x, y) the image with one constant plane per class appended (the model-zoo DcganG / DcganD inside).
-The models import only MindSpore; `inspect_factory` is the factory `scripts/inspect_model.py` takes
+"""A class-conditional DCGAN pair as conditional ports write it: G(z, y) is scripts/examples/unet.py's
+ConditionalGenerator (the label embedded and concatenated with z), D(x, y) takes the image with one constant plane
+per class appended (the model-zoo DcganD inside). `inspect_factory` is the factory `scripts/inspect_model.py` takes
 (docs/your_model.md, "Conditional and image-to-image GANs"):
 
     PYTHONPATH=. python scripts/inspect_model.py scripts.examples.conditional:inspect_factory --data images/ --out out/
@@ -11,20 +11,9 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from scripts.examples.model_zoo import DcganD, DcganG
-
-
-class ConditionalG(nn.Cell):
-    """G(z, y): z (N, nz, 1, 1) and labels y (N,) int32 in [0, classes) -> (N, nc, isize, isize)."""
-
-    def __init__(self, isize: int, nz: int, nc: int, ngf: int, classes: int) -> None:
-        super().__init__()
-        self.classes = classes
-        self.net = DcganG(isize, nz + classes, nc, ngf)
-
-    def construct(self, z, y):
-        onehot = ops.one_hot(y, self.classes).astype(z.dtype).reshape(z.shape[0], self.classes, 1, 1)
-        return self.net(ops.cat((z, onehot), 1))
+from scripts.examples.model_zoo import DcganD
+from scripts.examples.unet import SIZE, ConditionalGenerator
+from scripts.inspect_model import Fed, Feed
 
 
 class ConditionalD(nn.Cell):
@@ -41,13 +30,11 @@ class ConditionalD(nn.Cell):
         return self.net(ops.cat((x, ops.broadcast_to(planes, (n, self.classes, h, w))), 1))
 
 
-def inspect_factory(size: int = 16, nz: int = 16, classes: int = 4, seed: int = 0):
-    """(G, D, Feed) for scripts/inspect_model.py: each batch draws z ~ N(0, 1) and labels uniformly (a folder of
-    images holds no labels), G gets (z, y), D gets (image, y) for the real images and G's."""
-    from scripts.inspect_model import Fed, Feed  # the inspection's contract; the models above need only MindSpore
-
+def inspect_factory(nz: int = 8, classes: int = 10, seed: int = 0):
+    """(G, D, Feed): each batch draws z ~ N(0, 1) and labels uniformly (a folder of images holds no labels), G gets
+    (z, y), D gets (image, y) for the real images and G's; the folder is read as SIZE x SIZE grey images."""
     ms.set_seed(seed)
-    g, d = ConditionalG(size, nz, 1, 8, classes), ConditionalD(size, 1, 8, classes)
+    g, d = ConditionalGenerator(nz, classes, ngf=4, channels=1), ConditionalD(SIZE, 1, 8, classes)
     g.update_parameters_name("G."), d.update_parameters_name("D.")  # one graph needs unique parameter names
 
     def batch(images, rng):
@@ -56,4 +43,4 @@ def inspect_factory(size: int = 16, nz: int = 16, classes: int = 4, seed: int = 
         y = Tensor(rng.integers(0, classes, n).astype(np.int32))
         return Fed(g=(z, y), real=images, d=lambda image: (image, y))
 
-    return g, d, Feed(image_size=size, channels=1, batch=batch)
+    return g, d, Feed(image_size=SIZE, channels=1, batch=batch)
