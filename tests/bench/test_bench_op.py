@@ -47,9 +47,11 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_rejects_a_zero_size(tmp_path: Path) -> None:
-    result = run_bench("--sizes", "0", "--json", str(tmp_path / "b.json"))
-    assert result.returncode == 2 and "size must be >= 1, got 0" in result.stderr
+@pytest.mark.parametrize("argv, message", [(["--sizes", "0"], "size must be >= 1, got 0"),
+                                           (["--kinds", "leaky_relu,swish"], "unknown kind(s) ['swish']")])
+def test_bad_arguments_exit_2_naming_them(tmp_path: Path, argv: list[str], message: str) -> None:
+    result = run_bench(*argv, "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and message in result.stderr
 
 
 @pytest.mark.slow
@@ -62,12 +64,6 @@ def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
     assert [(r["kind"], r["impl"]) for r in records] == [("prelu", "kernel"), ("rrelu", "eval"), ("rrelu", "train"),
                                                          ("elu", "kernel")]
     assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in records)
-
-
-@pytest.mark.slow
-def test_rejects_an_unknown_kind(tmp_path: Path) -> None:
-    result = run_bench("--kinds", "leaky_relu,swish", "--json", str(tmp_path / "b.json"))
-    assert result.returncode == 2 and "unknown kind(s) ['swish']" in result.stderr
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ def test_bad_arguments_are_named(tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err and not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_consistent_numbers(tmp_path):
     out = tmp_path / "bench.json"
     result = main(["--json", str(out), "--rounds", "2", "--steps", "1", "--checks", "1", "--warmup", "1"])

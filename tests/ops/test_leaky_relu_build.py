@@ -17,6 +17,7 @@ def test_missing_compiler_error_names_it(monkeypatch):
         build.compiler()
 
 
+@pytest.mark.slow  # builds every kernel from scratch in a new cache directory
 def test_library_is_cached_by_content_and_rebuilt_in_a_new_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("LRELU_CACHE_DIR", str(tmp_path))
     build.library_path.cache_clear()
