@@ -10,7 +10,7 @@ from omegaconf import DictConfig  # noqa: E402
 
 import gan.config.schema  # noqa: E402,F401  (registers the structured-config schema)
 from gan.run.directory import ReportedError  # noqa: E402
-from gan.training.runtime import job_threads, limit_threads_env  # noqa: E402
+from gan.training.runtime import job_threads, limit_threads_env, missing_sweep_plugin  # noqa: E402
 
 INTERRUPTED_EXIT = 130  # what a shell reports for Ctrl-C: scripts and sweeps can tell a stopped run from a finished one
 
@@ -38,4 +38,7 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    missing = missing_sweep_plugin(sys.argv[1:], gan.config.schema.CONFIG_DIR)  # Hydra's own error has no hint
+    if missing:
+        sys.exit(missing)
     main()

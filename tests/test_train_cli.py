@@ -115,3 +115,12 @@ def test_ctrl_c_twice_aborts_without_saving_and_exits_130(tmp_path, tiny_overrid
            "and this run has none" in out, out[-3000:]
     assert "Traceback" not in out and "interrupted: saved" not in out
     assert not list((tmp_path / "checkpoints").glob("*.ckpt"))
+
+
+def test_an_empty_run_dir_is_refused_before_anything_is_written(tmp_path):
+    """Issue 51, L9: hydra.run.dir='' wrote the run (checkpoints, logs, lock, .hydra/) into the current folder."""
+    result = subprocess.run(train_cmd("hydra.run.dir=''", "train.dry_run=true", "eval.enabled=false"), cwd=tmp_path,
+                            env=script_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "the run directory is empty ('')" in result.stderr and "hydra.run.dir=outputs/my_run" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ from gan.analysis.runs import Group, Points, Run
 EVENT_MARKERS = {"resume": ("R", "resumed from a checkpoint"),
                  "resume_override": ("O", "resumed with changed settings"),
                  "nonfinite_skip": ("N", "non-finite step skipped"),
+                 "nonfinite_stop": ("X", "stopped after non-finite steps"),
                  "recycle": ("C", "dead channels recycled"),
                  "data_skip": ("S", "unreadable image skipped")}
 # Tableau 10 colours x 3 dash patterns: 30 distinguishable groups before a style repeats.

@@ -54,6 +54,31 @@ def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
     return [(key[:-1], node)] if isinstance(node, float) and not math.isfinite(node) else []
 
 
+# Upper bounds of the sizes a training run may set, per group: {key: (bound, what it sizes)}. Far above every recipe
+# here, and below values that end in a MemoryError minutes into a run (each multiplies an allocation). Checked when a
+# run starts (check_sizes), not by the dataclasses: a checkpoint's stored config is checked against its arrays.
+SIZE_LIMITS = {
+    "model": {"nz": (4096, "the latent size"), "ngf": (1024, "G's channel widths (the widest layer holds up to 16x it)"),
+              "ndf": (1024, "D's channel widths (the widest layer holds up to 16x it)")},
+    "data": {"num_workers": (256, "the image decoding threads")},
+    "train": {"batch_size": (4096, "the images of one step"), "num_samples": (4096, "the images of a sample grid"),
+              "d_steps": (100, "the real batches drawn for one step (one per D update)")},
+    "eval": {"num_samples": (50_000, "the samples generated at once"),
+             "fid_samples": (50_000, "the samples generated at once for FID (FID-50k's count)"),
+             "fid_reference": (100_000, "the reference images held and featurised")},
+}
+
+
+def check_sizes(conf: "Config") -> None:
+    """ConfigError naming the key, its bound and what it sizes for the first SIZE_LIMITS entry above its bound."""
+    for group, limits in SIZE_LIMITS.items():
+        for key, (bound, what) in limits.items():
+            value = getattr(getattr(conf, group), key)
+            if value is not None and value > bound:
+                raise ConfigError(f"{group}.{key}={value!r} is above {bound}, the largest this project allows: it "
+                                  f"sizes {what}, and larger values exhaust memory")
+
+
 IMAGE_SIZES = (32, 64, 128)
 POINT_DATASETS = ("ring8", "grid25")  # 2D data, trained with model=mlp
 D_NORMS = ("batch", "spectral", "none")  # gan.models.networks.NORMS builds them

@@ -64,6 +64,14 @@ def previous_run_files(run_dir: str | Path) -> list[str]:
     return found
 
 
+def check_run_dir_name(run_dir: str | Path) -> None:
+    """RunDirError for an empty run directory name: it would mean the current folder (for train.py often the source
+    tree), where the run's checkpoints, logs and lock would mix with whatever is there."""
+    if not str(run_dir).strip():
+        raise RunDirError(f"the run directory is empty ({str(run_dir)!r}), which would write the run into the current "
+                          f"folder {Path.cwd()}; give one, e.g. hydra.run.dir=outputs/my_run")
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether `path` lies in `folder` (both resolved: symlinks and `..` do not fool it)."""
     return path.resolve().parent == folder.resolve()
@@ -291,6 +299,7 @@ class ClaimRunDir(Callback):
         main = _launched_main(config)
         resume = config.train.resume
         try:
+            check_run_dir_name(config.hydra.run.dir)
             if main:
                 hold(config.hydra.run.dir, resume)
             elif main is False:

@@ -8,7 +8,8 @@ run rewrites the later steps, never glues a record to a partial line, and never 
 
 `events.jsonl` records what happened to the run, one `{"step": int, "kind": str, "detail": {...}}` per
 event; kinds (`EVENT_KINDS`): `resume` (detail: {"checkpoint": path}), `resume_override` (detail:
-{"changed": {"dotted.key": [old, new], ...}}), `nonfinite_skip` (detail: {"network": ..., ...}), `recycle`
+{"changed": {"dotted.key": [old, new], ...}}), `nonfinite_skip` (detail: {"network": ..., ...}), `nonfinite_stop`
+(detail: {"steps": n in a row, "layer": first non-finite, "checkpoint": name}; training stopped), `recycle`
 (detail: {"net": "D", "layer": "D/act1", "channels": [indices], "count": n}; one per layer, gan.diagnostics.recycle),
 `data_skip` (detail: {"file": path below data.root, "reason": ..., "count": images skipped so far}; an image
 that became unreadable during the run, gan.data.sources). A `resume` that set later checkpoints aside lists them
@@ -34,7 +35,7 @@ METRICS_HISTORY_FILE = "metrics.jsonl"  # one record {"step", <name>: value...} 
 EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps, recycled channels
 DASHBOARD_FILE = "report.html"  # the run's dashboard page (gan.training.outputs.write_dashboard; the name runs have used)
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
-EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "recycle", "data_skip")
+EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "nonfinite_stop", "recycle", "data_skip")
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
 OVERRIDES_FILE = ".hydra/overrides.yaml"  # the command-line overrides of a Hydra job
 log = logging.getLogger(__name__)

@@ -56,11 +56,53 @@ def resolve_objective(cfg: EvalConfig, task: Task, fid: bool = False) -> str:
     return name
 
 
-def standard_metrics(conf: Config, task: Task, say: Callable[[str], None]):
+class EvaluationInterrupted(Exception):
+    """The run was asked to stop (Ctrl-C, SIGTERM) while an evaluation computed Inception features."""
+
+
+class StoppableExtractor:
+    """gan.metrics.inception.FeatureExtractor (built on first use) whose `features` asks `stop()` before each batch
+    of its batch_size and raises EvaluationInterrupted when it says so: a run asked to stop leaves an evaluation of
+    thousands of images (reference or samples) within one batch instead of minutes later. Verifies the pinned
+    Inception archive when made (InceptionError), as gan.metrics.fid.StandardMetrics.check does."""
+
+    def __init__(self, stop: Callable[[], bool], **options) -> None:
+        from gan.metrics import inception
+
+        inception.verify_archive(inception.archive_path(options.get("archive")))
+        self._stop, self._options, self._inner = stop, options, None
+
+    @property
+    def inner(self):
+        """The FeatureExtractor (the Inception network loads here, once)."""
+        if self._inner is None:
+            from gan.metrics import inception
+
+            self._inner = inception.FeatureExtractor(**self._options)
+        return self._inner
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)  # convention, sha256, describe
+
+    def features(self, images: np.ndarray, progress: bool = False) -> np.ndarray:
+        """The inner extractor's features of `images`, one batch at a time, stopping between batches if asked."""
+        size = self._options["batch_size"]
+        parts = []
+        for start in range(0, len(images), size):
+            if self._stop():
+                raise EvaluationInterrupted(f"Inception features stopped after {start} of {len(images)} images")
+            parts.append(self.inner.features(images[start:start + size]))
+        return np.concatenate(parts) if parts else self.inner.features(images)
+
+
+def standard_metrics(conf: Config, task: Task, say: Callable[[str], None], stop: Callable[[], bool] = lambda: False):
     """The run's gan.metrics.fid.StandardMetrics against its first eval.fid_reference training images, or None: for 2D
     data, with eval.enabled=false or eval.fid=false, in a dry run (after checking the weights), and with
     eval.fid=null for data other than AUTO_FID_DATASETS or when the Inception weights are not installed (said
-    once, with the install command). eval.fid=true without them raises InceptionError now, before the first step."""
+    once, with the install command). eval.fid=true without them raises InceptionError now, before the first step.
+    Its features stop between batches once `stop()` is true (StoppableExtractor)."""
     from gan.metrics.inception import DEFAULT_BATCH, InceptionError
 
     cfg = conf.eval
@@ -76,13 +118,14 @@ def standard_metrics(conf: Config, task: Task, say: Callable[[str], None]):
     count = min(cfg.fid_reference, data.source_size)
     name = f"{conf.data.name} training images[:{count}] {size}x{size}"
     try:
-        metrics = StandardMetrics(lambda: data.source_images(count), name, say=say, convention=cfg.fid_convention,
-                                  batch_size=min(DEFAULT_BATCH, cfg.fid_samples)).check()
+        extractor = StoppableExtractor(stop, convention=cfg.fid_convention,
+                                       batch_size=min(DEFAULT_BATCH, cfg.fid_samples))
     except InceptionError as err:
         if cfg.fid:
             raise
         say(f"eval: FID/KID/precision-recall off ({err})")
         return None
+    metrics = StandardMetrics(lambda: data.source_images(count), name, extractor=extractor, say=say)
     if conf.train.dry_run:
         say(f"eval: dry run: the Inception weights are in place; FID/KID/precision-recall on {cfg.fid_samples} "
             f"samples are not computed")
@@ -102,9 +145,9 @@ class Evaluator:
     metrics at `eval.fid_every` and at the end, and records them."""
 
     def __init__(self, conf: Config, task: Task, run_dir: str | Path, tensorboard: TensorBoardWriter,
-                 latents: np.ndarray) -> None:
+                 latents: np.ndarray, stop: Callable[[], bool] = lambda: False) -> None:
         self.active = conf.eval.enabled and bool(task.metric_names)
-        self.fid = standard_metrics(conf, task, tensorboard.write)
+        self.fid = standard_metrics(conf, task, tensorboard.write, stop)
         self.objective = resolve_objective(conf.eval, task, self.fid is not None)
         self.interval, self.fid_every = conf.eval.interval, conf.eval.fid_every
         self.task = task
@@ -133,7 +176,8 @@ class Evaluator:
 
     def evaluate(self, step: int, generate: Callable[[np.ndarray], np.ndarray], end: int) -> dict[str, float]:
         """The metrics due at `step` of a run ending at `end`, logged to TensorBoard, metrics.jsonl and metrics.json
-        (every metric's latest value); returns the latest values."""
+        (every metric's latest value); returns the latest values. EvaluationInterrupted (nothing recorded) when the
+        run is asked to stop during the Inception features."""
         values: dict[str, float] = {}
         if self._task_due(step, end):
             values.update(self.task.metrics(_generate_all(generate, self.latents)))

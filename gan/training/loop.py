@@ -21,17 +21,19 @@ from omegaconf import DictConfig
 
 from gan.models.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
                             latest_checkpoint, load_training_checkpoint, set_aside_later)
-from gan.config.schema import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, to_config
+from gan.config.schema import (Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, check_sizes,
+                               to_config)
 from gan.training.distributed import DistributedError, World, gradient_reducer
 from gan.diagnostics.probes import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
 from gan.models.layers import PowerIteration
 from gan.training.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
 from gan.models.networks import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.metrics.inception import InceptionError
-from gan.training.outputs import NonFiniteTrainingError, RunOutputs, RunSummary
+from gan.training.outputs import (KernelCacheError, NonFiniteTrainingError, RunOutputs, RunSummary,
+                                  kernel_library_gone)
 from gan.models.build import build_plan
 from gan.diagnostics.recycle import Recycler
-from gan.run.directory import RunDirError, claim_run_dir, previous_run_files
+from gan.run.directory import RunDirError, check_run_dir_name, claim_run_dir, previous_run_files
 from gan.run.files import record_restart, record_resume
 from gan.training.precision import mixed_precision
 from gan.training.runtime import prepare_run
@@ -471,24 +473,35 @@ class GANTrainer:
         return {name: a for name, a in self.state_arrays().items() if name not in per_rank}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray], source: str | Path) -> None:
-        """Restore the state written by `state_arrays`; a missing or misshapen entry is a CheckpointError."""
+        """Restore the state written by `state_arrays`; a missing entry, or one whose shape or dtype kind (float,
+        integer) differs from the Parameter's, is a CheckpointError raised before any Parameter changes."""
         params = self._stateful()
         missing = sorted(set(params) - set(arrays))
         if missing:
             raise CheckpointError(f"{source}: not a checkpoint of this model/config; missing {missing[:5]}"
                                   f"{' ...' if len(missing) > 5 else ''}")
         for name, p in params.items():
-            if tuple(arrays[name].shape) != tuple(p.shape):
-                raise CheckpointError(f"{source}: '{name}' has shape {arrays[name].shape}, this model needs "
+            array, needed = arrays[name], np.dtype(ms.dtype_to_nptype(p.dtype))
+            if tuple(array.shape) != tuple(p.shape):
+                raise CheckpointError(f"{source}: '{name}' has shape {array.shape}, this model needs "
                                       f"{tuple(p.shape)} (was it trained with other model.* settings?)")
+            if _dtype_kind(array.dtype) != _dtype_kind(needed):
+                raise CheckpointError(f"{source}: '{name}' is {array.dtype}{list(array.shape)}, this model needs "
+                                      f"{needed}{list(p.shape)}; not a checkpoint train.py wrote")
+        for name, p in params.items():
             p.set_data(Tensor(arrays[name].astype(ms.dtype_to_nptype(p.dtype))))
+
+
+def _dtype_kind(dtype: np.dtype) -> str:
+    """"float" or "integer" (signed or unsigned), else the dtype's own kind code (bool, complex, object...)."""
+    return {"f": "float", "i": "integer", "u": "integer"}.get(np.dtype(dtype).kind, np.dtype(dtype).kind)
 
 
 # What a user's config, files, run folder or data can cause, each with a message naming the key, file or value
 # and what is allowed: train.py re-raises it as gan.run.directory.ReportedError, one line without a traceback (which
 # stays for the project's bugs).
 USER_ERRORS = (ConfigError, CheckpointError, DataError, RunDirError, UntrustedFileError, InceptionError,
-               DistributedError, NonFiniteTrainingError)
+               DistributedError, NonFiniteTrainingError, KernelCacheError)
 
 
 class TrainingAborted(KeyboardInterrupt):
@@ -556,27 +569,66 @@ def _resume_path(resume: str | None, run_dir: Path) -> Path | None:
     return path
 
 
+def _count(value: object) -> bool:
+    """Whether `value` is an integer >= 0 (a bool is not)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0
+
+
+def _diagnostics_state(value: object) -> bool:
+    """Whether `value` is a dead-channel tracker state: {"checks": count, "streaks": {layer: [count, ...]}}."""
+    if not isinstance(value, dict) or not isinstance(value.get("streaks"), dict):
+        return False
+    return _count(value.get("checks")) and all(isinstance(v, list) and all(map(_count, v))
+                                               for v in value["streaks"].values())
+
+
+# The meta entries a resume reads: (required, what it must be, check). Checked before any file of the run changes.
+RESUME_META = {
+    "step": (True, "an integer >= 0", _count),
+    "config": (True, "the run's config as YAML text", lambda v: isinstance(v, str)),
+    "skipped_steps": (False, "an integer >= 0", _count),
+    "diagnostics": (False, "a dead-channel history {checks: N, streaks: {layer: [N, ...]}}", _diagnostics_state),
+}
+
+
+def check_resume_meta(path: Path, meta: dict) -> None:
+    """CheckpointError naming the file and the entry unless every RESUME_META entry of `meta` is what it must be."""
+    for key, (required, what, valid) in RESUME_META.items():
+        if key not in meta:
+            if required:
+                raise CheckpointError(f"{path}: its meta has no '{key}' ({what}); not a checkpoint train.py wrote")
+        elif not valid(meta[key]):
+            raise CheckpointError(f"{path}: meta '{key}' is {meta[key]!r:.80}, it must be {what}; the file was not "
+                                  f"written by train.py (or was edited), so the run cannot resume from it")
+
+
 def resume_state(trainer: GANTrainer, conf: Config, world: World, run_dir: Path,
-                 data: ImageData | PointData) -> tuple[Path | None, int, dict]:
-    """Load train.resume into the trainer: (checkpoint path or None, step to start from, its meta). Changed
-    experiment keys, or other data than the checkpoint's (`data.fingerprint()`), stop the run unless
-    train.resume_override (gan.config.schema.check_resume); rank 0 then records the resume in the run's files before
-    anything reads or appends them, setting aside checkpoints past the resumed step. resume=auto in a
-    directory whose run saved no checkpoint starts over at step 0."""
+                 data: ImageData | PointData) -> tuple[Path | None, int, int, dict]:
+    """Load train.resume into the trainer: (checkpoint path or None, step to start from, step to end at, its meta).
+
+    Everything the resume reads is checked before any file of the run changes: the meta entries (RESUME_META),
+    the experiment keys (changed ones, or other data than the checkpoint's (`data.fingerprint()`), stop the run
+    unless train.resume_override; gan.config.schema.check_resume), every array against the network, and the step
+    against the run's length. Only then does rank 0 record the resume in the run's files, before anything reads or
+    appends them, setting aside checkpoints past the resumed step. resume=auto in a directory whose run saved no
+    checkpoint starts over at step 0."""
     path = _resume_path(conf.train.resume, run_dir)
     if path is None:
+        end = end_step(conf, data.num_images, 0, None)
         if conf.train.resume == "auto" and world.is_main and previous_run_files(run_dir):
             record_restart(run_dir)
-        return None, 0, {}
+        return None, 0, end, {}
     arrays, meta = load_training_checkpoint(path)
+    check_resume_meta(path, meta)
     stored, current = meta.get("data"), data.fingerprint()
     changes = check_resume(path, meta["config"], conf,
                            {"data.fingerprint": [stored, current]} if stored is not None and stored != current else {})
     trainer.load_state_arrays(arrays, path)
     start = int(meta["step"])
+    end = end_step(conf, data.num_images, start, path)
     if world.is_main:
         record_resume(run_dir, start, path, changes, set_aside_later(run_dir, start))
-    return path, start, meta
+    return path, start, end, meta
 
 
 def end_step(conf: Config, num_images: int | None, start: int, resumed_from: Path | None) -> int:
@@ -605,20 +657,23 @@ def step_inputs(conf: Config, world: World, batches: Iterator[np.ndarray], step:
 
 def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
     """Train (or resume) a GAN as configured, writing samples, checkpoints and TensorBoard to run_dir."""
+    check_run_dir_name(run_dir)
     conf, run_dir = to_config(cfg), Path(run_dir)
+    check_sizes(conf)
     world = prepare_run(conf)  # device, threads, ranks, precision check, seed (gan.training.runtime)
     with claim_run_dir(run_dir, conf.train.resume, world.is_main):  # locked, not another run's (gan.run.directory)
         task = build_task(conf, world.rank, world.size)  # data shard, sample pictures and metrics (gan.training.tasks)
         trainer = GANTrainer(conf, task.data.channels, world)
-        resumed_from, start, meta = resume_state(trainer, conf, world, run_dir, task.data)
-        end = end_step(conf, task.data.num_images, start, resumed_from)
+        resumed_from, start, end, meta = resume_state(trainer, conf, world, run_dir, task.data)
+        interrupt = _InterruptFlag(run_dir)
         outputs = RunOutputs(conf, run_dir, task, trainer, world, start, end, meta, resumed_from,
                              latents(conf.seed, 0, Purpose.EVAL_Z, conf.eval.num_samples, conf.model.nz),
-                             fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz))
+                             fixed_latents(conf.seed, conf.train.num_samples, conf.model.nz),
+                             lambda: interrupt.requested)
         outputs.announce()
         batches = outputs.batches(start * conf.train.d_steps)  # D takes train.d_steps batches per step
         try:
-            with _InterruptFlag(run_dir) as interrupt:
+            with interrupt:
                 for step in range(start, end):
                     inputs = step_inputs(conf, world, batches, step)
                     if conf.train.lr_decay:
@@ -628,10 +683,14 @@ def run(cfg: DictConfig | Config, run_dir: str | Path) -> RunSummary:
                                                   _AVERAGED)
                         stop = world.any(interrupt.requested)  # every rank stops at the same step
                     outputs.after_step(step + 1, stats, inputs["real"][0], inputs["z"][0])
-                    if stop:
+                    if stop or outputs.evaluation_interrupted:
                         outputs.interrupted(step + 1)
                         break
             outputs.finish()
+        except RuntimeError as err:
+            if not kernel_library_gone(err):
+                raise
+            raise outputs.kernels_gone(err, None) from err  # inside a step: its state is not a finished step's
         finally:
             outputs.close()
         outputs.print_summary()

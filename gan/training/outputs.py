@@ -12,7 +12,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 from omegaconf import OmegaConf
@@ -26,7 +26,7 @@ from gan.analysis.dashboard import write_dashboard
 from gan.data.sources import DataError
 from gan.diagnostics.probes import TrainingDiagnostics, run_hparams
 from gan.training.distributed import World, append_checksum
-from gan.training.evaluation import Evaluator
+from gan.training.evaluation import EvaluationInterrupted, Evaluator
 from gan.run.grids import save_png
 from gan.run.directory import write_status
 from gan.run.files import DASHBOARD_FILE, LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
@@ -37,8 +37,23 @@ from gan.run.tensorboard import TensorBoardWriter
 log = logging.getLogger(__name__)
 
 
+DYNAMIC_SCALING = ("fp16",)  # precisions whose loss scale falls after a non-finite step (gan.training.loop)
+
+
 class NonFiniteTrainingError(RuntimeError):
     """Training produced non-finite gradients for too many consecutive steps."""
+
+
+KERNEL_GONE = "couldn't find the AOT binary"  # MindSpore's error when a Custom op's compiled library is missing
+
+
+class KernelCacheError(RuntimeError):
+    """A compiled kernel library vanished from the kernel cache while the run was going."""
+
+
+def kernel_library_gone(err: BaseException) -> bool:
+    """Whether `err` is MindSpore failing to load a Custom op's library (not yet reported as KernelCacheError)."""
+    return isinstance(err, RuntimeError) and not isinstance(err, KernelCacheError) and KERNEL_GONE in str(err)
 
 
 @dataclass
@@ -71,10 +86,12 @@ class RunSummary:
 
 class RunOutputs:
     """The outputs of one run from `start` to `end`; `trainer` is the gan.training.loop.GANTrainer, `meta` the meta of
-    the checkpoint `resumed_from` (empty and None for a new run)."""
+    the checkpoint `resumed_from` (empty and None for a new run), `stop` whether the run was asked to stop (Ctrl-C,
+    SIGTERM: an evaluation then ends early)."""
 
     def __init__(self, conf: Config, run_dir: Path, task: Task, trainer, world: World, start: int, end: int,
-                 meta: dict, resumed_from: Path | None, eval_latents: np.ndarray, fixed_latents: np.ndarray) -> None:
+                 meta: dict, resumed_from: Path | None, eval_latents: np.ndarray, fixed_latents: np.ndarray,
+                 stop: Callable[[], bool] = lambda: False) -> None:
         t = conf.train
         self.conf, self.run_dir, self.task, self.trainer, self.world, self.end = conf, run_dir, task, trainer, world, end
         self.fixed_z = fixed_latents
@@ -88,7 +105,8 @@ class RunOutputs:
         self.summary = RunSummary(run_dir, start, start, skipped_steps=int(meta.get("skipped_steps", 0)),
                                   checkpoint=resumed_from, elapsed_before=_elapsed_of(meta, resumed_from))
         self.tensorboard = TensorBoardWriter(run_dir, end, start) if self.writes else None
-        self.evaluator = Evaluator(conf, task, run_dir, self.tensorboard, eval_latents) if self.writes else None
+        self.evaluator = Evaluator(conf, task, run_dir, self.tensorboard, eval_latents, stop) if self.writes else None
+        self.evaluation_interrupted = False  # a stop request (`stop()`) ended an evaluation: the loop stops too
         if self.evaluator is not None:
             self.summary.objective_name = self.evaluator.objective
         self._session_start = time.perf_counter()  # RunOutputs.elapsed_s counts from here
@@ -141,6 +159,10 @@ class RunOutputs:
         self.summary.train_seconds += time.perf_counter() - self._outputs_done
         try:
             self._after_step(done, stats, real, z)
+        except RuntimeError as err:
+            if kernel_library_gone(err):
+                raise self.kernels_gone(err, done) from err  # the trainer holds step `done`'s state: save it
+            raise
         finally:
             self._outputs_done = time.perf_counter()
 
@@ -162,7 +184,12 @@ class RunOutputs:
         if self._due(done, self.sample_every):
             self._sample(done)
         if self.evaluator.due(done, self.end):
-            s.metrics = self.evaluator.evaluate(done, self.trainer.generate, self.end)
+            try:
+                s.metrics = self.evaluator.evaluate(done, self.trainer.generate, self.end)
+            except EvaluationInterrupted as stopped:
+                self.evaluation_interrupted = True
+                self.tensorboard.write(f"step {done}: evaluation stopped ({stopped}); its metrics are not recorded")
+                return  # the loop checkpoints this step as interrupted
             s.metrics_note = self.evaluator.fid_note
         if self._due(done, self.ckpt_every):
             s.checkpoint = self.save(done)
@@ -173,6 +200,22 @@ class RunOutputs:
         if self.writes:
             self.summary.checkpoint = self.save(done)
             self.tensorboard.write(f"interrupted: saved {self.summary.checkpoint}; resume with train.resume=auto")
+
+    def kernels_gone(self, err: RuntimeError, done: int | None) -> KernelCacheError:
+        """The error for a kernel library deleted under the run (its cache folder removed), after checkpointing step
+        `done` (None: the state is not that of a finished step, so the newest checkpoint is named instead)."""
+        from ops.build import cache_dir
+
+        if self.writes and done is not None:
+            self.summary.checkpoint = self.save(done)
+        missing = str(err).split(KERNEL_GONE, 1)[1].split("\n", 1)[0].strip(" :")
+        kept = (f"saved {self.summary.checkpoint} (step {done})" if done is not None and self.summary.checkpoint
+                else f"the newest checkpoint is {self.summary.checkpoint}" if self.summary.checkpoint
+                else "this run has no checkpoint yet")
+        return KernelCacheError(f"training stopped after step {self.summary.end_step}: the compiled kernel {missing} "
+                                f"is gone (the kernel cache {cache_dir()} was deleted or emptied while the run was "
+                                f"going); {kept}; rerun the same command with train.resume=auto, which builds the "
+                                f"kernels again")
 
     def finish(self) -> None:
         """The HParams record of this run's settings and final numbers (rank 0)."""
@@ -217,17 +260,36 @@ class RunOutputs:
         return done % every == 0 or done == self.end
 
     def _check_finite(self, done: int, stats, real: np.ndarray, z: np.ndarray) -> None:
-        """Count skipped (non-finite) steps; stop naming the first non-finite layer after too many in a row."""
+        """Count skipped (non-finite) steps, each an event; stop when training cannot recover (`_unrecoverable`):
+        checkpoint, a `nonfinite_stop` event, and NonFiniteTrainingError naming the first non-finite layer."""
         self._consecutive_bad = 0 if stats.finite else self._consecutive_bad + 1
         self.summary.skipped_steps += not stats.finite
         if self.writes and not stats.finite:
             append_event(self.run_dir, done, "nonfinite_skip", nonfinite_detail(stats))
-        precision = self.conf.precision
-        if self._consecutive_bad >= precision.max_nonfinite_steps:
-            raise NonFiniteTrainingError(
-                f"training stopped at step {done}: {self._consecutive_bad} consecutive steps had non-finite "
-                f"gradients (precision={precision.name}, loss scale D {stats.loss_scale_d:g} / "
-                f"G {stats.loss_scale_g:g}); first non-finite activation: {self.trainer.find_nonfinite(real, z)}")
+        why = self._unrecoverable(done)
+        if why is None:
+            return
+        where = self.trainer.find_nonfinite(real, z)
+        if self.writes:
+            self.summary.checkpoint = self.save(done)
+            append_event(self.run_dir, done, "nonfinite_stop", {"steps": self._consecutive_bad, "layer": where,
+                                                                "checkpoint": self.summary.checkpoint.name})
+        saved = f"; saved {self.summary.checkpoint}" if self.summary.checkpoint else ""
+        raise NonFiniteTrainingError(
+            f"training stopped at step {done}: {why} (precision={self.conf.precision.name}, loss scale D "
+            f"{stats.loss_scale_d:g} / G {stats.loss_scale_g:g}, losses D {stats.loss_d:g} / G {stats.loss_g:g}); "
+            f"first non-finite activation: {where}{saved}; lower train.lr, or resume from an earlier checkpoint")
+
+    def _unrecoverable(self, done: int) -> str | None:
+        """Why training cannot recover from its non-finite steps, or None: precision.max_nonfinite_steps of them in
+        a row, or (without dynamic loss scaling, which could still end the streak) a run ending in one."""
+        n, precision = self._consecutive_bad, self.conf.precision
+        if n >= precision.max_nonfinite_steps:
+            return f"{n} consecutive steps had non-finite gradients"
+        if n and done == self.end and precision.name not in DYNAMIC_SCALING:
+            return (f"its last {n} step(s) had non-finite gradients, and precision={precision.name} has no loss "
+                    f"scale to lower, so further steps would be too")
+        return None
 
     def _note_unreadable(self, done: int) -> None:
         """Images that became unreadable (skipped by the data source): a warning and a `data_skip` event each."""

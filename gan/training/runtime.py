@@ -6,7 +6,10 @@ MindSpore starts its thread pools.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+from pathlib import Path
 
 from gan.config.schema import Config, ConfigError, RuntimeConfig
 
@@ -38,10 +41,49 @@ def job_threads(launcher: dict, cpu_count: int | None = None) -> int | None:
     return max(1, cpus // parallel)
 
 
+# The Hydra plugins of the project's `sweep` extra, by the config choice that needs each.
+SWEEP_PLUGINS = {("hydra/sweeper", "optuna"): "hydra_plugins.hydra_optuna_sweeper",
+                 ("hydra/launcher", "joblib"): "hydra_plugins.hydra_joblib_launcher",
+                 ("hydra/launcher", "submitit_local"): "hydra_plugins.hydra_submitit_launcher",
+                 ("hydra/launcher", "submitit_slurm"): "hydra_plugins.hydra_submitit_launcher",
+                 ("hydra/launcher", "slurm"): "hydra_plugins.hydra_submitit_launcher"}
+_DEFAULTS_OVERRIDE = re.compile(r"override\s+/(hydra/\w+)\s*:\s*(\w+)")  # a defaults-list line choosing a plugin
+
+
+def missing_sweep_plugin(overrides: list[str], config_dir: Path) -> str | None:
+    """The install hint when a command-line override, or the hparams_search config it selects, needs a Hydra plugin
+    of the `sweep` extra that is not installed (Hydra itself only says it cannot find the config); else None."""
+    chosen = []
+    for item in overrides:
+        key, _, value = item.lstrip("+~").partition("=")
+        path = config_dir / "hparams_search" / f"{value}.yaml"
+        if key == "hparams_search" and path.is_file():
+            chosen += _DEFAULTS_OVERRIDE.findall(path.read_text(encoding="utf-8"))
+        elif key.startswith("hydra/"):
+            chosen.append((key, value))
+    for group, option in chosen:
+        module = SWEEP_PLUGINS.get((group, option))
+        if module is not None and importlib.util.find_spec(module) is None:
+            return (f"error: {group}={option} needs the Hydra plugin {module.split('.')[1].replace('_', '-')}, which "
+                    f"is not installed: pip install -e '.[sweep]' (the project's sweep extra, pinned in pyproject.toml)")
+    return None
+
+
 def limit_threads_env(threads: int) -> None:
     """Cap OpenMP/BLAS pools of this process (effective before MindSpore/numpy start their pools)."""
     for name in THREAD_ENV:
         os.environ[name] = str(threads)
+
+
+def check_device_available(target: str) -> None:
+    """ConfigError unless this MindSpore build can run on `target` (its plugin for that device loaded and found
+    one): asked before MindSpore selects the device, whose own failure is a C++ error without the reason."""
+    import mindspore as ms
+
+    if not getattr(ms.device_context, target.lower()).is_available():
+        raise ConfigError(f"runtime.device_target={target}: this MindSpore build ({ms.__version__}) cannot run on "
+                          f"{target} (no {target} support in it, or no {target} device found); use "
+                          f"runtime.device_target=CPU, or install MindSpore's {target} build")
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
@@ -53,6 +95,7 @@ def setup_runtime(runtime: RuntimeConfig) -> None:
     """
     import mindspore as ms
 
+    check_device_available(runtime.device_target)
     if runtime.host_blocking:
         os.environ[HOST_BLOCKING_ENV] = "1"
     else:

@@ -8,6 +8,7 @@ modes; metrics are PacGAN's mode metrics.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
@@ -20,6 +21,8 @@ from gan.run.grids import image_grid
 from gan.metrics.sample_quality import HQ_STDS, image_metrics, mode_metrics
 from gan.core.streams import Purpose, stream
 from gan.data.points import Mixture, get_mixture, sample_mixture
+
+logger = logging.getLogger(__name__)
 
 IMAGE_METRICS = ("class_coverage", "class_kl", "mean_confidence", "frechet_distance")
 MODE_METRICS = ("modes", "hq_fraction", "reverse_kl")
@@ -123,10 +126,29 @@ class Task(Protocol):
     def prepare(self, say: Callable[[str], None]) -> None: ...
 
 
+SOURCE_SIDES = {"mnist": 28, "fashion_mnist": 28}  # the side of each fixed-size dataset's images
+MAX_UPSCALING = 4  # a model side more than this many times the data's gets a warning
+SMALLEST_SIDE = 32  # model=dcgan32's image side: the cost of a larger model is counted against it
+
+
+def warn_upscaling(conf: Config) -> None:
+    """Warn when the model's image side is far above the data's (model=dcgan128 on 28x28 digits): the images are
+    upscaled, adding pixels but no detail, and every step costs about (side / 32)^2 times dcgan32's memory and time."""
+    side, size = SOURCE_SIDES.get(conf.data.name), conf.model.image_size
+    if side is None or size <= MAX_UPSCALING * side:
+        return
+    cost = (size / SMALLEST_SIDE) ** 2
+    logger.warning("model.image_size=%d upscales data=%s's %dx%d images %.1fx per side: no detail is added, while "
+                   "each step costs about %.0fx the memory and time of model.image_size=%d (model=dcgan%d); pick a "
+                   "model near the data's size, or data=folder with larger images", size, conf.data.name, side, side,
+                   size / side, cost, SMALLEST_SIDE, SMALLEST_SIDE)
+
+
 class ImageTask:
     """Images: sample grids; for mnist, the classifier metrics of gan.metrics.sample_quality.image_metrics."""
 
     def __init__(self, conf: Config, shard_id: int = 0, num_shards: int = 1) -> None:
+        warn_upscaling(conf)
         self.data = build_image_data(conf.data, image_size=conf.model.image_size, batch_size=conf.train.batch_size,
                                      seed=conf.seed, shard_id=shard_id, num_shards=num_shards)
         mnist = conf.data.name == "mnist"

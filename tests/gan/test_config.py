@@ -3,7 +3,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from gan.config.schema import CONFIG_DIR, Config, ConfigError, compose_config
+from gan.config.schema import CONFIG_DIR, Config, ConfigError, compose_config, to_config
 
 
 def _error_text(err: BaseException) -> str:
@@ -237,3 +237,26 @@ def test_a_stored_config_round_trips():
 
     conf = OmegaConf.to_object(compose_config(["act.negative_slope=0.1", "data=folder", "data.root=/data/x"]))
     assert config_from_yaml(OmegaConf.to_yaml(OmegaConf.structured(conf)), "x.ckpt") == conf
+
+
+@pytest.mark.parametrize("override, message", [
+    ("model.ngf=100000", "model.ngf=100000 is above 1024"),
+    ("model.nz=1000000000000", "model.nz=1000000000000 is above 4096"),
+    ("train.num_samples=1000000000", "train.num_samples=1000000000 is above 4096"),
+    ("train.d_steps=1000000", "train.d_steps=1000000 is above 100"),
+    ("train.batch_size=100000", "train.batch_size=100000 is above 4096"),
+    ("eval.fid_samples=10000000", "eval.fid_samples=10000000 is above 50000"),
+])
+def test_sizes_above_their_bound_are_refused_naming_key_and_bound(override, message):
+    """Issue 51, L10: these ended in a MemoryError (or minutes of gathering batches) instead of a config error."""
+    from gan.config.schema import check_sizes
+
+    with pytest.raises(ConfigError, match=message):
+        check_sizes(to_config(compose_config([override])))
+
+
+@pytest.mark.parametrize("recipe", ["model=dcgan128", "experiment=ring8", "experiment=wgan_gp_mnist"])
+def test_every_recipe_is_within_the_size_bounds(recipe):
+    from gan.config.schema import check_sizes
+
+    check_sizes(to_config(compose_config([recipe])))

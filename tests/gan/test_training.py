@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.models.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint
+from gan.models.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
+                                  save_checkpoint)
 from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.config.schema import ActConfig, ConfigError, ModelConfig
 from gan.run.grids import image_grid
@@ -226,6 +227,32 @@ def test_persistent_non_finite_training_stops_naming_the_first_bad_layer(tmp_pat
                                            r"(generator|discriminator)\.layers\.\w+"):
         tiny_run(tmp_path, "train.steps=50", "train.lr=1e30", "precision.max_nonfinite_steps=3")
     skips = read_events(tmp_path)
+    assert stop["kind"] == "nonfinite_stop" and stop["step"] == skips[-1]["step"]
+    assert (tmp_path / "checkpoints" / stop["detail"]["checkpoint"]).is_file()  # checkpointed before stopping
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
+
+
+@pytest.mark.slow
+def test_fp32_run_ending_non_finite_fails_even_before_max_nonfinite_steps(tmp_path, tiny_run):
+    """lr=1e30 (issue 51, L15): every step of a 2-step run is non-finite; the run does not report "finished"."""
+    with pytest.raises(RuntimeError, match=r"training stopped at step 2: its last 2 step\(s\) had non-finite "
+                                           r"gradients, and precision=fp32 has no loss scale to lower"):
+        tiny_run(tmp_path, "train.steps=2", "train.lr=1e30", "eval.enabled=false")
+    assert [e["kind"] for e in read_events(tmp_path)] == ["nonfinite_skip", "nonfinite_skip", "nonfinite_stop"]
+    assert checkpoint_path(tmp_path, 2).is_file()
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
+
+
+@pytest.mark.slow
+def test_resuming_nan_weights_stops_as_failed(baseline, tmp_path, tiny_run):
+    arrays, meta = load_checkpoint(checkpoint_path(baseline.run_dir, 2))
+    nan = {k: np.full_like(a, np.nan) if k.startswith("generator.") and a.dtype.kind == "f" else a
+           for k, a in arrays.items()}
+    save_checkpoint(checkpoint_path(tmp_path, 2), nan, meta)
+    with pytest.raises(RuntimeError, match="training stopped at step 4: .* first non-finite activation: generator"):
+        tiny_run(tmp_path, "train.steps=4", "train.resume=auto", "eval.enabled=false")
+    assert read_events(tmp_path)[-1]["kind"] == "nonfinite_stop"
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "failed"
     assert len(skips) >= 3 and {e["kind"] for e in skips} == {"nonfinite_skip"}  # each skipped step is on record
     assert [e["step"] for e in skips[-3:]] == list(range(skips[-1]["step"] - 2, skips[-1]["step"] + 1))
     assert all(e["detail"]["networks"] and set(e["detail"]["networks"]) <= {"D", "G"} for e in skips)
