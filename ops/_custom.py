@@ -27,11 +27,6 @@ def same(x, *_):
     return x
 
 
-def token_shape(*_):
-    """Custom out_shape of the in-place kernels: a one-element token, the result is in the input."""
-    return (1,)
-
-
 def x_and_second(x, _dy, w, *_):
     """Outputs of a backward with a learnable tensor (PreluBackward): dx like x, dw like the tensor."""
     return x, w
@@ -56,6 +51,22 @@ def aot(entry: str, out_shape=same, out_dtype=same, bprop=None) -> msops.Custom:
     """A Custom primitive of one entry point of the compiled CPU kernel library."""
     return msops.Custom(f"{build.library_path()}:{entry}", out_shape=out_shape, out_dtype=out_dtype,
                         func_type="aot", bprop=bprop)
+
+
+def _probe() -> None:
+    """The function in_graph hands to a constexpr."""
+
+
+@constexpr(check=False)
+def _is_none(value) -> bool:
+    return value is None
+
+
+def in_graph() -> bool:
+    """True where MindSpore compiles the calling code into a graph (ms.jit, GRAPH_MODE), False where PyNative runs
+    it eagerly: inside a graph a Python function passed to a constexpr arrives as None (the test MindSpore itself
+    uses, mindspore.graph.api._run_in_jit). A constant in a graph, so only the branch it selects is compiled."""
+    return _is_none(_probe)
 
 
 def _bprop_x(grad: msops.Custom):

@@ -19,9 +19,10 @@ import mindspore as ms
 from mindspore import nn
 from mindspore import ops as msops
 from mindspore.ops import constexpr
+from mindspore.ops.operations._inner_ops import CopyWithSlice
 
 from . import params
-from ._custom import FLOAT_DTYPES, aot, check_dtype, device_target, num_threads, token_shape
+from ._custom import FLOAT_DTYPES, aot, check_dtype, device_target, in_graph, num_threads
 from .activations import check_clamp, check_negative_slope
 from .reference import FORMULATIONS
 
@@ -62,7 +63,7 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
 
     On CPU one primitive serves float32, float16 and bfloat16 (the kernel dispatches on the dtype at run time) and
     takes the scalars tensor as its second input; in place it is an InplaceLeakyReLU cell holding its
-    scalars (None is returned beside it). On Ascend it is the Ascend C op of ops/csrc/ascendc
+    kernels and scalars (None is returned beside it). On Ascend it is the Ascend C op of ops/csrc/ascendc
     (untested here: no CANN), which carries slope and clamp as attributes; the scalars are None.
     """
     if device == "Ascend":
@@ -75,7 +76,7 @@ def kernel(negative_slope: float, clamp: float | None, formulation: str, inplace
     name = "LeakyReluForwardSelect" if formulation == "select" else "LeakyReluForwardMaxMin"
     grad = backward_kernel()
     if inplace:
-        return InplaceLeakyReLU(aot(f"{name}Inplace", out_shape=token_shape), grad, scalars), None
+        return InplaceLeakyReLU(aot(name), grad, scalars), None
 
     def bprop(x, params, out, dout):
         return grad(x, dout, params), msops.zeros_like(params)
@@ -100,23 +101,39 @@ def backward_kernel() -> msops.Custom:
     return grad
 
 
-class InplaceLeakyReLU(nn.Cell):
-    """Runs the in-place kernel, which writes y over x, and returns x; the backward reads only y's sign.
+_BITS = {ms.float32: ms.int32, ms.float16: ms.int16, ms.bfloat16: ms.int16}  # same-width integer views
 
-    The kernel's own output is a one-element token; `depend` orders the returned x after the kernel.
-    A Cell with its own bprop (not a Custom bprop) carries the gradient because the token is not the
-    result: the gradient of y is turned into dx from y itself (y > 0 <=> x > 0 for slope >= 0), so no
-    copy of x is kept and no second full-size buffer is allocated.
+
+class InplaceLeakyReLU(nn.Cell):
+    """LeakyReLU for inplace=True: its backward reads only the result's sign (y > 0 <=> x > 0 for slope >= 0), so
+    x is not kept for the backward; in PyNative the result is also written over x (docs/operator.md, "inplace").
+
+    PyNative: the kernel computes the result out of place and CopyWithSlice (the view-aware copy behind
+    MindSpore's own `tensor[:] = value`) copies it into x, through a view into its base as PyTorch's `leaky_relu_`
+    does; x is returned. A kernel writing its input cannot do this: MindSpore hands a Custom kernel a contiguous
+    copy of any view (transpose, slice, broadcast, even a reshape), so the view and its base would keep their values.
+    Graph (ms.jit, GRAPH_MODE): the result is a new tensor and x is not written. Inside a graph a view op makes a new
+    value, and a view passed into a graph reaches a Custom kernel as a contiguous copy, so a write could not reach
+    the base; and the backward reading only the result is what saves the memory, not writing over x.
+
+    A Cell with its own bprop (not a Custom bprop): the gradient of the result is turned into dx from the result.
     """
 
-    def __init__(self, token_kernel: msops.Custom, grad_kernel: msops.Custom, scalars: ms.Tensor) -> None:
+    def __init__(self, forward_kernel: msops.Custom, grad_kernel: msops.Custom, scalars: ms.Tensor) -> None:
         super().__init__()
-        self.token_kernel = token_kernel
+        self.forward_kernel = forward_kernel
         self.grad_kernel = grad_kernel
         self.scalars = scalars
+        self.copy_into = CopyWithSlice()
 
     def construct(self, x: ms.Tensor) -> ms.Tensor:
-        return msops.depend(x, self.token_kernel(x, self.scalars))
+        if in_graph():
+            return self.forward_kernel(x, self.scalars)
+        if x.size == 0:  # nothing to write (CopyWithSlice fails on 0 bytes)
+            return x
+        bits = _BITS[x.dtype]  # copied as integers: CopyWithSlice has no bfloat16 on CPU, and bits stay bits
+        self.copy_into(x.view(bits), self.forward_kernel(x, self.scalars).view(bits))
+        return x
 
     def bprop(self, x: ms.Tensor, out: ms.Tensor, dout: ms.Tensor) -> tuple[ms.Tensor]:
         return (self.grad_kernel(out, dout, self.scalars),)
@@ -136,8 +153,9 @@ def leaky_relu(x: ms.Tensor, negative_slope: float, *, clamp: float | None = Non
                formulation: str = "select") -> ms.Tensor:
     """LeakyReLU with PyTorch semantics (strict x > 0, gradient slope at 0); see ops.reference for details.
 
-    inplace=True makes the backward read only the output's sign, so the input is not needed for the
-    gradient (it is not aliased: MindSpore allocates a separate output for aot kernels).
+    inplace=True: the backward reads only the output's sign, so x is not kept for the gradient; in PyNative the
+    result is also written over x (through a view into its base) and x is returned, in a graph (ms.jit,
+    GRAPH_MODE) the result is a new tensor and x is not written (InplaceLeakyReLU, docs/operator.md "inplace").
     """
     if not isinstance(x, ms.Tensor):
         raise TypeError(f"leaky_relu expects a mindspore.Tensor, got {type(x).__name__}")
