@@ -58,7 +58,8 @@ def nonfinite_floats(node: Any, key: str = "") -> list[tuple[str, float]]:
 # here, and below values that end in a MemoryError minutes into a run (each multiplies an allocation). Checked when a
 # run starts (check_sizes), not by the dataclasses: a checkpoint's stored config is checked against its arrays.
 SIZE_LIMITS = {
-    "model": {"nz": (4096, "the latent size"), "ngf": (1024, "G's channel widths (the widest layer holds up to 16x it)"),
+    "model": {"nz": (4096, "the latent size"),
+              "ngf": (1024, "G's channel widths (the widest layer holds up to 16x it)"),
               "ndf": (1024, "D's channel widths (the widest layer holds up to 16x it)")},
     "data": {"num_workers": (256, "the image decoding threads")},
     "train": {"batch_size": (4096, "the images of one step"), "num_samples": (4096, "the images of a sample grid"),

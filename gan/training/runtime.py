@@ -65,7 +65,8 @@ def missing_sweep_plugin(overrides: list[str], config_dir: Path) -> str | None:
         module = SWEEP_PLUGINS.get((group, option))
         if module is not None and importlib.util.find_spec(module) is None:
             return (f"error: {group}={option} needs the Hydra plugin {module.split('.')[1].replace('_', '-')}, which "
-                    f"is not installed: pip install -e '.[sweep]' (the project's sweep extra, pinned in pyproject.toml)")
+                    f"is not installed: pip install -e '.[sweep]' (the project's sweep extra, pinned in "
+                    f"pyproject.toml)")
     return None
 
 
