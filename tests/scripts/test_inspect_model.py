@@ -194,7 +194,8 @@ def test_conditional_and_image_to_image_gans_are_inspected(snapshot, tmp_path, f
     assert set(names) & set(done.stdout.split())
     run = load_run(out)
     assert run.losses and run.sample is not None
-    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and '<section id="overview">' in page  # the snapshot's overview
 
 
 def broken_feed():
