@@ -23,7 +23,7 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import mindspore as ms
 import numpy as np
@@ -202,7 +202,8 @@ def checkpoint_limit_mib() -> float:
     return limit
 
 
-def check_checkpoint_file(path: str | Path, max_mib: float | None = None, raise_with: str = f"{LIMIT_ENV}=<MiB>") -> int:
+def check_checkpoint_file(path: str | Path, max_mib: float | None = None,
+                          raise_with: str = f"{LIMIT_ENV}=<MiB>") -> int:
     """The size in bytes of checkpoint `path`, before anything reads it: FileNotFoundError when it is missing,
     CheckpointError when it is not a regular file (a FIFO would block the reader) or is larger than `max_mib`
     (default checkpoint_limit_mib()), naming the file, its size, the cap and how to raise it (`raise_with`)."""
@@ -298,7 +299,7 @@ def _kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__}"
 
 
-def _count(minimum: int) -> Any:
+def _count(minimum: int) -> Callable[[Any], bool]:
     """A check of a meta count: an integer (not a bool) >= minimum."""
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum
 

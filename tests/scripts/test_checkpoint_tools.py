@@ -45,7 +45,7 @@ def base(tmp_path_factory, tiny_run) -> Path:
 
 def crafted(base: Path, tmp_path: Path, arrays: Callable[[dict], None] | None = None,
             meta: Callable[[dict], object] | None = None) -> Path:
-    """tmp_path/received.ckpt: `base` with its arrays changed in place by `arrays` and its meta replaced by meta(meta)."""
+    """tmp_path/received.ckpt: `base` with its arrays changed in place by `arrays`, its meta replaced by meta(meta)."""
     stored, stored_meta = load_checkpoint(base)
     if arrays is not None:
         arrays(stored)
