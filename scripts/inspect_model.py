@@ -281,7 +281,8 @@ def inspect(args: argparse.Namespace) -> int:
     for image, which in ((fixed.real, "real images"), (fake, "G's images")):
         _forward(d, fixed.d(image), f"D does not take its inputs for the {which}", plain)
     print(f"data: {len(images)} images under {args.data}, {args.batches} batches of {args.batch_size} "
-          f"({feed.channels}x{feed.image_size}x{feed.image_size})" + (" (images repeat)" if count > len(images) else ""))
+          f"({feed.channels}x{feed.image_size}x{feed.image_size})"
+          + (" (images repeat)" if count > len(images) else ""))
 
     with RangeRecorder(g, clamp=args.clamp) as g_ranges, RangeRecorder(d, clamp=args.clamp) as d_ranges:
         for batch_in in fed:
