@@ -228,8 +228,8 @@ def _dying(runs: list[Run]) -> str:
         return (f'<section id="overview"><p class="verdict ok">No dead, dormant or gradient-dead channels at any '
                 f'check ({scope}).</p>{notes}{_unprobed(runs)}</section>')
     verdict = (f"{len(rows)} layer{'s' if len(rows) != 1 else ''} with dead, dormant or gradient-dead channels at the "
-               f"last check ({scope}; layers in forward order, G then D; colour: square root of the share, yellow = all "
-               f"channels, grey = no value)" if rows else
+               f"last check ({scope}; layers in forward order, G then D; colour: square root of the share, "
+               f"yellow = all channels, grey = no value)" if rows else
                f"No dead, dormant or gradient-dead channels at the last check; earlier checks had some ({scope})")
     maps = "".join(_stat_heatmap(runs, layers, m) for m in DYING)
     several = len(runs) > 1
@@ -297,8 +297,8 @@ def _layer_charts(runs: list[Run], groups: list[Group]) -> str:
         top = max([v for r in runs for m in SUMMARY_METRICS for _, v in r.layer_points(layer, m) if v is not None]
                   + [0.0])
         y_range = (0.0, max(0.05, min(1.0, top * 1.1)))
-        charts = "".join(line_chart_svg(groups, lambda run, m=m: run.layer_points(layer, m), SHORT_TITLES[m],
-                                        y_range) for m in SUMMARY_METRICS)
+        charts = "".join(line_chart_svg(groups, lambda run, m=m, layer=layer: run.layer_points(layer, m),
+                                        SHORT_TITLES[m], y_range) for m in SUMMARY_METRICS)
         values = info[layer]
         uses = (f", one cell called at {values['uses']} places (statistics pooled over the calls)"
                 if values.get("uses", 1) > 1 else "")

@@ -210,7 +210,8 @@ def _numeric_records(records: list[dict], path: Path, part: str) -> list[dict]:
                 raise UntrustedFileError(f"{where}: 'layers' must map layer names to objects, got {layers!r:.60}")
             for layer, values in layers.items():  # the histograms (objects) feed TensorBoard only
                 if not isinstance(values.get("path", ""), str):
-                    raise UntrustedFileError(f"{where} layer {layer!r}: 'path' must be text, got {values['path']!r:.60}")
+                    raise UntrustedFileError(f"{where} layer {layer!r}: 'path' must be text, got "
+                                             f"{values['path']!r:.60}")
                 _numbers({k: v for k, v in values.items() if not isinstance(v, dict) and k != "path"},
                          f"{where} layer {layer!r}")
             _numbers(record.get("slopes") or {}, f"{where} slopes")

@@ -8,7 +8,7 @@ import pytest
 from mindspore import Tensor
 
 from gan.analysis.channels import MAX_NAME, DeadChannelTracker, display_names
-from gan.diagnostics.probes import PROBED_CELLS, TrainingDiagnostics, attach, dead_channel_table, unprobed_activations
+from gan.diagnostics.probes import PROBED_CELLS, TrainingDiagnostics, attach, unprobed_activations
 from ops import swap_activations
 from scripts.examples.unet import ConditionalGenerator, PatchDiscriminator, UnetGenerator
 
