@@ -60,6 +60,8 @@ DEFINITIONS = {
     "spread_reduction": "1 - SD(activation) / SD(ReLU) in the same D variant; 95% CI from F(n-1, n_relu-1)",
     "dead_or_dormant": "share of a layer's channels dead (>= dead_neg_frac of pre-activations <= 0) or dormant "
                        "(mean |output| / layer mean <= tau) at the last check",
+    "wall_s": "status.json's elapsed_s: compiling, steps, outputs and evaluations, summed over the sessions up to the "
+              "checkpoint each resumed from; the first FID of a study also featurises the reference (once, cached)",
 }
 SHARES = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
 SAME_ACROSS_RUNS = ("data.name", "model.name", "model.image_size", "train.steps", "eval.fid_samples",

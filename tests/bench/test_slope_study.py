@@ -210,3 +210,36 @@ def test_a_run_records_its_wall_time_across_resumes_once_per_kept_step(tmp_path,
     save_checkpoint(checkpoint_path(run_dir, 6), arrays, {**meta, "elapsed_s": -1.0})
     with pytest.raises(CheckpointError, match=r"step_00000006.ckpt: meta 'elapsed_s' must be a finite number"):
         tiny_run(run_dir, "train.steps=8", "train.resume=auto")
+
+
+def test_the_same_study_command_continues_a_killed_job_and_passes_over_a_finished_one(tmp_path):
+    """Two tiny jobs of experiment=slope_study (a few of the TINY overrides: every override names the folder, whose
+    name the file system caps at 255 bytes); job 2 is then made to look killed after its step-2 checkpoint (its
+    step-4 checkpoint gone, status "running" without a holder): the same command again resumes it at step 2,
+    finds job 1 at its last step, and each job's logs hold every step once."""
+    from tests.helpers import run_script
+
+    sweep = tmp_path / "study"
+    command = ["-m", "experiment=slope_study", "data=shapes", "data.num_images=64", "model.ngf=8", "model.ndf=8",
+               "model.nz=16", "train.batch_size=8", "eval.fid=false", "train.steps=4", "train.ckpt_every=2",
+               "train.log_every=1", "act.negative_slope=0,0.2", "model.d_norm=batch", "seed=0",
+               f"hydra.sweep.dir={sweep}"]
+    first = run_script("train.py", *command)
+    assert first.returncode == 0, first.stderr[-3000:]
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert [j.name.split(",")[0] for j in jobs] == ["act.negative_slope=0", "act.negative_slope=0.2"]
+    assert all("experiment" not in j.name and "train.resume" not in j.name for j in jobs)
+    killed = jobs[1]
+    checkpoint_path(killed, 4).unlink()
+    (killed / "status.json").write_text(json.dumps({"state": "running", "pid": 1, "host": "h", "started": "-"}))
+    second = run_script("train.py", *command)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resumed from {checkpoint_path(jobs[0], 4)} at step 4: the run is already at its last step" in second.stdout
+    assert f"resumed from {checkpoint_path(killed, 2)} at step 2\n" in second.stdout
+    for job in jobs:
+        assert run_state(job)["state"] == "finished"
+        steps = [json.loads(line)["step"] for line in (job / "losses.jsonl").read_text().splitlines()]
+        assert steps == [1, 2, 3, 4]
+    records = slope_study.collect(sweep)
+    assert [(r["activation"], r["steps"], r["state"]) for r in records] == [("relu", 4, "finished"),
+                                                                           ("leaky_relu 0.2", 4, "finished")]
