@@ -96,10 +96,12 @@ def activation(config: dict) -> tuple[str, float | list | None]:
         return "relu", 0.0
     if not row.layer_slopes:
         return kind, None
-    slope = config.get("act.d_layers") or config.get("act.negative_slope")
-    if isinstance(slope, list):
-        return f"{kind} {slope}", [float(s) for s in slope]
-    return ("relu" if float(slope) == 0 else f"{kind} {float(slope):g}"), float(slope)
+    layers = config.get("act.d_layers")
+    if isinstance(layers, list):
+        slopes = [_number(s, f"act.d_layers[{i}]") for i, s in enumerate(layers)]
+        return f"{kind} {slopes}", slopes
+    slope = _required(config, "act.negative_slope")
+    return ("relu" if slope == 0 else f"{kind} {slope:g}"), slope
 
 
 def layer_shares(record: dict) -> dict:
@@ -158,6 +160,7 @@ def _status(run: Run) -> dict:
 
 
 def _number(value, where: str) -> float | None:
+    """`value` as a float (None stays None); StudyError naming `where` for anything but a finite number."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -165,9 +168,24 @@ def _number(value, where: str) -> float | None:
     return float(value)
 
 
+def _required(config: dict, key: str) -> float:
+    """The number at `key` of a run's config; StudyError naming the key when it is missing or not a number."""
+    value = _number(config.get(key), f"config key {key}")
+    if value is None:
+        raise StudyError(f"config key {key} is missing")
+    return value
+
+
 def run_record(run: Run, hydra_overrides: list[str]) -> dict:
     """The study's record of one job (module docstring); `hydra_overrides`: the multirun's (hydra.sweep.dir...), for
-    the command that continues or repeats this job alone."""
+    the command that continues or repeats this job alone; StudyError naming the folder for a value out of place."""
+    try:
+        return _run_record(run, hydra_overrides)
+    except StudyError as err:
+        raise StudyError(f"{run.dir}: {err}") from None
+
+
+def _run_record(run: Run, hydra_overrides: list[str]) -> dict:
     config = _config(run)
     label, slope = activation(config)
     state, how = job_state(run.dir)
@@ -183,7 +201,8 @@ def run_record(run: Run, hydra_overrides: list[str]) -> dict:
         "job": run.name, "state": state, "status": how, "finished": done,
         "command": "python train.py -m " + " ".join(shlex.quote(o) for o in overrides), "host": status.get("host"),
         "activation": label, "d_kind": config.get("act.d_kind"), "slope": slope,
-        "d_norm": config.get("model.d_norm"), "lr": config.get("train.lr"), "seed": config.get("seed"),
+        "d_norm": str(config.get("model.d_norm")), "lr": _required(config, "train.lr"),
+        "seed": int(_required(config, "seed")),
         "steps": run.last_step(), "target_steps": target,
         **{k.split(".", 1)[1]: config.get(k) for k in SAME_ACROSS_RUNS if k != "train.steps"},
         **{name: final.get(name) for name in ("fid", "kid", "kid_std", "precision", "recall")},

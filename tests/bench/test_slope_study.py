@@ -48,7 +48,8 @@ def _write_jsonl(path: Path, records: list[dict]) -> None:
 
 
 def make_job(root: Path, slope: float, d_norm: str, seed: int, fid: float, *, steps: int = STEPS,
-             state: str = "finished", dead=(0, 1), dormant=(1, 2), gaps=(), elapsed: object = 12.5) -> Path:
+             state: str = "finished", dead=(0, 1), dormant=(1, 2), gaps=(), elapsed: object = 12.5,
+             lr: object = 0.0002) -> Path:
     """A job folder as `python train.py -m experiment=slope_study` leaves it (the files the collector reads)."""
     overrides = [f"act.negative_slope={slope}", f"model.d_norm={d_norm}", f"seed={seed}"]
     job = root / ",".join(overrides)
@@ -57,7 +58,7 @@ def make_job(root: Path, slope: float, d_norm: str, seed: int, fid: float, *, st
     config = {"seed": seed, "data": {"name": "fashion_mnist"}, "model": {"name": "dcgan", "image_size": 32,
                                                                          "d_norm": d_norm},
               "act": {"d_kind": "leaky_relu", "negative_slope": slope, "d_layers": None},
-              "train": {"steps": steps, "lr": 0.0002},
+              "train": {"steps": steps, "lr": lr},
               "eval": {"fid_samples": 2000, "fid_reference": 10000, "fid_convention": "stylegan"}}
     (job / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
     curve = [fid + 30.0, fid + 10.0, fid]  # falling: not regressed
@@ -181,6 +182,7 @@ def test_a_regressed_or_collapsed_run_counts_as_unstable(tmp_path):
     (dict(steps=60), "differ in train.steps (60, 90)"),
     (dict(dead=(7,)), "'dead' must list channel indices below 4"),
     (dict(elapsed="soon"), "elapsed_s is 'soon', not a finite number"),
+    (dict(lr="fast"), "seed=0: config key train.lr is 'fast', not a finite number"),
 ])
 def test_mixed_studies_and_bad_values_are_refused_naming_them(tmp_path, capsys, change, message):
     root = tmp_path / "study"
