@@ -256,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         size = next((s for s in map(checkpoint_image_size, (args.a, args.b)) if s is not None), args.image_size)
         (a, a_name), (b, b_name) = (read_set(spec, args.n, size, args.data_root, args.seed) for spec in (args.a, args.b))
+        for spec, images in ((args.a, a), (args.b, b)):  # before featurising, which takes minutes
+            if len(images) <= PR_NEIGHBOURS:
+                raise InputError(f"{spec} gives {len(images)} images; precision/recall (k={PR_NEIGHBOURS} neighbours) "
+                                 f"and the FID's covariance need more than {PR_NEIGHBOURS} per set")
         extractor = FeatureExtractor(args.convention, args.batch_size or DEFAULT_BATCH, archive=args.archive)
         if isinstance(a, np.ndarray):
             reference = cached_reference(a, a_name, extractor, say=lambda m: print(m, file=sys.stderr)).features

@@ -114,6 +114,17 @@ def test_an_unwritable_json_fails_before_any_set_is_read(tmp_path, monkeypatch, 
     assert "is a directory; give a file name in it" in capsys.readouterr().err
 
 
+def test_too_few_images_are_refused_naming_the_set_before_featurising(tmp_path, monkeypatch, capsys):
+    """Two images failed only after both sets were featurised (tens of seconds), without naming the file."""
+    import gan.metrics.inception
+
+    monkeypatch.setattr(gan.metrics.inception, "FeatureExtractor", lambda *a, **k: pytest.fail("featurised"))
+    good = write_npz(tmp_path / "good.npz", np.zeros((8, 1, 4, 4), np.float32))
+    two = write_npz(tmp_path / "two.npz", np.zeros((2, 1, 4, 4), np.float32))
+    assert fid_script.main([str(good), str(two)]) == 2
+    assert f"error: {two} gives 2 images; precision/recall (k=3 neighbours)" in capsys.readouterr().err
+
+
 def test_a_truncated_npz_member_is_an_error(tmp_path):
     path = write_npz(tmp_path / "s.npz", np.zeros((4, 1, 8, 8), np.float32))
     cut = tmp_path / "cut.npz"
