@@ -228,7 +228,8 @@ def _forward(net, inputs: tuple, what: str, plain: bool):
         return net(*inputs)
     except Exception as err:  # noqa: BLE001 (a wrong --nz or an unsupported input shows up here)
         hint = (f"; a GAN whose G takes more than latents or whose D takes more than an image needs a Feed: "
-                f"{FEED_CONTRACT}") if plain else ""
+                f"{FEED_CONTRACT}") if plain else \
+            "; check the factory's Feed.batch: Fed.g must be G's inputs and Fed.d(image) D's inputs, as tuples"
         raise InspectError(f"{what} ({_shapes(inputs)}): {_first_line(err)}{hint}") from err
 
 

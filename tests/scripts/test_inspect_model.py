@@ -205,10 +205,23 @@ def broken_feed():
     return g, d, Feed(image_size=16, channels=3, batch=lambda images, rng: (images,))
 
 
+def feed_without_condition():
+    """The U-Net pair fed as if D took the image alone."""
+    from scripts.examples.pix2pix import grey, inspect_factory
+    from scripts.inspect_model import Fed, Feed
+    g, d, _ = inspect_factory()
+    return g, d, Feed(16, 3, lambda images, rng: Fed(g=(grey(images),), real=images, d=lambda image: (image,)))
+
+
 def test_a_feed_that_returns_something_else_is_named(snapshot, tmp_path, capsys):
     assert main(args(snapshot, tmp_path / "out", factory=f"{__name__}:broken_feed", g_ckpt=None, d_ckpt=None)) == 2
     err = capsys.readouterr().err
     assert "Feed.batch returned tuple: the factory must return (G, D)" in err and not (tmp_path / "out").exists()
+    assert main(args(snapshot, tmp_path / "out", factory=f"{__name__}:feed_without_condition", g_ckpt=None,
+                     d_ckpt=None)) == 2
+    err = capsys.readouterr().err
+    assert "D does not take its inputs for the real images ((8, 3, 16, 16)): TypeError" in err, err
+    assert "Fed.d(image) D's inputs" in err and not (tmp_path / "out").exists()
 
 
 def test_the_docs_factory_builds_and_feeds_the_pair_it_describes():
