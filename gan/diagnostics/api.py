@@ -111,7 +111,8 @@ def _without_recompile_warning() -> Iterator[None]:
 class Diagnostics:
     """Dead-channel diagnostics of G and/or D in the user's own loop, writing a train.py run directory.
 
-    `g_input`/`d_input`: one input batch of each network (its shape teaches the probes the channel counts; run
+    `g_input`/`d_input`: one input batch of each network, a tuple for a network of several inputs (e.g. (z, labels)
+    for a class-conditional G, (condition, image) for a two-input D); it teaches the probes the channel counts (run
     once in PyNative). `every`: a check after every `every`-th step (steps counted from 1). `criteria`: the
     thresholds (gan.analysis.channels.Criteria). `recycle`: {"G" or "D": its nn.Adam} to re-initialise dormant
     channels after each check (ReDo, gan.diagnostics.recycle) with `init` (default dcgan_init), draws keyed by (seed, step).
