@@ -193,6 +193,7 @@ def test_mixed_studies_and_bad_values_are_refused_naming_them(tmp_path, capsys, 
     assert info.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_run_records_its_wall_time_across_resumes_once_per_kept_step(tmp_path, tiny_run):
     """status.json's elapsed_s (the collector's wall_s) sums the sessions up to the checkpoint each resumed from; a
     finished run started again adds nothing; a checkpoint with a bad value is refused naming it."""
@@ -214,6 +215,7 @@ def test_a_run_records_its_wall_time_across_resumes_once_per_kept_step(tmp_path,
         tiny_run(run_dir, "train.steps=8", "train.resume=auto")
 
 
+@pytest.mark.slow
 def test_the_same_study_command_continues_a_killed_job_and_passes_over_a_finished_one(tmp_path):
     """Two tiny jobs of experiment=slope_study (a few of the TINY overrides: every override names the folder, whose
     name the file system caps at 255 bytes); job 2 is then made to look killed after its step-2 checkpoint (its
