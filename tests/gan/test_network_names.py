@@ -6,11 +6,13 @@ import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor
+from tensorboardX import SummaryWriter
 
 from gan.analysis.channels import MAX_NAME, DeadChannelTracker, display_names
 from gan.diagnostics.probes import PROBED_CELLS, TrainingDiagnostics, attach, unprobed_activations
 from ops import swap_activations
 from scripts.examples.unet import ConditionalGenerator, PatchDiscriminator, UnetGenerator
+from tests.helpers import tensorboard_events
 
 RNG = np.random.default_rng(0)
 IMAGES = Tensor(RNG.normal(size=(2, 3, 16, 16)).astype(np.float32))
@@ -75,9 +77,13 @@ def test_a_reused_cell_and_unprobed_activations_are_said_in_the_record_and_the_t
     model = UnetGenerator()
     swap_activations(model)
     probes = attach(model, (IMAGES,), "G")
-    diagnostics = TrainingDiagnostics(probes, DeadChannelTracker().criteria, 1, None, tmp_path)
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    diagnostics = TrainingDiagnostics(probes, DeadChannelTracker().criteria, 1, writer, tmp_path)
     model(IMAGES)
     record = diagnostics.check(1)
+    writer.close()
+    tags = {v.tag for e in tensorboard_events(tmp_path / "tb") for v in e.summary.value}
+    assert {f"diag/{p.layer}/dead_frac" for p in probes} <= tags  # TensorBoard names layers as the page does
     assert record["layers"]["G/relu"]["uses"] == 2 and record["unprobed"] == ["G/tanh (primitive Tanh)"]
     table = diagnostics.dead_channel_table()
     assert "G/relu x2" in table and "pool the N calls" in table and "G/tanh (primitive Tanh)" in table
