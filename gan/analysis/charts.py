@@ -72,7 +72,9 @@ def line_chart_svg(groups: list[Group], points: Callable[[Run], Points], title: 
         return "".join(svg)
     x0, x1 = min(p[0] for p in drawn), max(p[0] for p in drawn)
     y0, y1 = y_range or (min(0.0, min(p[2] for p in drawn)), max(p[3] for p in drawn))
-    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
+    one_step = x1 <= x0
+    x0, x1 = (x0 - 1, x0 + 1) if one_step else (x0, x1)  # a single step sits in the middle
+    y1 = y1 if y1 > y0 else y0 + 1
     w, h = width - left - right, height - top - bottom
 
     def sx(x: float) -> float:
@@ -84,7 +86,7 @@ def line_chart_svg(groups: list[Group], points: Callable[[Run], Points], title: 
     svg.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#bbb"/>')
     for value in (y0, y1):
         svg.append(f'<text x="{left - 3}" y="{sy(value) + 4:.1f}" font-size="10" text-anchor="end">{value:.3g}</text>')
-    for value, anchor in ((x0, "start"), (x1, "end")):
+    for value, anchor in (((x0 + x1) / 2, "middle"),) if one_step else ((x0, "start"), (x1, "end")):
         svg.append(f'<text x="{sx(value):.1f}" y="{height - 6}" font-size="10" text-anchor="{anchor}">'
                    f'{value:.0f}</text>')
     for group, band in lines:
@@ -100,9 +102,10 @@ def line_chart_svg(groups: list[Group], points: Callable[[Run], Points], title: 
                    f'points="{coords}"><title>{html.escape(group.label)}</title></polyline>')
         if len(band) == 1:  # one check (an inspection snapshot): a dot and its value, not a line of one point
             step, mean, _, _ = band[0]
+            below = sy(mean) < top + 14  # at the top of the plot the value goes under the dot, clear of the title
             svg.append(f'<circle cx="{sx(step):.1f}" cy="{sy(mean):.1f}" r="3.5" fill="{colour}"/><text '
-                       f'x="{sx(step) + 6:.1f}" y="{sy(mean) - 4:.1f}" font-size="10" fill="{colour}" '
-                       f'class="value">{mean:.3g}</text>')
+                       f'x="{sx(step) + 6:.1f}" y="{sy(mean) + (13 if below else -4):.1f}" font-size="10" '
+                       f'fill="{colour}" class="value">{mean:.3g}</text>')
         for step, kind, tip in _group_events(group):
             if x0 <= step <= x1:
                 x = sx(step)
