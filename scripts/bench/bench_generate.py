@@ -20,8 +20,8 @@ os.environ.setdefault("GLOG_v", "3")
 
 from gan.core.atomic import write_text_atomic  # noqa: E402
 
-SCRIPTS = Path(__file__).resolve().parent
-CHILD = ("import sys; sys.path.insert(0, {scripts!r}); import generate; from pathlib import Path; "
+ROOT = Path(__file__).resolve().parents[2]  # the child runs here: scripts/generate.py imports as scripts.generate
+CHILD = ("from scripts import generate; from pathlib import Path; "
          "rc = generate.main({argv!r}); "
          "hwm = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('VmHWM:')); "
          "print(rc, int(hwm.split()[1]) / 1024)")
@@ -33,7 +33,7 @@ def measure(checkpoint: str, n: int, batch_size: int) -> dict:
         out = Path(tmp) / "samples.npz"
         argv = [checkpoint, "--n", str(n), "--batch-size", str(batch_size), "--npz", str(out)]
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", CHILD.format(scripts=str(SCRIPTS), argv=argv)],
+        done = subprocess.run([sys.executable, "-c", CHILD.format(argv=argv)], cwd=ROOT,
                               capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - start
         if done.returncode != 0 or not out.is_file():
