@@ -1,5 +1,7 @@
-"""A resume that is refused changes no file of the run: every checkpoint's meta entry a resume reads, the arrays and
-the step range are checked before checkpoints are set aside or logs truncated (issue 51, item 4)."""
+"""What a run keeps when something goes wrong (issue 51): a refused resume changes no file of the run (every meta
+entry a resume reads, the arrays and the step range are checked before checkpoints are set aside or logs truncated;
+item 4); SIGTERM during the final FID stops it and records the run as interrupted (item 9); a kernel cache deleted
+mid-run checkpoints and says to resume (item 5)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,6 +44,7 @@ def copy_with_meta(trained: Path, tmp_path: Path, **changes) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("changes, said", [
     ({"step": -5}, "step"),
+    ({"step": None}, "its meta has no 'step'"),
     ({"step": "../../pwn"}, "step"),
     ({"step": True}, "step"),
     ({"step": 2.5}, "step"),

@@ -141,12 +141,12 @@ def test_a_failing_dashboard_is_a_warning_and_the_run_keeps_its_files(tmp_path, 
                                                                        tiny_run):
     """The dashboard page is a viewer: its failure at the end of a run (here a builder that raises) is a warning
     naming the error and the command that rebuilds the page, after the checkpoint and samples were written."""
-    import gan.training.outputs
+    import gan.analysis.dashboard
 
     def broken(run_dir, title=None):
         raise ValueError("a damaged events.jsonl")
 
-    monkeypatch.setattr(gan.training.outputs, "build_dashboard", broken)
+    monkeypatch.setattr(gan.analysis.dashboard, "build_dashboard", broken)  # what write_dashboard calls
     summary = tiny_run(tmp_path, "train.steps=2", "train.ckpt_every=2", "train.sample_every=2")
     assert summary.end_step == 2 and latest_checkpoint(tmp_path).name == "step_00000002.ckpt"
     assert (tmp_path / "samples" / "step_000002.png").is_file() and not (tmp_path / "report.html").exists()
