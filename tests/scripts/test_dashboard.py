@@ -581,6 +581,7 @@ def overview_rows(page: str) -> list[str]:
     return parser.rows
 
 
+@pytest.mark.slow
 def test_overview_lists_exactly_the_layers_whose_statistics_say_so(unet_run):
     last = read_jsonl(unet_run / "diagnostics.jsonl")[-1]
     page = build_dashboard(unet_run)

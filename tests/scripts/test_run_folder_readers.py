@@ -32,6 +32,7 @@ def sweep_with(tmp_path: Path, special: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("special, name", [("lock", "run.lock"), ("status", "status.json")])
 def test_a_named_pipe_in_a_run_folder_is_refused_not_waited_on(tmp_path, special, name):
     root = sweep_with(tmp_path, special)
@@ -50,6 +51,7 @@ def non_utf8_sweep(tmp_path: Path) -> tuple[Path, str]:
     return root, "x\ufffd\ufffdy"
 
 
+@pytest.mark.slow
 def test_a_folder_name_that_is_not_utf8_shows_with_replacement_characters(tmp_path):
     root, shown = non_utf8_sweep(tmp_path)
     assert shown in build_dashboard(root)
