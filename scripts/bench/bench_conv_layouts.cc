@@ -32,9 +32,9 @@
 #include <fstream>
 #include <vector>
 
-#include "../ops/csrc/cpu/blocked16.h"
-#include "../ops/csrc/cpu/blocked_weights.h"
-#include "../ops/csrc/cpu/col2im.h"
+#include "../../ops/csrc/cpu/blocked16.h"
+#include "../../ops/csrc/cpu/blocked_weights.h"
+#include "../../ops/csrc/cpu/col2im.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_threadpool.h"
 

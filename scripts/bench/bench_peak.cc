@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../ops/csrc/cpu/dnnl_pool.h"
+#include "../../ops/csrc/cpu/dnnl_pool.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace {
