@@ -1,4 +1,5 @@
-"""Shared fixtures: a composed config, and a tiny training run on procedural shapes (fast on 2 CPU cores)."""
+"""Shared fixtures: a composed config, a tiny training run on procedural shapes (fast on 2 CPU cores) and the tiny
+configs every test builds on (TINY and its variants, as override lists)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,13 @@ MAX_WORKERS = 4  # past 4 the longest test files bound the suite; each worker is
 # A DCGAN-32 with 8 channels per layer on 64 procedural shapes, batch 8: seconds per run.
 TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
         "data=shapes", "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3"]
+# The variants tests share, each TINY with overrides on top (the last value of a key wins); a test adds its own.
+TINY_ONEDNN = [*TINY, "model.conv_impl=onednn"]  # oneDNN convolutions: bf16, conv_act, NHWC
+TINY_TRAINER = [*TINY, "model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4"]  # a GANTrainer stepped by hand
+TINY_CHECKPOINT = [*TINY, "data.num_images=32", "train.dry_run=true", "train.ema_beta=0.5"]  # what the tools read
+# The 2D recipe (experiment=ring8: MLPs on a ring of 8 Gaussians) at 8 units per layer, with TINY's run settings.
+TINY_2D = ["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "train.num_samples=16",
+           "train.log_every=1", "train.lr=1e-3"]
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
@@ -42,6 +50,30 @@ def tiny_run() -> Callable:
         return run(compose_config(TINY + list(overrides)), run_dir)
 
     return train
+
+
+@pytest.fixture(scope="session")
+def tiny_onednn() -> list[str]:
+    """TINY on oneDNN convolutions (with tests.helpers.needs_onednn)."""
+    return list(TINY_ONEDNN)
+
+
+@pytest.fixture(scope="session")
+def tiny_trainer() -> list[str]:
+    """TINY at 4 channels per layer, batch 4: a GANTrainer a test builds and steps on its own arrays."""
+    return list(TINY_TRAINER)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint() -> list[str]:
+    """TINY as a 2-step dry run with an EMA generator: the checkpoint that generate, export and quantize read."""
+    return list(TINY_CHECKPOINT)
+
+
+@pytest.fixture(scope="session")
+def tiny_2d() -> list[str]:
+    """The 2D recipe (ring8 MLPs), tiny."""
+    return list(TINY_2D)
 
 
 @pytest.fixture(scope="session")

@@ -18,17 +18,16 @@ import pytest
 from gan.models.checkpoint import CHECKPOINT_DIR, latest_checkpoint, load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
-RUN = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8", "data=shapes",
-       "data.num_images=64", "train.num_samples=4", "train.log_every=1", "train.sample_every=100000",
-       "train.ckpt_every=1", "train.keep_last=2", "runtime.mode=pynative", "train.resume=auto"]
+RUN = ["train.num_samples=4", "train.sample_every=100000", "train.ckpt_every=1", "train.keep_last=2",
+       "runtime.mode=pynative", "train.resume=auto"]  # on top of conftest's TINY
 CODE = ("import sys; from gan.config.schema import compose_config; from gan.training.loop import run; "
         "run(compose_config(sys.argv[2:]), sys.argv[1])")
 ROUNDS = 3
 
 
-def start(run_dir: Path, *overrides: str) -> subprocess.Popen:
+def start(run_dir: Path, tiny: list[str], *overrides: str) -> subprocess.Popen:
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", CODE, str(run_dir), *RUN, *overrides], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-c", CODE, str(run_dir), *tiny, *RUN, *overrides], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -69,16 +68,16 @@ def assert_run_dir_is_sound(run_dir: Path) -> int:
 
 
 @pytest.mark.slow
-def test_kill_9_during_checkpoint_writes_leaves_loadable_checkpoints_and_resume_works(tmp_path):
+def test_kill_9_during_checkpoint_writes_leaves_loadable_checkpoints_and_resume_works(tmp_path, tiny_overrides):
     rng = random.Random(13)
     caught = 0
     for _ in range(ROUNDS):
-        proc = start(tmp_path, "train.steps=1000000")
+        proc = start(tmp_path, tiny_overrides, "train.steps=1000000")
         caught += kill_during_a_write(proc, tmp_path, rng.randint(1, 2), rng)
         assert_run_dir_is_sound(tmp_path)
     assert caught >= ROUNDS // 2, f"only {caught} of {ROUNDS} kills landed during a checkpoint write"
     newest = assert_run_dir_is_sound(tmp_path)
-    proc = start(tmp_path, f"train.steps={newest + 2}")
+    proc = start(tmp_path, tiny_overrides, f"train.steps={newest + 2}")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
     assert assert_run_dir_is_sound(tmp_path) == newest + 2

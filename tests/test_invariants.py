@@ -143,6 +143,22 @@ def test_no_sys_path_edits() -> None:
     assert not offenders, offenders
 
 
+def test_tiny_configs_come_from_conftest() -> None:
+    """A test module builds on conftest's tiny configs (tiny_overrides, tiny_trainer, tiny_2d, ...) instead of
+    declaring its own model size at module level; test_legacy_run's list is the committed run's own overrides."""
+    allowed = {"tests/gan/test_legacy_run.py"}
+    sizes = ("model.ngf=", "model.ndf=", "experiment=")
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        if str(path.relative_to(REPO)) in allowed:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.List) and any(
+                    isinstance(e, ast.Constant) and str(e.value).startswith(sizes) for e in node.value.elts):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not offenders, offenders
+
+
 def test_rng_purpose_numbers_are_those_of_existing_runs() -> None:
     """Every random stream is default_rng([seed, step, purpose]): a changed or reused number changes every run of
     a seed and breaks bit-exact resume of runs already started. A new stream takes a new number."""

@@ -10,10 +10,6 @@ from batched_2d import BatchedTrainer, check_batchable
 from gan.training.loop import run, to_config
 
 STEPS = 20
-# A smaller 2D recipe so the separate runs are quick; everything else is the ring8 recipe.
-SMALL = ["experiment=ring8", "model.ngf=32", "model.ndf=24", f"train.steps={STEPS}", "diagnostics.enabled=false",
-         "eval.num_samples=500", f"eval.interval={STEPS}", f"train.ckpt_every={STEPS}", f"train.sample_every={STEPS}",
-         "runtime.threads=1"]
 SEEDS = [3, 7]
 # float32, 20 steps: the batched BatchNorm is computed with other kernels than nn.BatchNorm2d's, so weights
 # agree to rounding, not bit for bit (differences seen: up to ~5e-8, a few float32 ulps).
@@ -21,17 +17,24 @@ ATOL = 1e-6
 
 
 @pytest.fixture(scope="module")
-def batched():
-    trainer = BatchedTrainer(to_config(compose_config(SMALL)), SEEDS)
+def small(tiny_2d) -> list[str]:
+    """conftest's TINY_2D for STEPS steps, evaluated and saved once at the end, on one thread per run."""
+    return [*tiny_2d, f"train.steps={STEPS}", "diagnostics.enabled=false", "eval.num_samples=500",
+            f"eval.interval={STEPS}", f"train.ckpt_every={STEPS}", f"train.sample_every={STEPS}", "runtime.threads=1"]
+
+
+@pytest.fixture(scope="module")
+def batched(small):
+    trainer = BatchedTrainer(to_config(compose_config(small)), SEEDS)
     stats = trainer.train_to(STEPS)
     return trainer, stats
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trial", range(len(SEEDS)))
-def test_batched_trials_match_separate_runs(batched, trial, tmp_path):
+def test_batched_trials_match_separate_runs(batched, trial, tmp_path, small):
     trainer, stats = batched
-    summary = run(compose_config(SMALL + [f"seed={SEEDS[trial]}"]), tmp_path)
+    summary = run(compose_config(small + [f"seed={SEEDS[trial]}"]), tmp_path)
     arrays, _ = load_checkpoint(summary.checkpoint)
     mine = trainer.model.trial_arrays(trial)
     assert set(mine) <= set(arrays)
@@ -43,10 +46,11 @@ def test_batched_trials_match_separate_runs(batched, trial, tmp_path):
     assert trainer.evaluate()[trial] == pytest.approx(summary.metrics, abs=1e-9)
 
 
-def test_trials_are_independent(batched):
+@pytest.mark.slow
+def test_trials_are_independent(batched, small):
     """A trial's result does not depend on which other trials share the batch."""
     trainer, _ = batched
-    alone = BatchedTrainer(to_config(compose_config(SMALL)), SEEDS[1:])
+    alone = BatchedTrainer(to_config(compose_config(small)), SEEDS[1:])
     alone.train_to(STEPS)
     for name, value in alone.model.trial_arrays(0).items():
         np.testing.assert_allclose(value, trainer.model.trial_arrays(1)[name], rtol=0, atol=1e-6, err_msg=name)
@@ -56,14 +60,14 @@ def test_trials_are_independent(batched):
                                            ("model.d_norm=spectral", "model.d_norm"),
                                            ("precision=fp16", "precision"), ("act.g_kind=prelu", "act.g_kind"),
                                            ("act.d_kind=elu", "act.d_kind")])
-def test_unsupported_settings_are_named(override, key):
+def test_unsupported_settings_are_named(override, key, small):
     with pytest.raises(ConfigError, match=key):  # data=mnist is refused while composing, the others here
-        check_batchable(to_config(compose_config(SMALL + [override])))
+        check_batchable(to_config(compose_config(small + [override])))
 
 
-def test_a_non_finite_trial_skips_the_step_and_is_counted():
+def test_a_non_finite_trial_skips_the_step_and_is_counted(small):
     """A NaN gradient in one trial skips the update of every trial (documented) and counts for that trial."""
-    trainer = BatchedTrainer(to_config(compose_config(SMALL)), SEEDS)
+    trainer = BatchedTrainer(to_config(compose_config(small)), SEEDS)
     before = [trainer.model.trial_arrays(t) for t in range(len(SEEDS))]
     real, z = trainer.inputs(0)
     real[1, 0, 0] = np.nan
@@ -77,9 +81,9 @@ def test_a_non_finite_trial_skips_the_step_and_is_counted():
 
 
 @pytest.mark.slow
-def test_relu_kind_matches_a_separate_run(tmp_path):
+def test_relu_kind_matches_a_separate_run(tmp_path, small):
     """act.d_kind=relu (LeakyReLU slope 0 in every D layer) batched, against train.py's run of the same seed."""
-    overrides = SMALL + ["act.d_kind=relu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
+    overrides = small + ["act.d_kind=relu", "train.steps=5", "eval.interval=5", "train.ckpt_every=5",
                          "train.sample_every=5"]
     trainer = BatchedTrainer(to_config(compose_config(overrides)), [5])
     assert trainer.model.d_slopes == (0.0, 0.0, 0.0)
@@ -103,9 +107,9 @@ def _three_maxout_pieces(mine: dict) -> None:
     ("act.d_kind=prelu", _learned_prelu_weights),  # two trials' channel weights in one prelu call
     ("model.d_maxout=3", _three_maxout_pieces),  # PacGAN's maxout D
 ])
-def test_d_variant_matches_a_separate_run(override, check, tmp_path):
+def test_d_variant_matches_a_separate_run(override, check, tmp_path, small):
     """A PReLU or maxout D batched (trial 1 of two), against train.py's run of the same seed."""
-    overrides = SMALL + [override, "train.steps=5", "eval.interval=5", "train.ckpt_every=5", "train.sample_every=5"]
+    overrides = small + [override, "train.steps=5", "eval.interval=5", "train.ckpt_every=5", "train.sample_every=5"]
     trainer = BatchedTrainer(to_config(compose_config(overrides)), [5, 6])
     trainer.train_to(5)
     arrays, _ = load_checkpoint(run(compose_config(overrides + ["seed=6"]), tmp_path).checkpoint)
@@ -116,9 +120,9 @@ def test_d_variant_matches_a_separate_run(override, check, tmp_path):
 
 
 @pytest.mark.slow
-def test_ema_and_lr_decay_match_a_separate_run(tmp_path):
+def test_ema_and_lr_decay_match_a_separate_run(tmp_path, small):
     """train.ema_beta (EMA generator, also what evaluate() uses) and train.lr_decay batched, against train.py."""
-    overrides = SMALL + ["train.steps=6", "eval.interval=6", "train.ckpt_every=6", "train.sample_every=6",
+    overrides = small + ["train.steps=6", "eval.interval=6", "train.ckpt_every=6", "train.sample_every=6",
                          "train.ema_beta=0.5", "train.lr_decay=0.5"]
     trainer = BatchedTrainer(to_config(compose_config(overrides)), [5])
     trainer.train_to(6)

@@ -102,12 +102,11 @@ def test_bad_arguments_exit_with_a_message(args, message, capsys):
 
 
 @pytest.mark.slow
-def test_one_tiny_trial_writes_json(tmp_path):
+def test_one_tiny_trial_writes_json(tmp_path, tiny_2d_args):
     out = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--trials", "1", "--slopes", "0.2", "--datasets",
-         "ring8", "--steps", "2", "--override", "model.ngf=16", "--override", "model.ndf=16", "--override",
-         "eval.num_samples=100", "--json", str(out)],
+         "ring8", "--steps", "2", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
@@ -117,16 +116,20 @@ def test_one_tiny_trial_writes_json(tmp_path):
     assert "PacGAN GAN (paper)" in result.stdout
 
 
-TINY_2D = ["--override", "model.ngf=16", "--override", "model.ndf=16", "--override", "eval.num_samples=100"]
+@pytest.fixture(scope="module")
+def tiny_2d_args(tiny_2d) -> list[str]:
+    """conftest's TINY_2D as bench_modes.py --override arguments (the script sets the experiment from --datasets)."""
+    return [arg for o in [*tiny_2d, "eval.num_samples=100"] if not o.startswith("experiment=")
+            for arg in ("--override", o)]
 
 
 @pytest.mark.slow
-def test_batched_trials_evaluated_at_each_length(tmp_path):
+def test_batched_trials_evaluated_at_each_length(tmp_path, tiny_2d_args):
     out = tmp_path / "batched.json"
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "prelu",
-         "--first-seed", "3", "--datasets", "ring8", "--eval-at", "2,4", *TINY_2D, "--override", "train.ema_beta=0.9",
-         "--override", "train.lr_decay=0.5", "--json", str(out)],
+         "--first-seed", "3", "--datasets", "ring8", "--eval-at", "2,4", *tiny_2d_args, "--override",
+         "train.ema_beta=0.9", "--override", "train.lr_decay=0.5", "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
@@ -143,11 +146,11 @@ def test_batched_trials_evaluated_at_each_length(tmp_path):
 
 
 @pytest.mark.slow
-def test_step_cost_benchmark_times_both_sides(tmp_path):
+def test_step_cost_benchmark_times_both_sides(tmp_path, tiny_2d_args):
     out = tmp_path / "steps.json"
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2", "--rounds",
-         "1", *TINY_2D, "--json", str(out)],
+         "1", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())

@@ -68,7 +68,7 @@ def test_interleaved_timer_lead_in_runs_each_timed_step_after_its_own(monkeypatc
     assert [calls[k - 1][0] for k in starts] == ["a", "b", "a", "b"]  # ... right after an untimed call of its own
 
 
-def test_step_flops_match_a_hand_count_of_a_small_dcgan(config) -> None:
+def test_step_flops_match_a_hand_count_of_a_small_dcgan(config, tiny_overrides) -> None:
     """DCGAN-32 with ngf = ndf = 8, nz = 16, 3 channels, batch 2, counted by hand (multiply-adds per sample):
     G  ConvT 16->32 1->4: 1*1*16*32*16 = 8192;   ConvT 32->16 4->8: 4*4*32*16*16 = 131072;
        ConvT 16->8 8->16: 8*8*16*8*16 = 131072;  ConvT 8->3 16->32: 16*16*8*3*16 = 98304
@@ -82,7 +82,7 @@ def test_step_flops_match_a_hand_count_of_a_small_dcgan(config) -> None:
     G, D = sum(g), sum(d)
     by_hand = {"g_forward": G, "d_forward": 3 * D, "d_backward_weights": 2 * D,
                "d_backward_data": 2 * (D - d[0]) + D, "g_backward_weights": G, "g_backward_data": G - g[0]}
-    cfg = config("model.ngf=8", "model.ndf=8", "model.nz=16", "data=shapes", "train.batch_size=2")
+    cfg = config(*tiny_overrides, "train.batch_size=2")  # TINY: ngf = ndf = 8, nz = 16, shapes
     flops = bench_train.train_step_flops(cfg)
     assert {k: v for k, v in flops.items() if k != "total"} == {k: 2.0 * v for k, v in by_hand.items()}
     assert flops["total"] == 2.0 * sum(by_hand.values()) == 15155200.0

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.config.schema import ConfigError, RuntimeConfig, compose_config, to_config
+from gan.config.schema import ConfigError, RuntimeConfig, compose_config
 from gan.training.precision import BF16_FLAGS, check_bf16_cpu
 from gan.training.runtime import setup_runtime
 from gan.training.loop import GANTrainer, run
@@ -29,15 +29,15 @@ pytestmark = needs_onednn()
 needs_bf16_cpu = pytest.mark.skipif(onednn.available() and not onednn.cpu_isa().bf16_dot,
                                     reason="this CPU has no bfloat16 dot-product instructions (precision=bf16 refused)")
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=onednn", "train.batch_size=8", "data=shapes",
-        "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "train.sample_every=100",
-        "train.ckpt_every=100", "diagnostics.enabled=false"]
+BF16_RUN = ["train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]  # on top of TINY_ONEDNN
 
 setup_runtime(RuntimeConfig())  # run() selects the device, which MindSpore refuses once any kernel ran
 
 
-def train(run_dir: Path, *overrides: str):
-    return run(compose_config(TINY + list(overrides)), run_dir)
+@pytest.fixture(scope="module")
+def train(tiny_onednn):
+    """train(run_dir, *overrides): a tiny run on oneDNN convolutions (conftest's TINY_ONEDNN and BF16_RUN)."""
+    return lambda run_dir, *overrides: run(compose_config(tiny_onednn + BF16_RUN + list(overrides)), run_dir)
 
 
 def losses(summary) -> np.ndarray:
@@ -66,13 +66,13 @@ def test_bf16_cpu_check_passes_with_the_instructions_and_names_missing_kernels()
 
 
 @pytest.mark.slow
-def test_train_py_refuses_bf16_where_onednn_lacks_bf16_instructions(tmp_path):
+def test_train_py_refuses_bf16_where_onednn_lacks_bf16_instructions(tmp_path, tiny_onednn):
     """The real check in a fresh process whose oneDNN is limited to AVX-512 without AVX512_BF16/AMX
     ($ONEDNN_MAX_CPU_ISA): the run stops at start naming the CPU flags; on a CPU without AVX-512 the cap changes
     nothing and the message says the kernels are missing."""
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO), "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}
-    done = subprocess.run([sys.executable, str(REPO / "train.py"), *TINY, "precision=bf16", f"hydra.run.dir={tmp_path}"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(REPO / "train.py"), *tiny_onednn, *BF16_RUN, "precision=bf16",
+                           f"hydra.run.dir={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert any(line.startswith("error: ConfigError: precision=bf16 on CPU needs bfloat16 dot-product instructions "
                                f"(CPU flag {BF16_FLAGS})") for line in done.stderr.splitlines())
@@ -85,11 +85,11 @@ def test_models_without_bf16_kernels_name_the_layer(config):
 
 
 @needs_bf16_cpu
-def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters():
+def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters(config, tiny_onednn):
     """Every conv computes in bf16; between layers only bfloat16 flows, except out of G's last conv (into Tanh)
     and D's last conv (the logits): the networks take and return float32, with no cast op anywhere. The layers pass
     channels-last activations between them (gan.config.plan.resolve_layout)."""
-    trainer = GANTrainer(to_config(compose_config(TINY + ["precision=bf16"])), channels=3)
+    trainer = GANTrainer(config(*tiny_onednn, *BF16_RUN, "precision=bf16"), channels=3)
     assert trainer.g_run is trainer.g and trainer.d_run is trainer.d
     assert (trainer.plan.g.layout, trainer.plan.d.layout) == ("NHWC", "NHWC")
     for net, x, fp32_tail in ((trainer.g, np.zeros((2, 16, 1, 1), np.float32), 2),
@@ -103,14 +103,14 @@ def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters():
         assert convs and all(c.compute_dtype == ms.bfloat16 for c in convs)
     state = trainer.state_arrays()
     assert {a.dtype for a in state.values()} <= {np.dtype(np.float32), np.dtype(np.int32)}
-    fp32 = GANTrainer(to_config(compose_config(TINY)), channels=3).state_arrays()
+    fp32 = GANTrainer(config(*tiny_onednn, *BF16_RUN), channels=3).state_arrays()
     assert {k: (v.dtype, v.shape) for k, v in state.items()} == {k: (v.dtype, v.shape) for k, v in fp32.items()}
 
 
 @pytest.mark.slow
 @needs_bf16_cpu
 @pytest.mark.parametrize("fusion", ["auto", "bn_act", "none"])
-def test_bf16_steps_are_finite_close_to_fp32_and_unscaled(tmp_path, fusion):
+def test_bf16_steps_are_finite_close_to_fp32_and_unscaled(tmp_path, fusion, train):
     fp32 = train(tmp_path / "fp32", "train.steps=3", f"fusion={fusion}")
     bf16 = train(tmp_path / "bf16", "train.steps=3", f"fusion={fusion}", "precision=bf16")
     assert all(s.finite for s in bf16.history) and bf16.skipped_steps == 0
@@ -121,7 +121,7 @@ def test_bf16_steps_are_finite_close_to_fp32_and_unscaled(tmp_path, fusion):
 
 @pytest.mark.slow
 @needs_bf16_cpu
-def test_bf16_resume_is_exact_and_checkpoints_move_between_fp32_and_bf16(tmp_path):
+def test_bf16_resume_is_exact_and_checkpoints_move_between_fp32_and_bf16(tmp_path, train):
     whole = train(tmp_path / "whole", "train.steps=4", "precision=bf16")
     train(tmp_path / "parts", "train.steps=2", "train.ckpt_every=2", "precision=bf16")
     resumed = train(tmp_path / "parts", "train.steps=4", "train.resume=auto", "precision=bf16")
@@ -139,7 +139,7 @@ def test_bf16_resume_is_exact_and_checkpoints_move_between_fp32_and_bf16(tmp_pat
 
 @pytest.mark.slow
 @needs_bf16_cpu
-def test_bf16_with_diagnostics_probes_every_step(tmp_path):
+def test_bf16_with_diagnostics_probes_every_step(tmp_path, train):
     summary = train(tmp_path, "train.steps=2", "precision=bf16", "diagnostics.enabled=true", "diagnostics.interval=1")
     assert np.isfinite(losses(summary)).all()
     assert (tmp_path / "diagnostics.jsonl").read_text().count("\n") == 2

@@ -326,22 +326,23 @@ def test_diagnostics_config_rejects_bad_thresholds(override, key):
         to_config(compose_config([override]))
 
 
-TRAINER = ["model.ngf=4", "model.ndf=4", "model.nz=8", "model.conv_impl=native", "train.batch_size=4",
-           "data=shapes"]
+@pytest.fixture(scope="module")
+def trainer_record(config, tiny_trainer):
+    """trainer_record(*overrides): one plain and one probed step of a tiny GANTrainer; the record of the check after
+    them, and the trainer."""
+    def record(*overrides: str) -> tuple[dict, GANTrainer]:
+        trainer = GANTrainer(config(*tiny_trainer, *overrides), 3)
+        real = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
+        trainer.train_step(real, latents(0, 0, Purpose.Z, 4, 8))
+        assert all(p.diag_passes.asnumpy().tolist() == [0, 0] for p in trainer.probes)  # plain step: no probe work
+        trainer.train_step(real, latents(0, 1, Purpose.Z, 4, 8), probe=True)
+        return DeadChannelTracker().check(2, trainer.probes), trainer
 
-
-def trainer_record(*overrides: str) -> tuple[dict, GANTrainer]:
-    """One plain and one probed step of a tiny GANTrainer; the record of the check after them."""
-    trainer = GANTrainer(to_config(compose_config(TRAINER + list(overrides))), 3)
-    real = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
-    trainer.train_step(real, latents(0, 0, Purpose.Z, 4, 8))
-    assert all(p.diag_passes.asnumpy().tolist() == [0, 0] for p in trainer.probes)  # plain step: no probe work
-    trainer.train_step(real, latents(0, 1, Purpose.Z, 4, 8), probe=True)
-    return DeadChannelTracker().check(2, trainer.probes), trainer
+    return record
 
 
 @pytest.mark.slow
-def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
+def test_trainer_probes_check_steps_only_and_graph_equals_pynative(trainer_record, config, tiny_trainer):
     graph, _ = trainer_record("runtime.mode=graph")
     pynative, trainer = trainer_record("runtime.mode=pynative", "train.ema_beta=0.9")  # EMA leaves G untouched
     assert list(graph["layers"]) == ["G/act0", "G/act1", "G/act2", "D/act0", "D/act1", "D/act2"]
@@ -356,14 +357,14 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative():
     ema = EMA(trainer.g, trainer.g_ema, 0.9)  # pairs each G parameter with its EMA copy, probes left out
     assert [p.name.split(".", 1)[1] for p in ema.source] == [p.name.split(".", 1)[1] for p in ema.target]
     with pytest.raises(ValueError, match="diagnostics.enabled=true"):
-        GANTrainer(to_config(compose_config(TRAINER + ["diagnostics.enabled=false"])), 3).train_step(
+        GANTrainer(config(*tiny_trainer, "diagnostics.enabled=false"), 3).train_step(
             np.zeros((4, 3, 32, 32), np.float32), latents(0, 0, Purpose.Z, 4, 8), probe=True)
 
 
 @pytest.mark.slow
-def test_trainer_probes_the_2d_mlps():
+def test_trainer_probes_the_2d_mlps(config, tiny_2d):
     """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
-    trainer = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16"])), 2)
+    trainer = GANTrainer(config(*tiny_2d), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
     trainer.train_step(points, latents(0, 0, Purpose.Z, 16, 2), probe=True)
     record = DeadChannelTracker().check(1, trainer.probes)
@@ -373,7 +374,7 @@ def test_trainer_probes_the_2d_mlps():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fusion", ["none", "bn_act"])
-def test_fp16_check_steps_record_statistics_in_float32(fusion):
+def test_fp16_check_steps_record_statistics_in_float32(fusion, trainer_record):
     """precision=fp16 (amp O2) with the probes on: the check step compiles and its statistics agree with fp32's
     (amp wraps BatchNorm cells, the fused BatchNormAct too, and would cast the probes' sums to float16)."""
     fp32, _ = trainer_record(f"fusion={fusion}")

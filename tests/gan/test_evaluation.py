@@ -13,9 +13,7 @@ from gan.data.points import GRID25, RING8
 from gan.config.schema import to_config
 from gan.training.loop import run
 
-TINY_2D = ["experiment=ring8", "model.ngf=32", "model.ndf=32", "train.batch_size=32", "train.num_samples=100",
-           "train.log_every=1", "eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false",
-           "train.lr=1e-3"]
+EVAL_2D = ["eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false"]  # on top of conftest's TINY_2D
 
 
 def test_point_batches_are_a_pure_function_of_seed_and_step():
@@ -97,9 +95,9 @@ def test_config_rejects_impossible_combinations(overrides, message):
 
 
 @pytest.fixture(scope="module")
-def run_2d(tmp_path_factory):
+def run_2d(tmp_path_factory, tiny_2d):
     """An uninterrupted 4-step ring8 run with evaluations at steps 2 and 4."""
-    return run(compose_config(TINY_2D + ["train.steps=4"]), tmp_path_factory.mktemp("ring8"))
+    return run(compose_config(tiny_2d + EVAL_2D + ["train.steps=4"]), tmp_path_factory.mktemp("ring8"))
 
 
 @pytest.mark.slow
@@ -114,9 +112,9 @@ def test_metrics_are_written_and_returned_as_the_objective(run_2d):
 
 
 @pytest.mark.slow
-def test_2d_resume_is_exact(run_2d, tmp_path):
-    run(compose_config(TINY_2D + ["train.steps=2"]), tmp_path)
-    resumed = run(compose_config(TINY_2D + ["train.steps=4", "train.resume=auto"]), tmp_path)
+def test_2d_resume_is_exact(run_2d, tmp_path, tiny_2d):
+    run(compose_config(tiny_2d + EVAL_2D + ["train.steps=2"]), tmp_path)
+    resumed = run(compose_config(tiny_2d + EVAL_2D + ["train.steps=4", "train.resume=auto"]), tmp_path)
     assert resumed.start_step == 2
     assert [(s.loss_d, s.loss_g) for s in resumed.history] == [(s.loss_d, s.loss_g) for s in run_2d.history[2:]]
     assert resumed.metrics == run_2d.metrics

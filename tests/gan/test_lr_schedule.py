@@ -6,15 +6,14 @@ from gan.models.checkpoint import checkpoint_path, load_checkpoint
 from gan.config.schema import ConfigError, compose_config, to_config
 from gan.training.loop import GANTrainer, run, scheduled_lr
 
-SMALL = ["experiment=ring8", "model.ngf=32", "model.ndf=24", "diagnostics.enabled=false", "eval.num_samples=500",
-         "runtime.threads=1", "train.lr=0.001"]
+QUIET = ["diagnostics.enabled=false", "eval.num_samples=500", "runtime.threads=1"]  # on top of conftest's TINY_2D
 
 
-def test_scheduled_lr_is_constant_then_linear_to_zero():
-    train = to_config(compose_config(SMALL + ["train.lr_decay=0.5"])).train
+def test_scheduled_lr_is_constant_then_linear_to_zero(config, tiny_2d):
+    train = config(*tiny_2d, *QUIET, "train.lr_decay=0.5").train
     assert [scheduled_lr(train, s, 10) / train.lr for s in range(10)] == pytest.approx(
         [1, 1, 1, 1, 1, 1, 0.8, 0.6, 0.4, 0.2])
-    constant = to_config(compose_config(SMALL + ["train.lr_decay=0"])).train
+    constant = config(*tiny_2d, *QUIET, "train.lr_decay=0").train
     assert scheduled_lr(constant, 9, 10) == constant.lr
 
 
@@ -26,17 +25,18 @@ def test_2d_experiments_train_the_protocol_length_with_the_decaying_rate(experim
 
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1"])
-def test_lr_decay_outside_the_unit_interval_is_named(value):
+def test_lr_decay_outside_the_unit_interval_is_named(value, config, tiny_2d):
     with pytest.raises(ConfigError, match="train.lr_decay"):
-        to_config(compose_config(SMALL + [f"train.lr_decay={value}"]))
+        config(*tiny_2d, f"train.lr_decay={value}")
 
 
 @pytest.mark.slow
-def test_set_lr_reaches_the_jitted_steps():
+def test_set_lr_reaches_the_jitted_steps(config, tiny_2d):
     """lr 0 leaves every trainable weight bit-identical; a positive lr set afterwards moves them."""
-    trainer = GANTrainer(to_config(compose_config(SMALL)), 2)
+    trainer = GANTrainer(config(*tiny_2d, *QUIET), 2)
     rng = np.random.default_rng(0)
-    real, z = rng.standard_normal((100, 2, 1, 1), np.float32), rng.standard_normal((100, 2, 1, 1), np.float32)
+    n = trainer.train_cfg.batch_size
+    real, z = rng.standard_normal((n, 2, 1, 1), np.float32), rng.standard_normal((n, 2, 1, 1), np.float32)
     weights = lambda: {p.name: p.asnumpy().copy() for net in (trainer.g, trainer.d) for p in net.trainable_params()}
     before = weights()
     trainer.set_lr(0.0)
@@ -48,9 +48,9 @@ def test_set_lr_reaches_the_jitted_steps():
 
 
 @pytest.mark.slow
-def test_a_decaying_run_resumes_exactly(tmp_path):
+def test_a_decaying_run_resumes_exactly(tmp_path, tiny_2d):
     """The rate is a function of (step, train.steps), so a run resumed halfway ends bit-identical."""
-    common = SMALL + ["train.steps=6", "train.lr_decay=0.5", "train.ckpt_every=3", "train.keep_last=2",
+    common = tiny_2d + QUIET + ["train.steps=6", "train.lr_decay=0.5", "train.ckpt_every=3", "train.keep_last=2",
                       "eval.interval=6", "train.sample_every=6"]
     full = run(compose_config(common), tmp_path / "full")
     resumed = run(compose_config(common + [f"train.resume={checkpoint_path(tmp_path / 'full', 3)}"]),

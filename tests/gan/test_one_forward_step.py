@@ -12,8 +12,6 @@ from gan.training.loop import GANTrainer, model_params
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end
 
-TINY = ["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes"]
-
 
 def reference_steps(trainer: GANTrainer, micro_batches: int):
     """The two-forward iteration as plain jitted value_and_grad calls on the trainer's own nets and optimisers
@@ -57,9 +55,9 @@ def arrays(net) -> dict[str, np.ndarray]:
     ["model.conv_impl=onednn", "fusion=bn_act", "train.accumulate=2"],
     ["model.conv_impl=gemm", "fusion=none", "train.d_steps=2"],
 ], ids=["onednn-conv_act", "gemm-none", "onednn-bn_act-accumulate2", "gemm-none-d_steps2"])
-def test_one_forward_step_matches_two_forwards_and_moves_g_statistics_once(overrides):
+def test_one_forward_step_matches_two_forwards_and_moves_g_statistics_once(overrides, tiny_trainer):
     """The reference runs d_steps D steps, then a G step on the last D step's latents recomputing G(z)."""
-    cfg = to_config(compose_config(TINY + overrides))
+    cfg = to_config(compose_config(tiny_trainer + overrides))
     trainer, ref = GANTrainer(cfg, 3), GANTrainer(cfg, 3)
     d_step, g_step = reference_steps(ref, cfg.train.accumulate)
     rng = np.random.default_rng(0)

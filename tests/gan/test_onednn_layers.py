@@ -159,10 +159,9 @@ def test_kernels_call_mindspores_own_onednn() -> None:
 
 
 @pytest.mark.slow
-def test_gemm_checkpoint_resumes_under_onednn(tmp_path) -> None:
+def test_gemm_checkpoint_resumes_under_onednn(tmp_path, tiny_overrides) -> None:
     """4 gemm steps == 2 gemm steps, a checkpoint, then 2 onednn steps resumed from it (losses to 1e-4)."""
-    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
-            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "train.ckpt_every=2"]
+    tiny = [*tiny_overrides, "train.ckpt_every=2"]
     whole = run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=4"]), tmp_path / "gemm")
     run(compose_config(tiny + ["model.conv_impl=gemm", "train.steps=2"]), tmp_path / "mixed")
     resumed = run(compose_config(tiny + ["model.conv_impl=onednn", "train.steps=4", "train.resume=auto"]),
@@ -263,10 +262,9 @@ def test_conv_act_needs_onednn(config) -> None:
 
 
 @pytest.mark.slow
-def test_conv_act_training_matches_unfused(tmp_path) -> None:
+def test_conv_act_training_matches_unfused(tmp_path, tiny_onednn) -> None:
     """2 graph-mode training steps with fusion=conv_act give fusion=none's losses (onednn both, 1e-4)."""
-    tiny = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=64",
-            "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "model.conv_impl=onednn", "train.steps=2"]
+    tiny = [*tiny_onednn, "train.steps=2"]
     got, want = (run(compose_config(tiny + [f"fusion={kind}"]), tmp_path / kind) for kind in ("conv_act", "none"))
     np.testing.assert_allclose([(s.loss_d, s.loss_g) for s in got.history],
                                [(s.loss_d, s.loss_g) for s in want.history], rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ import pytest
 from mindspore import Tensor
 
 from gan.models.checkpoint import load_checkpoint
-from gan.config.schema import D_NORMS, compose_config, to_config
+from gan.config.schema import D_NORMS, compose_config
 from gan.training.losses import LOSSES
 from gan.config.loss_kinds import LOSS_KINDS
 from gan.core.streams import Purpose, latents, mixing_weights
@@ -34,13 +34,12 @@ def test_the_disallowed_combinations_are_exactly_the_gradient_penalty_with_batch
 
 
 @pytest.mark.slow
-def test_g_norm_none_and_the_2d_recipe_with_spectral_norm_run(tiny_run, tmp_path):
+def test_g_norm_none_and_the_2d_recipe_with_spectral_norm_run(tiny_run, tmp_path, tiny_2d):
     assert np.isfinite(losses(tiny_run(tmp_path / "g", "train.dry_run=true", "runtime.mode=pynative",
                                        "model.g_norm=none", "eval.enabled=false"))).all()
     from gan.training.loop import run
-    summary = run(compose_config(["experiment=ring8", "model.ngf=16", "model.ndf=16", "train.batch_size=16",
-                                  "train.num_samples=32", "eval.num_samples=64", "runtime.mode=pynative",
-                                  "train.dry_run=true", "model.d_norm=spectral", "train.loss=hinge"]), tmp_path / "2d")
+    summary = run(compose_config([*tiny_2d, "eval.num_samples=64", "runtime.mode=pynative", "train.dry_run=true",
+                                  "model.d_norm=spectral", "train.loss=hinge"]), tmp_path / "2d")
     assert np.isfinite(losses(summary)).all()
 
 
@@ -64,27 +63,31 @@ def test_resume_is_exact_with_spectral_norm_r1_and_several_d_steps(tiny_run, tmp
     assert all(not np.array_equal(final[k], us[k]) for k in us if us[k].size > 1)  # the power iteration moved u
 
 
-SMALL = ["model.ngf=4", "model.ndf=4", "model.nz=8", "model.conv_impl=gemm", "train.batch_size=8", "data=shapes",
-         "diagnostics.enabled=false", "model.g_norm=none"]
+STEPS = ["model.conv_impl=gemm", "train.batch_size=8", "diagnostics.enabled=false", "model.g_norm=none"]
 
 
-def trainer_steps(*overrides: str, steps: int = 2):
-    """A tiny GANTrainer's stats and final parameters after `steps` steps on fixed random data."""
-    conf = to_config(compose_config(SMALL + list(overrides)))
-    trainer = GANTrainer(conf, 1)
-    rng = np.random.default_rng(1)
-    stats = []
-    for step in range(steps):
-        real = [rng.uniform(-1, 1, (8, 1, 32, 32)).astype(np.float32) for _ in range(conf.train.d_steps)]
-        z = [latents(0, step, Purpose.Z, 8, 8, k) for k in range(conf.train.d_steps)]
-        eps = [mixing_weights(0, step, 8, k) for k in range(conf.train.d_steps)]
-        stats.append(trainer.train_step(real, z, eps=eps))
-    return stats, trainer.state_arrays()
+@pytest.fixture(scope="module")
+def trainer_steps(config, tiny_trainer):
+    """trainer_steps(*overrides, steps=2): a tiny GANTrainer's stats and final parameters after `steps` steps on
+    fixed random data (conftest's TINY_TRAINER and STEPS)."""
+    def train(*overrides: str, steps: int = 2):
+        conf = config(*tiny_trainer, *STEPS, *overrides)
+        trainer = GANTrainer(conf, 1)
+        rng = np.random.default_rng(1)
+        stats = []
+        for step in range(steps):
+            real = [rng.uniform(-1, 1, (8, 1, 32, 32)).astype(np.float32) for _ in range(conf.train.d_steps)]
+            z = [latents(0, step, Purpose.Z, 8, 8, k) for k in range(conf.train.d_steps)]
+            eps = [mixing_weights(0, step, 8, k) for k in range(conf.train.d_steps)]
+            stats.append(trainer.train_step(real, z, eps=eps))
+        return stats, trainer.state_arrays()
+
+    return train
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("d_norm, loss", [("spectral", "hinge"), ("none", "wgan_gp")])
-def test_accumulated_step_equals_one_full_batch_step(d_norm, loss):
+def test_accumulated_step_equals_one_full_batch_step(d_norm, loss, trainer_steps):
     """Without BatchNorm the mean of 4 micro-batches' gradients is the full batch's: same losses, gradient norms
     and, after two Adam steps, parameters within 1e-5."""
     common = (f"model.d_norm={d_norm}", f"train.loss={loss}")
@@ -112,7 +115,7 @@ def test_clip_by_global_norm_matches_numpy():
 
 
 @pytest.mark.slow
-def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
+def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips(trainer_steps):
     base, base_state = trainer_steps("model.d_norm=none")
     loose, loose_state = trainer_steps("model.d_norm=none", "train.clip_grad_norm=1e9")
     tight, tight_state = trainer_steps("model.d_norm=none", "train.clip_grad_norm=1e-9")
@@ -124,7 +127,7 @@ def test_clipping_logs_the_pre_clip_norm_and_changes_only_what_it_clips():
 
 
 @pytest.mark.slow
-def test_cpu_steps_take_the_global_norm_in_one_kernel(monkeypatch):
+def test_cpu_steps_take_the_global_norm_in_one_kernel(monkeypatch, trainer_steps):
     """On CPU the steps' gradient norm is ops.global_norm (one kernel for all gradients); the logged norms and,
     with clipping on, the updates match the composed norm's (the sums differ only in rounding)."""
     from gan.training import loop as training

@@ -17,19 +17,23 @@ from gan.training.loop import GANTrainer, run
 
 from tests.helpers import tensorboard_events
 
-TRAINER = ["model.ngf=4", "model.ndf=4", "model.nz=8", "model.conv_impl=native", "train.batch_size=4",
-           "data=shapes", "diagnostics.recycle=true", "diagnostics.recycle_nets=[D,G]"]
+RECYCLE = ["diagnostics.recycle=true", "diagnostics.recycle_nets=[D,G]"]  # on top of conftest's TINY_TRAINER
 REAL = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
 # Channels to recycle per layer: D/act1 sits behind a BatchNorm, D/act0 does not; G's convs are transposed.
 FLAGGED = {"D/act0": [1], "D/act1": [0, 3], "G/act0": [2], "G/act2": [0, 1]}
 
 
-def trainer(mode: str, *overrides: str) -> GANTrainer:
-    """A tiny DCGAN trainer after two steps (the Adam moments are non-zero), its graphs compiled."""
-    t = GANTrainer(to_config(compose_config(TRAINER + [f"runtime.mode={mode}", *overrides])), 3)
-    for step in range(2):
-        t.train_step(REAL, latents(0, step, Purpose.Z, 4, 8))
-    return t
+@pytest.fixture(scope="module")
+def trainer(config, tiny_trainer):
+    """trainer(mode, *overrides): a tiny DCGAN trainer after two steps (the Adam moments are non-zero), its graphs
+    compiled."""
+    def build(mode: str, *overrides: str) -> GANTrainer:
+        t = GANTrainer(config(*tiny_trainer, *RECYCLE, f"runtime.mode={mode}", *overrides), 3)
+        for step in range(2):
+            t.train_step(REAL, latents(0, step, Purpose.Z, 4, 8))
+        return t
+
+    return build
 
 
 def record(flagged: dict[str, list[int]]) -> dict:
@@ -77,7 +81,8 @@ def expected_changes(t: GANTrainer, step: int, flagged: dict[str, list[int]], va
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees_them(mode):
+def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees_them(mode, trainer, config,
+                                                                                      tiny_trainer):
     t = trainer(mode)
     before, expected, mask = expected_changes(t, 7, FLAGGED, dcgan_values)
     layers = ["D/act0", "D/act1", "D/act2", "G/act0", "G/act1", "G/act2"]
@@ -103,7 +108,7 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
     def losses(state: dict | None) -> np.ndarray:
         net = t
         if state is not None:
-            net = GANTrainer(to_config(compose_config(TRAINER + [f"runtime.mode={mode}"])), 3)
+            net = GANTrainer(config(*tiny_trainer, *RECYCLE, f"runtime.mode={mode}"), 3)
             net.load_state_arrays(state, "state")
         out = net.train_step(REAL, latents(0, 2, Purpose.Z, 4, 8))
         return np.array([out.loss_d, out.loss_g])
@@ -113,7 +118,7 @@ def test_recycling_changes_exactly_the_flagged_slices_and_the_compiled_step_sees
 
 
 @pytest.mark.slow
-def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
+def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u(trainer):
     """D with spectral norm (u untouched), G with fusion=bn_act (the BatchNorm lives inside the probed activation)."""
     t = trainer("pynative", "model.d_norm=spectral", "fusion=bn_act")
     assert [name for name, _ in t.recyclers[1].sites["G/act1"].norms] == ["bn1"]  # fused: the probe wraps bn<i>
@@ -128,7 +133,7 @@ def test_spectral_norm_and_fused_batchnorm_layers_recycle_and_keep_u():
 
 
 @pytest.mark.slow
-def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels():
+def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels(trainer):
     t = trainer("pynative", "diagnostics.recycle_nets=[D]")
     before = t.state_arrays()
     done = t.recycle(3, record({"D/act0": [], "D/act2": [], "G/act0": [1]}))
@@ -137,9 +142,8 @@ def test_recycle_returns_the_checked_layers_and_skips_layers_without_channels():
 
 
 @pytest.mark.slow
-def test_mlp_dense_layers_recycle_rows_and_columns():
-    t = GANTrainer(to_config(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16",
-                                             "diagnostics.recycle=true", "runtime.mode=pynative"])), 2)
+def test_mlp_dense_layers_recycle_rows_and_columns(config, tiny_2d):
+    t = GANTrainer(config(*tiny_2d, "diagnostics.recycle=true", "runtime.mode=pynative"), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
     t.train_step(points, latents(0, 0, Purpose.Z, 16, 2))
     flagged = {"D/act0": [5], "D/act2": [0, 7]}
@@ -151,7 +155,7 @@ def test_mlp_dense_layers_recycle_rows_and_columns():
 
 
 @pytest.mark.slow
-def test_draws_are_a_pure_function_of_seed_step_and_layer():
+def test_draws_are_a_pure_function_of_seed_step_and_layer(trainer):
     first, second = trainer("pynative"), trainer("pynative")
     first.recycle(5, record(FLAGGED))
     second.recycle(5, record(FLAGGED))
@@ -166,16 +170,15 @@ def test_draws_are_a_pure_function_of_seed_step_and_layer():
 
 
 # tau=1 flags every channel at or below its layer's mean score, so a 6-step run recycles at every check.
-RUN = ["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8", "data=shapes",
-       "data.num_images=64", "train.num_samples=16", "train.log_every=1", "train.lr=1e-3", "model.d_norm=none",
-       "act.d_kind=relu", "diagnostics.interval=2", "diagnostics.tau=1.0", "train.ckpt_every=2", "eval.enabled=false"]
+RUN = ["model.d_norm=none", "act.d_kind=relu", "diagnostics.interval=2", "diagnostics.tau=1.0", "train.ckpt_every=2",
+       "eval.enabled=false"]  # on top of conftest's TINY
 
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["graph", "pynative"])
-def test_a_recycling_run_logs_its_events_and_resumes_exactly(mode, tmp_path):
-    args = RUN + [f"runtime.mode={mode}"]
+def test_a_recycling_run_logs_its_events_and_resumes_exactly(mode, tmp_path, tiny_overrides):
+    args = tiny_overrides + RUN + [f"runtime.mode={mode}"]
     whole = run(compose_config(args + ["train.steps=6", "diagnostics.recycle=true"]), tmp_path / "whole")
     plain = run(compose_config(args + ["train.steps=6"]), tmp_path / "plain")
     run(compose_config(args + ["train.steps=4", "diagnostics.recycle=true"]), tmp_path / "part")

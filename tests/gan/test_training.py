@@ -86,15 +86,12 @@ def test_checkpoint_holds_the_full_state(baseline):
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(precision):
+def test_optimiser_and_scaler_checkpoint_keys_are_those_of_older_checkpoints(precision, config, tiny_trainer):
     """The optimiser/scaler Parameters renamed for the one D + G graph keep the keys checkpoints had before
     (read from the old code's state_arrays), so a run from before the rename resumes."""
-    from gan.config.schema import compose_config, to_config
     from gan.training.loop import GANTrainer
 
-    cfg = to_config(compose_config(["model.ngf=4", "model.ndf=4", "model.nz=8", "train.batch_size=4", "data=shapes",
-                                    f"precision={precision}"]))
-    trainer = GANTrainer(cfg, 3)
+    trainer = GANTrainer(config(*tiny_trainer, f"precision={precision}"), 3)
     scaler = ("scale_value", "counter") if precision == "fp16" else ("scale_value",)
     want = {f"scaler_{net}.{attr}" for net in "gd" for attr in scaler}
     for net, params in (("g", trainer.g.trainable_params()), ("d", trainer.d.trainable_params())):

@@ -17,19 +17,16 @@ from gan.training.loop import run
 
 from tests.helpers import REPO, run_script
 
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data=shapes", "data.num_images=32",
-        "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
-
-
 def export(*args: str) -> subprocess.CompletedProcess:
     return run_script("scripts/export.py", *args)
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
+def checkpoint(tmp_path_factory, tiny_checkpoint) -> Path:
     """A 2-step run: gemm convolutions, fused BatchNorm + LeakyReLU, a different slope per G layer, EMA."""
     path = tmp_path_factory.mktemp("run")
-    run(compose_config(TINY + ["fusion=bn_act", "act.g_layers=[0.05,0.2,0.4]"]), path)
+    run(compose_config(tiny_checkpoint + ["model.conv_impl=gemm", "fusion=bn_act", "act.g_layers=[0.05,0.2,0.4]"]),
+        path)
     return latest_checkpoint(path)
 
 
@@ -71,9 +68,9 @@ def test_onnx_runs_in_onnxruntime_with_any_batch(checkpoint, tmp_path):
 
 
 @pytest.mark.slow
-def test_clamped_generator_is_refused_with_the_layer_named(tmp_path):
+def test_clamped_generator_is_refused_with_the_layer_named(tmp_path, tiny_checkpoint):
     run_dir = tmp_path / "run"
-    run(compose_config(TINY + ["act.clamp=4.0"]), run_dir)
+    run(compose_config(tiny_checkpoint + ["act.clamp=4.0"]), run_dir)
     result = export(str(latest_checkpoint(run_dir)), "--format", "MINDIR", "--out", str(tmp_path / "c.mindir"))
     # fusion=auto fuses G's first BatchNorm with its activation: the layer is bn0
     assert result.returncode == 1 and "'bn0'" in result.stderr and "clamp=4.0" in result.stderr
@@ -108,12 +105,11 @@ def test_failed_checks_exit_1_and_leave_no_file(checkpoint, tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path):
+def test_2d_mlp_generator_exports_with_dynamic_batch(tmp_path, tiny_2d):
     """The 2D generator's dense layers reshape by the batch size: the ONNX repair keeps them batch-free."""
     pytest.importorskip("onnxruntime")
     run_dir = tmp_path / "run"
-    run(compose_config(["experiment=ring8", "train.dry_run=true", "model.ngf=16", "model.ndf=16", "train.ema_beta=0.5",
-                        "eval.num_samples=100"]), run_dir)
+    run(compose_config([*tiny_2d, "train.dry_run=true", "train.ema_beta=0.5", "eval.num_samples=100"]), run_dir)
     ckpt = latest_checkpoint(run_dir)
     for fmt, run_file in (("ONNX", run_onnx), ("MINDIR", run_mindir)):
         out = tmp_path / f"g2d.{fmt.lower()}"

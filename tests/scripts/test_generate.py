@@ -24,12 +24,10 @@ def generate(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, tiny_checkpoint) -> Path:
     """A 2-step dry run with an EMA generator; its sample grids use 16 latents from seed 0."""
     path = tmp_path_factory.mktemp("run")
-    run(compose_config(["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native", "train.batch_size=8",
-                        "data=shapes", "data.num_images=32", "train.dry_run=true", "train.ema_beta=0.5",
-                        "train.num_samples=16"]), path)
+    run(compose_config(tiny_checkpoint), path)
     return path
 
 
@@ -138,7 +136,8 @@ def tampered(run_dir: Path, tmp_path: Path, config_tail: str) -> Path:
     (LAUGHS, "uses the YAML alias *a"),
     ("data:\n  root: ${oc.env:HOME}/data\n", "holds OmegaConf interpolations (${...}) at data.root"),
 ])
-def test_a_received_checkpoint_cannot_hang_or_run_resolvers_in_any_tool(run_dir, tmp_path, tail, message):
+def test_a_received_checkpoint_cannot_hang_or_run_resolvers_in_any_tool(run_dir, tmp_path, tail, message,
+                                                                        tiny_overrides):
     """A 351-byte alias bomb in the embedded config hung generate/export/quantize/resume in OmegaConf.create."""
     received = str(tampered(run_dir, tmp_path, tail))
     for script, args in (("scripts/generate.py", ["--n", "4", "--out", str(tmp_path / "x.png")]),
@@ -147,9 +146,8 @@ def test_a_received_checkpoint_cannot_hang_or_run_resolvers_in_any_tool(run_dir,
         result = run_script(script, received, *args, timeout=120)
         assert result.returncode == 2 and "received.ckpt" in result.stderr and message in result.stderr, script
     with pytest.raises(CheckpointError, match="received.ckpt"):  # the loader's error, as in every tool
-        run(compose_config(["model.ngf=8", "model.ndf=8", "model.nz=16", "model.conv_impl=native",
-                            "train.batch_size=8", "data=shapes", "data.num_images=32", "train.steps=3",
-                            f"train.resume={received}"]), tmp_path / "resumed")
+        run(compose_config([*tiny_overrides, "data.num_images=32", "train.steps=3", f"train.resume={received}"]),
+            tmp_path / "resumed")
 
 
 @pytest.mark.parametrize("suffix, image_format", [(".png", "PNG"), (".jpg", "JPEG"), (".webp", "WEBP")])
@@ -171,12 +169,12 @@ def test_an_output_that_cannot_be_written_is_a_usage_error(run_dir, tmp_path, ar
     assert result.returncode == 2 and message.format(tmp=tmp_path) in result.stderr, result.stderr[-2000:]
 
 
-def test_a_2d_checkpoint_gives_the_scatter_plot_of_its_run(tmp_path):
+def test_a_2d_checkpoint_gives_the_scatter_plot_of_its_run(tmp_path, tiny_2d):
     """A ring8 generator's samples are points: the grid is the run's scatter plot (raw ValueError before), also
     for its int8 quantisation (generate --int8)."""
     run_dir = tmp_path / "ring8"
-    run(compose_config(["experiment=ring8", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "train.dry_run=true",
-                        "eval.num_samples=64", "train.num_samples=64", "diagnostics.enabled=false"]), run_dir)
+    run(compose_config([*tiny_2d, "train.dry_run=true", "eval.num_samples=64", "train.num_samples=64",
+                        "diagnostics.enabled=false"]), run_dir)
     result = generate(str(run_dir), "--n", "64", "--out", str(tmp_path / "points.png"))
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_array_equal(pixels(tmp_path / "points.png"), pixels(run_dir / "samples" / "step_000002.png"))

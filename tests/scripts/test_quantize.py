@@ -22,10 +22,6 @@ from ops import reference as ref
 
 from tests.helpers import REPO, run_script
 
-TINY = ["model.ngf=8", "model.ndf=8", "model.nz=16", "train.batch_size=8", "data.num_images=32",
-        "train.dry_run=true", "train.ema_beta=0.5", "train.num_samples=16"]
-
-
 def script(name: str, *args: str) -> subprocess.CompletedProcess:
     return run_script(f"scripts/{name}", *args)
 
@@ -36,10 +32,10 @@ def pixels(path: Path) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def quantized(tmp_path_factory) -> tuple[Path, Path]:
+def quantized(tmp_path_factory, tiny_checkpoint) -> tuple[Path, Path]:
     """(checkpoint, DIR): a 2-step shapes run (different slope per G layer) quantised by the script."""
     run_dir = tmp_path_factory.mktemp("run")
-    run(compose_config(TINY + ["data=shapes", "act.g_layers=[0.0,0.2,0.5]"]), run_dir)
+    run(compose_config(tiny_checkpoint + ["act.g_layers=[0.0,0.2,0.5]"]), run_dir)
     out = tmp_path_factory.mktemp("q") / "int8"
     result = script("quantize.py", str(latest_checkpoint(run_dir)), "--calib", "48", "--eval-n", "24",
                     "--out", str(out))
@@ -119,10 +115,10 @@ def test_generate_needs_exactly_one_source_and_rejects_other_directories(quantiz
 
 
 @pytest.mark.slow
-def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
+def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch, tiny_checkpoint):
     """In-process on a tiny mnist run, with a small classifier standing in for the cached default one."""
     run_dir = tmp_path / "run"
-    run(compose_config(TINY + ["eval.enabled=false"]), run_dir)
+    run(compose_config(tiny_checkpoint + ["data=mnist", "eval.enabled=false"]), run_dir)
     small = load_classifier(config=ClassifierConfig(hidden=(64,), epochs=3), directory=tmp_path / "classifier")
     monkeypatch.setattr(gan.training.tasks, "load_classifier", lambda: small)
     from scripts import quantize as module
@@ -136,10 +132,10 @@ def test_mnist_report_compares_the_projects_metrics(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_generator_without_leaky_relu_is_refused_by_quantize_in_its_own_words(tmp_path):
+def test_a_generator_without_leaky_relu_is_refused_by_quantize_in_its_own_words(tmp_path, tiny_checkpoint):
     """An ELU generator: an ExportError traceback about export before; now one line from quantize, exit 1."""
     run_dir = tmp_path / "elu"
-    run(compose_config(TINY + ["data=shapes", "act.g_kind=elu", "fusion=none"]), run_dir)
+    run(compose_config(tiny_checkpoint + ["act.g_kind=elu", "fusion=none"]), run_dir)
     result = script("quantize.py", str(run_dir), "--calib", "8", "--out", str(tmp_path / "q"))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "cannot quantise this generator: layer 'act0' (ELU)" in result.stderr
