@@ -36,23 +36,6 @@ def tiny_overrides() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def config() -> Callable[..., Config]:
-    """config(*overrides): the validated Config `python train.py OVERRIDES...` would run."""
-    return lambda *overrides: to_config(compose_config(list(overrides)))
-
-
-@pytest.fixture(scope="session")
-def tiny_run() -> Callable:
-    """tiny_run(run_dir, *overrides): train the TINY model (fp32) in run_dir; returns the RunSummary."""
-    from gan.training.loop import run
-
-    def train(run_dir: Path, *overrides: str):
-        return run(compose_config(TINY + list(overrides)), run_dir)
-
-    return train
-
-
-@pytest.fixture(scope="session")
 def tiny_onednn() -> list[str]:
     """TINY on oneDNN convolutions (with tests.helpers.needs_onednn)."""
     return list(TINY_ONEDNN)
@@ -74,6 +57,23 @@ def tiny_checkpoint() -> list[str]:
 def tiny_2d() -> list[str]:
     """The 2D recipe (ring8 MLPs), tiny."""
     return list(TINY_2D)
+
+
+@pytest.fixture(scope="session")
+def config() -> Callable[..., Config]:
+    """config(*overrides): the validated Config `python train.py OVERRIDES...` would run."""
+    return lambda *overrides: to_config(compose_config(list(overrides)))
+
+
+@pytest.fixture(scope="session")
+def tiny_run() -> Callable:
+    """tiny_run(run_dir, *overrides): train the TINY model (fp32) in run_dir; returns the RunSummary."""
+    from gan.training.loop import run
+
+    def train(run_dir: Path, *overrides: str):
+        return run(compose_config(TINY + list(overrides)), run_dir)
+
+    return train
 
 
 @pytest.fixture(scope="session")
