@@ -105,5 +105,5 @@ def test_gather_equals_onednns_reorder(capi: ctypes.CDLL, backward: bool) -> Non
             np.testing.assert_array_equal(ours[:n], ref[:n], err_msg=f"weights {(o, i, k, k)}, {blocks} inner blocks")
             filled.append(blocks)
     assert filled, "no convolution here took a blocked bf16 weight layout the gather can fill"
-    if onednn.cpu_isa().bf16_dot:
-        assert max(filled) >= 3, "oneDNN's bf16 dot-product kernels take VNNI weight layouts (three inner blocks)"
+    if "amx" in onednn.cpu_isa().name:  # with avx512_core_bf16 alone oneDNN picks two-block layouts for these shapes
+        assert max(filled) >= 3, "oneDNN's AMX bf16 kernels take VNNI weight layouts (three inner blocks)"
