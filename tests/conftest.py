@@ -29,6 +29,21 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
 
 
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Skips once per reason with their count (pytest's -rs lists one line per test location): on a CPU without
+    bfloat16 instructions every bf16 test skips for the same reason, which reads as one line, not a hundred."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.line(f"{count:5d}  {reason}")
+
+
 @pytest.fixture(scope="session")
 def tiny_overrides() -> list[str]:
     """The TINY overrides (for runs in a subprocess)."""
