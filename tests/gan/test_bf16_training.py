@@ -101,7 +101,15 @@ def test_bf16_layers_pass_bfloat16_between_them_and_keep_float32_parameters(conf
         assert dtypes == [ms.bfloat16] * (len(dtypes) - fp32_tail) + [ms.float32] * fp32_tail
         convs = [c for c in net.layers.cell_list if hasattr(c, "compute_dtype")]
         assert convs and all(c.compute_dtype == ms.bfloat16 for c in convs)
-    state = trainer.state_arrays()
+
+
+def test_bf16_and_fp32_trainers_hold_the_same_state(config, tiny_onednn):
+    """Checkpoints move between fp32 and bf16 runs: the same keys, float32 master weights, the same shapes; and the
+    bf16 plan keeps channels last. Building a trainer runs no kernel, so this holds on any CPU, bf16 instructions
+    or not (a run with them is refused at start)."""
+    bf16 = GANTrainer(config(*tiny_onednn, *BF16_RUN, "precision=bf16"), channels=3)
+    assert (bf16.plan.g.layout, bf16.plan.d.layout) == ("NHWC", "NHWC")
+    state = bf16.state_arrays()
     assert {a.dtype for a in state.values()} <= {np.dtype(np.float32), np.dtype(np.int32)}
     fp32 = GANTrainer(config(*tiny_onednn, *BF16_RUN), channels=3).state_arrays()
     assert {k: (v.dtype, v.shape) for k, v in state.items()} == {k: (v.dtype, v.shape) for k, v in fp32.items()}
