@@ -23,7 +23,11 @@ def main(cfg: DictConfig) -> float:
     if threads is not None and cfg.runtime.threads is None:
         limit_threads_env(threads)
         cfg.runtime.threads = threads
-    from gan.training.loop import USER_ERRORS, TrainingAborted, run  # here: `--help` and config errors do not load MindSpore
+    from gan.training.loop import (  # here: `--help` and config errors do not load MindSpore
+        USER_ERRORS,
+        TrainingAborted,
+        run,
+    )
 
     try:
         summary = run(cfg, HydraConfig.get().runtime.output_dir)

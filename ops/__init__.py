@@ -13,11 +13,9 @@ import os
 
 os.environ.setdefault("GLOG_v", "3")  # before MindSpore is imported: silence its INFO/WARNING logs
 
-from .activations import (ACTIVATIONS, ELU, AdaptiveLeakyReLU, PReLU, RReLU, elu, prelu,  # noqa: E402
-                          rrelu)
+from .activations import ACTIVATIONS, ELU, AdaptiveLeakyReLU, PReLU, RReLU, elu, prelu, rrelu  # noqa: E402
 from .api import FLOAT_DTYPES, LeakyReLU, leaky_relu  # noqa: E402
-from .fused import (BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act, fused_bn_act,  # noqa: E402
-                    norm_act_layers)
+from .fused import BatchNormAct, BatchNormPReLU, SyncBatchNorm2d, batch_moments, bias_act, fused_bn_act, norm_act_layers  # noqa: E402
 from .global_norm import global_norm  # noqa: E402
 from .im2col import col2im, im2col  # noqa: E402
 from .quantized import QUANT_DTYPES, QuantizedLeakyReLU, quantized_leaky_relu  # noqa: E402

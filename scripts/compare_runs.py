@@ -14,7 +14,6 @@ when present, `loadavg.log` (lines `unix_time load1 load5 load15 ...`, e.g. `ech
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import struct
 import sys

@@ -12,7 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-
 from gan.analysis.dashboard import build_dashboard, screenshot  # noqa: E402
 from gan.core.atomic import write_text_atomic  # noqa: E402
 

@@ -46,12 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     import mindspore as ms
 
     import ops
-    from gan.models.checkpoint import CheckpointError
-    from gan.models.from_checkpoint import generator_from_argument
     from gan.core.outputs import check_writable
     from gan.core.streams import fixed_latents
-    from gan.models.deploy import (ExportError, export_generator, export_path, max_abs_diff, portable_generator,
-                                   repair_onnx, run_mindir, run_onnx)
+    from gan.models.checkpoint import CheckpointError
+    from gan.models.deploy import (
+        ExportError,
+        export_generator,
+        export_path,
+        max_abs_diff,
+        portable_generator,
+        repair_onnx,
+        run_mindir,
+        run_onnx,
+    )
+    from gan.models.from_checkpoint import generator_from_argument
 
     if args.format == "ONNX":
         try:

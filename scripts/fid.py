@@ -24,7 +24,6 @@ precision, recall, the sample counts, the convention and the extractor's hash.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -150,10 +149,10 @@ def read_generator(path: Path, n: int, seed: int) -> np.ndarray:
     """n samples of a checkpoint's generator from the run's fixed latents, quantised to uint8 (N, H, W, C)."""
     from mindspore import Tensor
 
+    from gan.metrics.fid import as_uint8
     from gan.metrics.samples import sample_batches
     from gan.models.checkpoint import resolve_checkpoint
     from gan.models.from_checkpoint import generator_from_checkpoint
-    from gan.metrics.fid import as_uint8
 
     net, conf = generator_from_checkpoint(resolve_checkpoint(path))
     batches = sample_batches(lambda z: net(Tensor(z)).asnumpy(), seed, n, conf.model.nz, 250)
@@ -248,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: cannot write --json {args.json}: {err.strerror or err}", file=sys.stderr)
             return 1
 
-    from gan.models.checkpoint import CheckpointError
     from gan.metrics.fid import KID_SUBSET_SIZE, KID_SUBSETS, PR_NEIGHBOURS, cached_reference, compare
     from gan.metrics.inception import DEFAULT_BATCH, FeatureExtractor, InceptionError
+    from gan.models.checkpoint import CheckpointError
 
     start = time.perf_counter()
     try:

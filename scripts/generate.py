@@ -66,9 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:
             parser.error(f"--out {err}")
 
-    from tqdm import tqdm
-
     from mindspore import Tensor
+    from tqdm import tqdm
 
     from gan.models.checkpoint import CheckpointError
     from gan.models.from_checkpoint import generator_from_argument

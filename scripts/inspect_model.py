@@ -23,9 +23,8 @@ import importlib
 import json
 import os
 import sys
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -141,7 +140,6 @@ def load_weights(net, path: Path, which: str, max_mib: float | None) -> int:
     import mindspore as ms
 
     from gan.diagnostics.probes import is_diagnostic_param
-
     from gan.models.checkpoint import CheckpointError, check_checkpoint_file
 
     try:  # the rule of every tool that reads checkpoints: a regular file, at most the cap
@@ -246,8 +244,8 @@ def inspect(args: argparse.Namespace) -> int:
 
     from gan.core.atomic import write_text_atomic
     from gan.data.sources import FolderSource, to_model_range
-    from gan.training.losses import LOSSES
     from gan.diagnostics.api import Diagnostics
+    from gan.training.losses import LOSSES
     from ops import RangeRecorder, swap_activations
 
     ms.set_context(mode=ms.PYNATIVE_MODE)

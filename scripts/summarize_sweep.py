@@ -17,10 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-
 from gan.analysis.dashboard import build_dashboard  # noqa: E402
-from gan.core.atomic import write_text_atomic  # noqa: E402
 from gan.analysis.sweep import groups_markdown, optuna_best, to_markdown, write_groups, write_summary  # noqa: E402
+from gan.core.atomic import write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

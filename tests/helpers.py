@@ -81,6 +81,7 @@ def needs_onednn():
     is a reason on a machine set up by scripts/setup_env.sh: tests/ops/test_leaky_relu_build.py fails on any other
     (a compile error must not pass as a skip)."""
     import pytest
+
     from ops import onednn
 
     reason = onednn.unavailable_reason()

@@ -24,8 +24,18 @@ from typing import Callable
 import numpy as np
 from PIL import Image
 
-from gan.analysis.channels import (MAX_COLS, MAX_ROWS, STAT_TITLES, SUMMARY_METRICS, channel_matrix, channel_values,
-                                   heatmap_png, network_order, network_summary, record_layers)
+from gan.analysis.channels import (
+    MAX_COLS,
+    MAX_ROWS,
+    STAT_TITLES,
+    SUMMARY_METRICS,
+    channel_matrix,
+    channel_values,
+    heatmap_png,
+    network_order,
+    network_summary,
+    record_layers,
+)
 from gan.analysis.charts import EVENT_MARKERS, line_chart_svg, marker, swatch
 from gan.analysis.runs import Group, Grouping, Run, find_runs, group_runs, load_runs, readable
 from gan.core.atomic import write_text_atomic

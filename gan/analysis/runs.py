@@ -24,11 +24,22 @@ from typing import NamedTuple
 
 from gan.config.activation_kinds import ACTIVATION_KINDS
 from gan.config.schema import HPARAM_KEYS, flatten
-from gan.run.directory import FAILED_STATES, STATUS_FILE, job_state
-from gan.run.files import (CONFIG_FILES, DIAGNOSTICS_FILE, EVENT_KINDS, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE, OVERRIDES_FILE, natural_order, read_events, read_jsonl,
-                           read_overrides)
 from gan.core.untrusted import UntrustedFileError, read_json, read_yaml
+from gan.run.directory import FAILED_STATES, STATUS_FILE, job_state
+from gan.run.files import (
+    CONFIG_FILES,
+    DIAGNOSTICS_FILE,
+    EVENT_KINDS,
+    EVENTS_FILE,
+    LOSSES_FILE,
+    METRICS_FILE,
+    METRICS_HISTORY_FILE,
+    OVERRIDES_FILE,
+    natural_order,
+    read_events,
+    read_jsonl,
+    read_overrides,
+)
 
 SEED_KEY = "seed"
 Points = list[tuple[int, float | None]]  # (step, value) of one quantity over a run

@@ -14,12 +14,12 @@ import json
 import math
 from pathlib import Path
 
-from gan.core.atomic import write_text_atomic
 from gan.analysis.channels import SUMMARY_METRICS, network_of, network_order, network_summary
+from gan.analysis.runs import SEED_KEY, Run, group_runs, load_run, readable
+from gan.core.atomic import write_text_atomic
+from gan.core.untrusted import read_yaml
 from gan.run.directory import FAILED_STATES, job_state
 from gan.run.files import OVERRIDES_FILE, natural_order
-from gan.analysis.runs import SEED_KEY, Run, group_runs, load_run, readable
-from gan.core.untrusted import read_yaml
 
 OPTUNA_RESULTS = "optimization_results.yaml"  # written by hydra-optuna-sweeper into the sweep directory
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -17,8 +17,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from gan.config.activation_kinds import ACT_PARAMS, ACTIVATION_KINDS
-from gan.config.loss_kinds import LOSS_KINDS
 from gan.config.errors import ConfigError
+from gan.config.loss_kinds import LOSS_KINDS
 from gan.config.plan import Fusion, check_config
 from gan.core.untrusted import UntrustedFileError, load_yaml
 

@@ -20,8 +20,8 @@ import gzip
 import hashlib
 import logging
 import os
-import threading
 import struct
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path

@@ -27,15 +27,21 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from gan.analysis.channels import Criteria
-from gan.diagnostics.probes import (PROBED_CELLS, ProbedActivation, TrainingDiagnostics, attach, is_diagnostic_param,
-                                   set_probing)
-from gan.run.grids import image_grid, save_png
-from gan.models.networks import dcgan_values
 from gan.analysis.dashboard import write_dashboard
+from gan.core.streams import Purpose
+from gan.diagnostics.probes import (
+    PROBED_CELLS,
+    ProbedActivation,
+    TrainingDiagnostics,
+    attach,
+    is_diagnostic_param,
+    set_probing,
+)
 from gan.diagnostics.recycle import LINEAR, Recycler
+from gan.models.networks import dcgan_values
 from gan.run.directory import RunDirError, describe_error, hold, let_go, previous_run_files, write_status
 from gan.run.files import LOSSES_FILE, append_jsonl, losses_record
-from gan.core.streams import Purpose
+from gan.run.grids import image_grid, save_png
 from gan.run.tensorboard import TensorBoardWriter
 
 __all__ = ["Diagnostics", "TwinStep", "dcgan_init", "network_params"]

@@ -34,10 +34,23 @@ from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
 import ops as lrelu_ops
+from gan.analysis.channels import (
+    HIST_BINS,
+    HIST_SCALE,
+    HIST_U_MAX,
+    SUMMARY_METRICS,
+    Criteria,
+    DeadChannelTracker,
+    Histogram,
+    LayerStats,
+    channel_matrix,
+    display_names,
+    heatmap_image,
+    json_values,
+    network_of,
+    network_summaries,
+)
 from gan.config.activation_kinds import ACTIVATION_KINDS
-from gan.analysis.channels import (HIST_BINS, HIST_SCALE, HIST_U_MAX, SUMMARY_METRICS, Criteria, DeadChannelTracker,
-                                   Histogram, LayerStats, channel_matrix, display_names, heatmap_image, json_values,
-                                   network_of, network_summaries)
 from gan.config.schema import HPARAM_KEYS
 from gan.models.layers import BiasAct, ConvAct
 from gan.run.files import DIAGNOSTICS_FILE, append_event, append_jsonl, read_jsonl

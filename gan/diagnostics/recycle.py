@@ -22,13 +22,12 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable
 
-import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
-from gan.diagnostics.probes import ProbedActivation
 from gan.core.streams import Purpose, stream
+from gan.diagnostics.probes import ProbedActivation
 
 LINEAR = (nn.Conv2d, nn.Conv2dTranspose, nn.Dense)  # layers whose weight has an output- and an input-channel axis
 # Moving statistics of a BatchNorm and the value a new channel starts from.

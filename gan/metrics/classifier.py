@@ -26,11 +26,11 @@ from pathlib import Path
 
 import mindspore as ms
 import numpy as np
-from mindspore import nn, ops
+from mindspore import nn
 
-from gan.models.checkpoint import load_checkpoint, save_checkpoint
-from gan.data.sources import load_mnist_5k
 from gan.core.streams import Purpose, stream
+from gan.data.sources import load_mnist_5k
+from gan.models.checkpoint import load_checkpoint, save_checkpoint
 
 logger = logging.getLogger("gan.metrics.classifier")
 

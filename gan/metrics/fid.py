@@ -29,10 +29,10 @@ from typing import Callable
 
 import numpy as np
 
-from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from gan.core.streams import Purpose
 from gan.metrics.resize import check_uint8_images, quantize
 from gan.metrics.sample_quality import gaussian_frechet_distance as frechet_distance
-from gan.core.streams import Purpose
+from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ops import build
 
 logger = logging.getLogger("gan.metrics.fid")

@@ -33,9 +33,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 from mindspore import ops as msops
 
-from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.metrics.resize import DEFAULT_CONVENTION, check_convention, check_uint8_images, inception_input
 from gan.metrics.torchscript import ArchiveError, ScriptModule, named_modules, named_tensors, read_archive
+from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from ops import build, onednn
 
 logger = logging.getLogger("gan.metrics.inception")

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from gan.metrics.classifier import DIGIT_SIZE, NUM_CLASSES, Classifier, load_classifier, to_unit_range
-from gan.data.sources import load_mnist_5k
 from gan.data.points import get_mixture
+from gan.data.sources import load_mnist_5k
+from gan.metrics.classifier import DIGIT_SIZE, NUM_CLASSES, Classifier, load_classifier, to_unit_range
 
 MNIST_LAYOUT_SIZE = 32  # gan.data.sources pads the 28x28 digits by 2 pixels per side before resizing to the model size
 COVERAGE_THRESHOLD = 0.01  # a class counts as covered when it holds at least 1% of the samples

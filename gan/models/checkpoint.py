@@ -21,7 +21,6 @@ import json
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 from typing import Any, Callable
 

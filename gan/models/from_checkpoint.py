@@ -17,8 +17,14 @@ from mindspore import nn
 from mindspore.nn.utils import no_init_parameters
 
 from gan.models.build import build_plan
-from gan.models.checkpoint import (EMA_PREFIX, G_PREFIX, CheckpointError, load_training_checkpoint, resolve_checkpoint,
-                                   training_config)
+from gan.models.checkpoint import (
+    EMA_PREFIX,
+    G_PREFIX,
+    CheckpointError,
+    load_training_checkpoint,
+    resolve_checkpoint,
+    training_config,
+)
 from gan.models.networks import NETWORKS
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import zlib
 from collections import OrderedDict
-from typing import Callable, NamedTuple
 from math import log2
+from typing import Callable, NamedTuple
 
 import numpy as np
 from mindspore import Tensor, nn
 
 import ops
 from gan.config.activation_kinds import ACTIVATION_KINDS
+from gan.config.plan import fusion_kind
 from gan.config.schema import IMAGE_SIZES, ActConfig, ConfigError, ModelConfig
 from gan.models.layers import SpectralNorm, fuse_conv_act, make_conv, spectral
-from gan.config.plan import fusion_kind
 from ops import LeakyReLU, norm_act_layers
 from ops.fused import SharedWeight
 

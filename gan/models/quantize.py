@@ -24,9 +24,9 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
-from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.config.schema import Config
 from gan.core.untrusted import read_text
+from gan.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from gan.models.deploy import ExportError, portable_generator
 from gan.models.from_checkpoint import generator_from_checkpoint
 from ops import LeakyReLU, QuantizedLeakyReLU

@@ -38,8 +38,15 @@ from omegaconf import DictConfig
 
 from gan.core.atomic import write_text_atomic
 from gan.core.untrusted import read_text
-from gan.run.files import (CHECKPOINT_DIR, DASHBOARD_FILE, DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_FILE,
-                           METRICS_HISTORY_FILE)
+from gan.run.files import (
+    CHECKPOINT_DIR,
+    DASHBOARD_FILE,
+    DIAGNOSTICS_FILE,
+    EVENTS_FILE,
+    LOSSES_FILE,
+    METRICS_FILE,
+    METRICS_HISTORY_FILE,
+)
 
 LOCK_FILE = "run.lock"
 STATUS_FILE = "status.json"

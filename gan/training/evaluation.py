@@ -25,13 +25,13 @@ from typing import Callable
 
 import numpy as np
 
-from gan.core.atomic import write_text_atomic
 from gan.config.schema import POINT_DATASETS, Config, ConfigError, EvalConfig
+from gan.core import streams
+from gan.core.atomic import write_text_atomic
 from gan.metrics.fid import METRIC_NAMES as FID_METRICS
 from gan.run.files import METRICS_FILE, METRICS_HISTORY_FILE, append_jsonl, read_jsonl
-from gan.core import streams
-from gan.training.tasks import Task
 from gan.run.tensorboard import TensorBoardWriter
+from gan.training.tasks import Task
 
 LOSS_OBJECTIVE = "loss_g"  # mean generator loss over the last 10% of steps (gan.training.outputs.RunSummary)
 _GENERATE_CHUNK = 500  # latents per generator call: bounds memory, same values (BatchNorm in inference mode)

@@ -19,28 +19,35 @@ import numpy as np
 from mindspore import Tensor, amp, nn, ops
 from omegaconf import DictConfig
 
-from gan.models.checkpoint import (D_PREFIX, EMA_PREFIX, G_PREFIX, OPTIMIZER_PREFIXES, SCALER_PREFIXES, CheckpointError,
-                            latest_checkpoint, load_training_checkpoint, set_aside_later)
-from gan.config.schema import (Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, check_sizes,
-                               to_config)
-from gan.training.distributed import DistributedError, World, gradient_reducer
+from gan.config.schema import Config, ConfigError, PrecisionConfig, TrainConfig, check_resume, check_sizes, to_config
+from gan.core.streams import Purpose, fixed_latents, latents, mixing_weights, stream
+from gan.core.untrusted import UntrustedFileError
+from gan.data.sources import DataError, ImageData
 from gan.diagnostics.probes import ProbedActivation, attach, is_diagnostic_param, set_gradient_taps, set_probing
-from gan.models.layers import PowerIteration
-from gan.training.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
-from gan.models.networks import NETWORKS, Discriminator, Generator, seed_random_activations
-from gan.metrics.inception import InceptionError
-from gan.training.outputs import (KernelCacheError, NonFiniteTrainingError, RunOutputs, RunSummary,
-                                  kernel_library_gone)
-from gan.models.build import build_plan
 from gan.diagnostics.recycle import Recycler
+from gan.metrics.inception import InceptionError
+from gan.models.build import build_plan
+from gan.models.checkpoint import (
+    D_PREFIX,
+    EMA_PREFIX,
+    G_PREFIX,
+    OPTIMIZER_PREFIXES,
+    SCALER_PREFIXES,
+    CheckpointError,
+    latest_checkpoint,
+    load_training_checkpoint,
+    set_aside_later,
+)
+from gan.models.layers import PowerIteration
+from gan.models.networks import NETWORKS, Discriminator, Generator, seed_random_activations
 from gan.run.directory import RunDirError, check_run_dir_name, claim_run_dir, previous_run_files
 from gan.run.files import record_restart, record_resume
+from gan.training.distributed import DistributedError, World, gradient_reducer
+from gan.training.losses import LOSSES, gradient_penalty, input_gradient, r1_due, r1_penalty
+from gan.training.outputs import KernelCacheError, NonFiniteTrainingError, RunOutputs, RunSummary, kernel_library_gone
 from gan.training.precision import mixed_precision
 from gan.training.runtime import prepare_run
-from gan.core.streams import Purpose, fixed_latents, latents, mixing_weights, stream
-from gan.data.sources import DataError, ImageData
 from gan.training.tasks import PointData, build_task
-from gan.core.untrusted import UntrustedFileError
 from ops import global_norm
 
 _AVERAGED = ("loss_d", "loss_g", "d_real", "d_fake")  # StepStats fields logged as means over the ranks

@@ -8,7 +8,6 @@ Rank 0 writes every file; the other ranks train, join the collectives of the che
 from __future__ import annotations
 
 import logging
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,22 +16,19 @@ from typing import Callable, Iterator
 import numpy as np
 from omegaconf import OmegaConf
 
-from gan.core.atomic import write_text_atomic
 from gan.analysis.channels import Criteria
-from gan.models.checkpoint import (TRAINING_FORMAT, CheckpointError, checkpoint_path, prune_checkpoints,
-                                  save_checkpoint)
-from gan.config.schema import Config
 from gan.analysis.dashboard import write_dashboard
+from gan.config.schema import Config
 from gan.data.sources import DataError
 from gan.diagnostics.probes import TrainingDiagnostics, run_hparams
+from gan.models.checkpoint import TRAINING_FORMAT, CheckpointError, checkpoint_path, prune_checkpoints, save_checkpoint
+from gan.run.directory import write_status
+from gan.run.files import LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
+from gan.run.grids import save_png
+from gan.run.tensorboard import TensorBoardWriter
 from gan.training.distributed import World, append_checksum
 from gan.training.evaluation import EvaluationInterrupted, Evaluator
-from gan.run.grids import save_png
-from gan.run.directory import write_status
-from gan.run.files import DASHBOARD_FILE, LOSSES_FILE, append_event, append_jsonl, losses_record, nonfinite_detail
-from gan.analysis.runs import find_runs
 from gan.training.tasks import Task
-from gan.run.tensorboard import TensorBoardWriter
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,13 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
-from gan.metrics.classifier import cache_path, load_classifier
 from gan.config.schema import POINT_DATASETS, Config
-from gan.data.sources import ImageData, build_image_data
-from gan.run.grids import image_grid
-from gan.metrics.sample_quality import HQ_STDS, image_metrics, mode_metrics
 from gan.core.streams import Purpose, stream
 from gan.data.points import Mixture, get_mixture, sample_mixture
+from gan.data.sources import ImageData, build_image_data
+from gan.metrics.classifier import cache_path, load_classifier
+from gan.metrics.sample_quality import HQ_STDS, image_metrics, mode_metrics
+from gan.run.grids import image_grid
 
 logger = logging.getLogger(__name__)
 

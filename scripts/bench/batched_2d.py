@@ -25,15 +25,15 @@ import numpy as np
 from mindspore import Tensor, nn, ops
 
 from gan.config.activation_kinds import ACTIVATION_KINDS
-from gan.models.checkpoint import D_PREFIX, EMA_PREFIX, G_PREFIX
-from gan.config.schema import Config, ConfigError
-from gan.metrics.sample_quality import mode_metrics
-from gan.models.networks import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, network_slopes
 from gan.config.plan import MAXOUT
-from gan.models.build import build_plan
-from gan.training.tasks import PointData
+from gan.config.schema import Config, ConfigError
 from gan.core.streams import Purpose, latents, stream
+from gan.metrics.sample_quality import mode_metrics
+from gan.models.build import build_plan
+from gan.models.checkpoint import D_PREFIX, EMA_PREFIX, G_PREFIX
+from gan.models.networks import MLP_D_DEPTH, MLP_G_DEPTH, NETWORKS, network_slopes
 from gan.training.loop import scheduled_lr
+from gan.training.tasks import PointData
 from ops import leaky_relu, prelu
 
 _BMM = ops.BatchMatMul()

@@ -29,10 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 import numpy as np  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
-from gan.core.atomic import write_text_atomic  # noqa: E402
 from gan.analysis.channels import HIST_BINS, DeadChannelTracker, Histogram, LayerStats  # noqa: E402
-from gan.run.files import (DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE,  # noqa: E402
-                           append_jsonl, losses_record)
+from gan.core.atomic import write_text_atomic  # noqa: E402
+from gan.run.files import DIAGNOSTICS_FILE, EVENTS_FILE, LOSSES_FILE, METRICS_HISTORY_FILE, append_jsonl, losses_record  # noqa: E402
 
 SHAPES = {"2d": {**{f"G/act{i}": 400 for i in range(4)}, **{f"D/act{i}": 200 for i in range(3)}},
           "dcgan32": {"G/act0": 128, "G/act1": 64, "G/act2": 32, "D/act0": 32, "D/act1": 64, "D/act2": 128}}

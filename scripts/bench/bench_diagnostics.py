@@ -30,14 +30,16 @@ os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
 from tensorboardX import SummaryWriter  # noqa: E402
 
-from gan.core.atomic import write_text_atomic  # noqa: E402
 from gan.analysis.channels import Criteria  # noqa: E402
-from gan.config.schema import compose_config  # noqa: E402
-from gan.config.schema import to_config  # noqa: E402
-from gan.diagnostics.probes import TrainingDiagnostics  # noqa: E402
-from gan.training.runtime import setup_runtime  # noqa: E402
+from gan.config.schema import (
+    compose_config,  # noqa: E402
+    to_config,  # noqa: E402
+)
+from gan.core.atomic import write_text_atomic  # noqa: E402
 from gan.core.streams import Purpose, latents  # noqa: E402
+from gan.diagnostics.probes import TrainingDiagnostics  # noqa: E402
 from gan.training.loop import GANTrainer  # noqa: E402
+from gan.training.runtime import setup_runtime  # noqa: E402
 
 
 def timed(fn) -> float:

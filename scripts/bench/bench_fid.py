@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gan.core.atomic import write_json_atomic
-    from gan.metrics.resize import inception_input
     from gan.metrics.inception import FeatureExtractor, archive_path
+    from gan.metrics.resize import inception_input
 
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
     before = machine()

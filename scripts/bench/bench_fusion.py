@@ -41,20 +41,24 @@ os.environ.setdefault("GLOG_v", "3")
 
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
-from mindspore import nn  # noqa: E402
-
 from bench_op import interleaved_medians  # noqa: E402
-from peak_memory import execution_peak_mib, in_child  # noqa: E402
 from bench_train import time_interleaved  # noqa: E402
-from gan.config.schema import Config, RuntimeConfig, compose_config  # noqa: E402
-from gan.config.schema import to_config  # noqa: E402
-from gan.training.runtime import setup_runtime  # noqa: E402
-from gan.models.layers import fuse_conv_act, make_conv  # noqa: E402
+from mindspore import nn  # noqa: E402
+from peak_memory import execution_peak_mib, in_child  # noqa: E402
+
 from gan.config.plan import FUSION_KINDS  # noqa: E402
-from gan.models.build import build_plan
-from gan.core.streams import Purpose, latents  # noqa: E402
-from gan.training.loop import GANTrainer  # noqa: E402
+from gan.config.schema import (  # noqa: E402
+    Config,
+    RuntimeConfig,
+    compose_config,
+    to_config,  # noqa: E402
+)
 from gan.core.atomic import write_json_atomic  # noqa: E402
+from gan.core.streams import Purpose, latents  # noqa: E402
+from gan.models.build import build_plan
+from gan.models.layers import fuse_conv_act, make_conv  # noqa: E402
+from gan.training.loop import GANTrainer  # noqa: E402
+from gan.training.runtime import setup_runtime  # noqa: E402
 from ops import BatchNormAct, LeakyReLU, norm_act_layers  # noqa: E402
 from ops.api import num_threads  # noqa: E402
 from ops.fused import kernel  # noqa: E402

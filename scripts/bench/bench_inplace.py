@@ -19,8 +19,9 @@ from pathlib import Path
 os.environ.setdefault("GLOG_v", "3")
 
 from bench_op import positive_size  # noqa: E402
-from gan.core.atomic import write_json_atomic  # noqa: E402
 from peak_memory import in_child  # noqa: E402
+
+from gan.core.atomic import write_json_atomic  # noqa: E402
 
 SLOPE = 0.2
 
@@ -30,9 +31,9 @@ def chain_peak_mib(elements: int, layers: int, inplace: bool) -> float:
     import mindspore as ms
     import numpy as np
     from mindspore import nn
+    from peak_memory import execution_peak_mib
 
     from ops import LeakyReLU
-    from peak_memory import execution_peak_mib
 
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
 

@@ -29,7 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 from gan.config.schema import POINT_DATASETS  # noqa: E402
 
 # PacGAN Table 1, "GAN" row (10 trials): modes captured, % high-quality samples, reverse KL.
@@ -138,9 +137,10 @@ def parse_steps_list(text: str) -> list[int]:
 
 def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
+    from batched_2d import BatchedTrainer
+
     from gan.config.schema import compose_config, to_config
     from gan.training.runtime import setup_runtime
-    from batched_2d import BatchedTrainer
 
     records = []
     for dataset in args.datasets:

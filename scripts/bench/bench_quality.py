@@ -66,12 +66,12 @@ def app_overrides(seed: int, steps: int, every: int, overrides: list[str]) -> li
 def train_app(seed: int, steps: int, out: Path, samples: int, every: int, overrides: list[str]) -> dict:
     """One app run in `out`/run (gan.training.loop.run), then `samples` samples from each sample step's checkpoint."""
     from mindspore import Tensor
+    from torch_dcgan import sample_file, write_samples
 
+    from gan.config.schema import compose_config, to_config
     from gan.models.checkpoint import checkpoint_path
     from gan.models.from_checkpoint import generator_from_checkpoint
-    from gan.config.schema import compose_config, to_config
     from gan.training.loop import run
-    from torch_dcgan import sample_file, write_samples
 
     began = time.perf_counter()
     cfg = compose_config(app_overrides(seed, steps, every, overrides))
@@ -140,8 +140,8 @@ def load_samples(path: str | Path, n: int | None = None) -> np.ndarray:
 
 def classifier_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     """The project's MNIST classifier metrics (gan.metrics.sample_quality.image_metrics); data=mnist only."""
-    from gan.metrics.classifier import cache_path, load_classifier
     from gan.config.schema import compose_config, to_config
+    from gan.metrics.classifier import cache_path, load_classifier
     from gan.metrics.sample_quality import image_metrics
 
     data = to_config(compose_config(overrides)).data.name
@@ -156,8 +156,8 @@ def fid_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     OVERRIDES uses (gan.training.evaluation.standard_metrics: its first eval.fid_reference training images, eval.fid_convention),
     the samples' features computed once for all counts."""
     from gan.config.schema import compose_config, to_config
-    from gan.training.evaluation import standard_metrics
     from gan.metrics.fid import FeatureSet, compare
+    from gan.training.evaluation import standard_metrics
     from gan.training.runtime import setup_runtime
     from gan.training.tasks import build_task
 

@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from bench_modes import parse_datasets, positive_int  # noqa: E402
 
 
@@ -33,12 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the measurements as JSON here")
     args = parser.parse_args(argv)
 
-    from gan.config.schema import compose_config, to_config
-    from gan.training.runtime import setup_runtime
-    from gan.training.tasks import PointData
     from batched_2d import BatchedTrainer
+
+    from gan.config.schema import compose_config, to_config
     from gan.core.streams import Purpose, latents
     from gan.training.loop import GANTrainer
+    from gan.training.runtime import setup_runtime
+    from gan.training.tasks import PointData
 
     base = [f"experiment={args.dataset[0]}", "diagnostics.enabled=false", *args.override]
     conf = to_config(compose_config(base))

@@ -44,11 +44,11 @@ from typing import Callable
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
-
 from torch_dcgan import torch_models  # noqa: E402  (first: it puts this checkout first on sys.path; torch on call)
+
+from gan.config.plan import FUSION_KINDS as PLAN_FUSIONS  # noqa: E402
 from gan.config.schema import Config, ConfigError, compose_config, to_config  # noqa: E402
 from gan.core.atomic import write_json_atomic  # noqa: E402
-from gan.config.plan import FUSION_KINDS as PLAN_FUSIONS  # noqa: E402
 from gan.models.build import build_plan
 
 MODELS = ("dcgan32", "dcgan64")
@@ -161,9 +161,9 @@ def time_interleaved(steps_by_name: dict[str, Callable[[int], None]], warmup: in
 
 def mindspore_step(cfg: Config) -> Callable[[int], None]:
     """GANTrainer.train_step on fixed random images in [-1, 1] and per-step latents, as in the training loop."""
-    from gan.training.runtime import setup_runtime
     from gan.core.streams import Purpose, latents, mixing_weights
     from gan.training.loop import GANTrainer
+    from gan.training.runtime import setup_runtime
 
     setup_runtime(cfg.runtime)  # the run's device, threads and launch mode (runtime.host_blocking), as run() sets them
     trainer = GANTrainer(cfg, cfg.data.channels)

@@ -76,9 +76,9 @@ def generated_images(checkpoint: str | None, n: int) -> tuple[np.ndarray, str]:
     """n uint8 samples of a DCGAN: --checkpoint's, else of a 300-step MNIST run trained here."""
     from mindspore import Tensor
 
+    from gan.metrics.resize import quantize
     from gan.models.checkpoint import latest_checkpoint, resolve_checkpoint
     from gan.models.from_checkpoint import generator_from_checkpoint
-    from gan.metrics.resize import quantize
 
     if checkpoint is None:
         from gan.config.schema import compose_config
@@ -132,11 +132,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import mindspore as ms
     import torch
-
     from bench_fid import machine
-    from gan.metrics.resize import resize_nv_bilinear
+
     from gan.core.atomic import write_json_atomic
     from gan.metrics.inception import FeatureExtractor, archive_path
+    from gan.metrics.resize import resize_nv_bilinear
 
     torch.set_num_threads(args.threads)
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 from bench_peak import cpu_info  # noqa: E402  (beside this file)
+
 from gan.core.atomic import write_text_atomic  # noqa: E402
 
 

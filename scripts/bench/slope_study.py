@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import record_bench  # noqa: E402  (beside this file: the checkout's commit)
+from bench_peak import cpu_info, load_average  # noqa: E402
 
 from gan.analysis.runs import Run
 from gan.analysis.sweep import load_jobs
@@ -45,9 +47,6 @@ from gan.core.atomic import write_text_atomic
 from gan.core.untrusted import UntrustedFileError, read_json, read_yaml
 from gan.run.directory import STATUS_FILE, job_state
 from gan.run.files import CONFIG_FILES
-
-import record_bench  # noqa: E402  (beside this file: the checkout's commit)
-from bench_peak import cpu_info, load_average  # noqa: E402
 
 REGRESS_FRAC = 0.25
 COLLAPSE_GAP = 0.9

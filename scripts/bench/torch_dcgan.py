@@ -77,8 +77,8 @@ def recipe_config(overrides: list[str]) -> Config:
 
 def app_trainer(conf: Config, channels: int):
     """The app's GANTrainer for `conf`, after the runtime setup train.py does (device, threads, seed)."""
-    from gan.training.runtime import prepare_run
     from gan.training.loop import GANTrainer
+    from gan.training.runtime import prepare_run
 
     prepare_run(conf)
     return GANTrainer(conf, channels)
@@ -88,8 +88,8 @@ def app_inputs(conf: Config, start_step: int = 0) -> Iterator[tuple[np.ndarray, 
     """(real batch, latents) of steps start_step, start_step + 1, ...: what gan.training.loop.run feeds train_step for
     conf.seed (the data stream of gan.tasks/gan.data.sources and gan.training.loop.step_inputs' latents)."""
     from gan.training.distributed import World
-    from gan.training.tasks import build_task
     from gan.training.loop import step_inputs
+    from gan.training.tasks import build_task
 
     world = World()
     batches = build_task(conf).data.batches(start_step)

@@ -1,12 +1,12 @@
 """batched_2d: T trials trained as one batched model reproduce T separate `train.py experiment=ring8` runs."""
-import numpy as np
 import mindspore as ms
-from mindspore import Tensor
+import numpy as np
 import pytest
-
-from gan.models.checkpoint import load_checkpoint
-from gan.config.schema import ConfigError, compose_config
 from batched_2d import BatchedTrainer, check_batchable
+from mindspore import Tensor
+
+from gan.config.schema import ConfigError, compose_config
+from gan.models.checkpoint import load_checkpoint
 from gan.training.loop import run, to_config
 
 STEPS = 20

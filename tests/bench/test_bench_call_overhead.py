@@ -2,12 +2,11 @@
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_script
+from tests.helpers import run_script
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -47,6 +46,7 @@ def test_rejects_too_few_repeats_or_elements(tmp_path: Path, args: list[str], me
 
 def test_clock_open_tells_a_missing_library_from_missing_entries(tmp_path: Path) -> None:
     import bench_call_overhead
+
     from ops import build
 
     lib = bench_call_overhead.clock_library()  # resolves both entries in this checkout's kernel library

@@ -2,12 +2,11 @@
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_script
+from tests.helpers import run_script
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -53,10 +52,10 @@ def test_rejects_zero_repeats(tmp_path: Path) -> None:
 def test_a_failing_kernel_call_names_the_entry() -> None:
     import ctypes
 
+    import bench_kernel
     import numpy as np
     import pytest
 
-    import bench_kernel
     from ops import build
 
     x = np.zeros(64, np.float64)  # not a kernel dtype: the entry returns status 1

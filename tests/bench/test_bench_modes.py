@@ -1,7 +1,7 @@
 """scripts/bench/bench_modes.py: statistics, the table beside PacGAN's row, argument errors, one real tiny run."""
 import json
-import os
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path

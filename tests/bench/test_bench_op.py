@@ -81,7 +81,6 @@ def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
 
 
 def test_paired_ratio_is_the_median_of_per_repeat_ratios() -> None:
-    import importlib.util
 
     import bench_op
 

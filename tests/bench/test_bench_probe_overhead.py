@@ -2,7 +2,6 @@
 import json
 
 import pytest
-
 from bench_probe_overhead import main
 
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import bench_quality  # noqa: E402
 import numpy as np
 import pytest
-
-from tests.helpers import REPO, run_script
-
-import bench_quality  # noqa: E402
 import torch_dcgan  # noqa: E402  (imports no torch at module level)
+
+from tests.helpers import run_script
 
 
 @pytest.mark.parametrize("argv,message", [(["--impls", "jax"], "jax"), (["--steps", "0"], "--steps=0"),

@@ -1,7 +1,6 @@
 """scripts/bench/plot_study.py: the standard errors of the HQ series, and both figures written as PNG from small inputs."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess

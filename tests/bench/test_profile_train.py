@@ -13,6 +13,7 @@ from ops.onednn import available as onednn_available
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "profile_train.py"
 import profile_train  # noqa: E402
+
 from tests.helpers import needs_onednn
 
 

@@ -8,10 +8,10 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.helpers import REPO, run_script
-
 import render_results as rr  # noqa: E402
 import results_spec  # noqa: E402
+
+from tests.helpers import REPO, run_script
 
 
 def copy_tree(dst: Path) -> Path:

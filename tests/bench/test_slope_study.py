@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import slope_study  # noqa: E402
 import yaml
 from hydra import compose, initialize_config_dir
 from scipy import stats
@@ -15,8 +16,6 @@ from scipy import stats
 from gan.config.schema import CONFIG_DIR
 from gan.models.checkpoint import CheckpointError, checkpoint_path, load_checkpoint, save_checkpoint
 from gan.run.directory import run_state
-
-import slope_study  # noqa: E402
 
 STEPS = 90
 CURVE_STEPS = (30, 60, 90)

@@ -14,7 +14,6 @@ from gan.config.schema import ActConfig, ConfigError, compose_config
 from gan.models.networks import Discriminator, Generator, make_activation
 from ops import ELU, LeakyReLU, PReLU
 from ops.activations import check_unit
-
 from tests.helpers import tensorboard_events
 
 ACT_KINDS = tuple(ACTIVATION_KINDS)

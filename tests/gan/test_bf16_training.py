@@ -19,9 +19,9 @@ import pytest
 from mindspore import Tensor
 
 from gan.config.schema import ConfigError, RuntimeConfig, compose_config
+from gan.training.loop import GANTrainer, run
 from gan.training.precision import BF16_FLAGS, check_bf16_cpu
 from gan.training.runtime import setup_runtime
-from gan.training.loop import GANTrainer, run
 from ops import onednn
 from tests.helpers import needs_onednn
 

@@ -10,9 +10,9 @@ from mindspore import Tensor, nn
 
 from gan.config.schema import ActConfig, ModelConfig
 from gan.diagnostics.probes import attach, set_probing
+from gan.models.build import build_plan
 from gan.models.layers import BiasAct, OnednnConv2dAct, SpectralNorm, fuse_conv_act, make_conv
 from gan.models.networks import Discriminator, init_dcgan_weights
-from gan.models.build import build_plan
 from ops import LeakyReLU, PReLU, onednn
 from tests.helpers import needs_onednn
 

@@ -10,8 +10,14 @@ import pytest
 from mindspore import nn
 
 from gan.models import checkpoint as ckpt
-from gan.models.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
-                            prune_checkpoints, save_checkpoint)
+from gan.models.checkpoint import (
+    CheckpointError,
+    checkpoint_path,
+    latest_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
 
 
 def _arrays() -> dict[str, np.ndarray]:

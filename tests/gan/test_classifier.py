@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import gan.metrics.classifier as classifier_module
-from gan.models.checkpoint import load_checkpoint
 from gan.metrics.classifier import ClassifierConfig, cache_path, load_classifier, random_shift, read_classifier
+from gan.models.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ClassifierConfig(hidden=(32,), epochs=2, dropout=0.0)

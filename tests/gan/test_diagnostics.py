@@ -10,14 +10,21 @@ from tensorboardX import SummaryWriter
 
 from gan.analysis.channels import Criteria, DeadChannelTracker, Histogram, LayerStats
 from gan.config.schema import ActConfig, ConfigError, ModelConfig, compose_config, to_config
-from gan.diagnostics.probes import (DiagnosticsLogger, ProbedActivation, TrainingDiagnostics, attach, final_metrics,
-                             is_diagnostic_param, log_hparams, set_probing)
+from gan.core.streams import Purpose, latents
+from gan.diagnostics.probes import (
+    DiagnosticsLogger,
+    ProbedActivation,
+    TrainingDiagnostics,
+    attach,
+    final_metrics,
+    is_diagnostic_param,
+    log_hparams,
+    set_probing,
+)
 from gan.models.networks import Discriminator, Generator
 from gan.run.files import read_jsonl
-from gan.core.streams import Purpose, latents
 from gan.training.loop import EMA, GANTrainer
 from ops import BatchNormAct, LeakyReLU
-
 from tests.helpers import tensorboard_events
 
 RNG = np.random.default_rng(0)

@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gan.config.schema import ConfigError, compose_config
-from gan.training.distributed import DistributedError, World, setup_distributed, state_checksum
-from gan.training.tasks import build_task
-from gan.config.schema import to_config
-from gan.training.runtime import setup_runtime
+from gan.config.schema import ConfigError, compose_config, to_config
 from gan.core.streams import Purpose, latents
+from gan.training.distributed import DistributedError, World, setup_distributed, state_checksum
 from gan.training.loop import GANTrainer
+from gan.training.runtime import setup_runtime
+from gan.training.tasks import build_task
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 ranks x 4 samples with synchronised BatchNorm vs 1 process x 8, over 3 steps: the same arithmetic up to the

@@ -4,14 +4,13 @@ import json
 import numpy as np
 import pytest
 
-from gan.config.schema import ConfigError, EvalConfig, compose_config
-from gan.training.evaluation import resolve_objective
+from gan.config.schema import ConfigError, EvalConfig, compose_config, to_config
+from gan.data.points import GRID25
 from gan.metrics.sample_quality import mode_metrics
 from gan.run.files import read_jsonl
-from gan.training.tasks import MODE_METRICS, PointData, as_points, scatter_plot
-from gan.data.points import GRID25, RING8
-from gan.config.schema import to_config
+from gan.training.evaluation import resolve_objective
 from gan.training.loop import run
+from gan.training.tasks import MODE_METRICS, PointData, as_points, scatter_plot
 
 EVAL_2D = ["eval.interval=2", "eval.num_samples=300", "diagnostics.enabled=false"]  # on top of conftest's TINY_2D
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gan.data import sources as gdata
 from gan.config.schema import ConfigError, compose_config, to_config
+from gan.data import sources as gdata
 from gan.data.sources import FASHION_MNIST_ROOT, build_image_data, dataset_images, load_fashion_mnist, read_idx
 
 COUNTS = {"train": 12, "test": 5}

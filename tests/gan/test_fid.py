@@ -9,8 +9,18 @@ import numpy as np
 import pytest
 
 from gan.metrics import fid
-from gan.metrics.fid import (FeatureSet, StandardMetrics, cached_reference, compare, frechet_distance, kernel_distance,
-                     kid_subset, manifold_radii, precision_recall, reference_key)
+from gan.metrics.fid import (
+    FeatureSet,
+    StandardMetrics,
+    cached_reference,
+    compare,
+    frechet_distance,
+    kernel_distance,
+    kid_subset,
+    manifold_radii,
+    precision_recall,
+    reference_key,
+)
 from tests.helpers import FakeExtractor
 
 

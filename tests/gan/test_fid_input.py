@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.metrics.resize import (INPUT_RANGE, check_convention, inception_input, nv_bilinear_matrix, quantize, resize_clean,
-                           resize_nv_bilinear)
+from gan.metrics.resize import (
+    INPUT_RANGE,
+    check_convention,
+    inception_input,
+    nv_bilinear_matrix,
+    quantize,
+    resize_clean,
+    resize_nv_bilinear,
+)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "inception_reference.npz"
 

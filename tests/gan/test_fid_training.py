@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gan.metrics import inception
-from gan.config.schema import ConfigError, EvalConfig
 from gan.analysis.dashboard import METRIC_BETTER
-from gan.training.evaluation import resolve_objective, standard_metrics
+from gan.config.schema import ConfigError, EvalConfig
+from gan.metrics import inception
 from gan.metrics.fid import METRIC_NAMES
 from gan.metrics.inception import InceptionError
 from gan.run.files import read_jsonl
+from gan.training.evaluation import resolve_objective, standard_metrics
 from tests.helpers import FakeExtractor, tensorboard_events
 
 FID = ["eval.fid=true", "eval.fid_samples=8", "eval.fid_reference=10", "eval.interval=1000"]

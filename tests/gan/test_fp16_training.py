@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from gan.config.schema import RuntimeConfig
-from gan.training.runtime import setup_runtime
-from gan.training.loop import GANTrainer
 from gan.models.layers import ConvAct
+from gan.training.loop import GANTrainer
+from gan.training.runtime import setup_runtime
 from ops import BatchNormAct, LeakyReLU
 
 FP16_RUN = ["train.sample_every=100", "train.ckpt_every=100", "diagnostics.enabled=false"]  # on top of TINY

@@ -15,10 +15,10 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from mindspore import amp, nn
 
-from gan.models.checkpoint import CheckpointError, checkpoint_path
-from gan.config.schema import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfig, compose_config
-from gan.models.networks import Discriminator, Generator
 from gan.config.plan import FUSION_KINDS
+from gan.config.schema import ActConfig, ConfigError, Fusion, ModelConfig, RuntimeConfig, compose_config
+from gan.models.checkpoint import CheckpointError, checkpoint_path
+from gan.models.networks import Discriminator, Generator
 from gan.training.runtime import setup_runtime
 from ops import BatchNormAct, LeakyReLU, norm_act_layers
 

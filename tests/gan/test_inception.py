@@ -14,9 +14,22 @@ import pytest
 from mindspore import Tensor
 
 from gan.metrics import inception
-from gan.metrics.inception import (ARCHIVE_SHA1, ARCHIVE_SHA256, INCEPTION_V3, INSTALL_COMMAND, Block, Conv, InceptionError,
-                           InceptionV3, archive_path, archive_tensors, fold_batch_norm, inception_weights,
-                           layer_specs, module_types, verify_archive)
+from gan.metrics.inception import (
+    ARCHIVE_SHA1,
+    ARCHIVE_SHA256,
+    INCEPTION_V3,
+    INSTALL_COMMAND,
+    Block,
+    Conv,
+    InceptionError,
+    archive_path,
+    archive_tensors,
+    fold_batch_norm,
+    inception_weights,
+    layer_specs,
+    module_types,
+    verify_archive,
+)
 from tests.helpers import inception_installed, needs_onednn
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "inception_reference.npz"

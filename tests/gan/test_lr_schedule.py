@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from gan.models.checkpoint import checkpoint_path, load_checkpoint
 from gan.config.schema import ConfigError, compose_config, to_config
+from gan.models.checkpoint import checkpoint_path, load_checkpoint
 from gan.training.loop import GANTrainer, run, scheduled_lr
 
 QUIET = ["diagnostics.enabled=false", "eval.num_samples=500", "runtime.threads=1"]  # on top of conftest's TINY_2D

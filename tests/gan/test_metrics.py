@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from gan.metrics.classifier import ClassifierConfig, load_classifier
-from gan.data.sources import load_mnist_5k, mnist_source, to_model_range
-from gan.metrics.sample_quality import frechet_distance, image_metrics, mode_metrics, to_digits
 from gan.data.points import get_mixture, sample_mixture
+from gan.data.sources import load_mnist_5k, mnist_source, to_model_range
+from gan.metrics.classifier import ClassifierConfig, load_classifier
+from gan.metrics.sample_quality import frechet_distance, image_metrics, mode_metrics, to_digits
 
 TINY = ClassifierConfig(hidden=(256, 64), epochs=15)
 P_WITHIN_3_STD_2D = 1 - np.exp(-4.5)  # radius of a 2D isotropic Gaussian is Rayleigh: P(r < 3 std) = 0.9889

@@ -4,7 +4,15 @@ import pytest
 from mindspore import Tensor, nn
 
 from gan.config.schema import ActConfig, ConfigError, ModelConfig
-from gan.models.networks import Discriminator, Generator, Maxout, MLPDiscriminator, init_dcgan_weights, layer_slopes, num_blocks
+from gan.models.networks import (
+    Discriminator,
+    Generator,
+    Maxout,
+    MLPDiscriminator,
+    init_dcgan_weights,
+    layer_slopes,
+    num_blocks,
+)
 from ops import LeakyReLU
 
 

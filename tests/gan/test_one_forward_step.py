@@ -3,12 +3,12 @@ computation (a D step on stop_gradient(G(z)), then a G step recomputing G(z)), G
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Tensor, ops
+from mindspore import ops
 
 from gan.config.schema import compose_config, to_config
-from gan.training.losses import LOSSES
 from gan.core.streams import Purpose, latents
 from gan.training.loop import GANTrainer, model_params
+from gan.training.losses import LOSSES
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end
 

@@ -20,13 +20,12 @@ import os
 import mindspore as ms
 import numpy as np
 import pytest
+from test_layers import CASES, TRANSPOSE_CASES
+from test_onednn_layers import FEW_CHANNEL_CASES, FEW_CHANNEL_TRANSPOSE_CASES, _dcgan_geometries
 
 from ops import onednn
 from ops import reference as ref
-
 from tests.helpers import BF16, as_numpy, needs_onednn
-from test_layers import CASES, TRANSPOSE_CASES
-from test_onednn_layers import FEW_CHANNEL_CASES, FEW_CHANNEL_TRANSPOSE_CASES, _dcgan_geometries
 
 pytestmark = needs_onednn()
 needs_bf16 = pytest.mark.skipif(onednn.available() and not onednn.cpu_isa().bf16,

@@ -17,16 +17,15 @@ import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor, nn
+from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
 
 from gan.config.schema import ActConfig, ConfigError, ModelConfig, compose_config
 from gan.diagnostics.probes import attach
+from gan.models.build import build_plan
 from gan.models.layers import OnednnConv2d, OnednnConv2dAct, OnednnConv2dTranspose, fuse_conv_act, make_conv
 from gan.models.networks import Discriminator, Generator, init_dcgan_weights, num_blocks
-from gan.models.build import build_plan
 from gan.training.loop import run
 from ops import LeakyReLU, onednn
-
-from test_layers import CASES, TRANSPOSE_CASES, _grads, _projected
 from tests.helpers import needs_onednn
 
 RTOL, ATOL = 1e-4, 1e-5

@@ -5,11 +5,10 @@ import sys
 
 import pytest
 
-from gan.config.schema import ConfigError
 from gan.config.loss_kinds import LOSS_KINDS
 from gan.config.plan import MAXOUT, resolve_plan
+from gan.config.schema import ConfigError
 from gan.models.build import build_plan
-
 from tests.helpers import REPO, script_env
 
 WGAN_GP = ["train.loss=wgan_gp", "model.d_norm=none"]

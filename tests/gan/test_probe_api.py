@@ -9,13 +9,13 @@ from tensorboardX import SummaryWriter
 
 from gan.analysis.channels import Criteria
 from gan.config.schema import ActConfig, ModelConfig
+from gan.diagnostics.api import Diagnostics, network_params
 from gan.diagnostics.probes import TrainingDiagnostics, attach, is_diagnostic_param, set_probing
 from gan.models.networks import Discriminator, Generator
-from gan.diagnostics.api import Diagnostics, network_params
 from gan.run.directory import RunDirError
 from gan.run.files import read_events, read_jsonl
 from ops import RangeRecorder, swap_activations
-from scripts.examples.model_zoo import DcganD, DcganG
+from scripts.examples.model_zoo import DcganD
 from tests.helpers import tensorboard_events
 
 MODEL = ModelConfig(image_size=32, nz=8, ngf=4, ndf=4, conv_impl="native")

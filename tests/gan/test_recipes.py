@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.models.checkpoint import load_checkpoint
-from gan.config.schema import D_NORMS, compose_config
-from gan.training.losses import LOSSES
 from gan.config.loss_kinds import LOSS_KINDS
+from gan.config.schema import D_NORMS, compose_config
 from gan.core.streams import Purpose, latents, mixing_weights
+from gan.models.checkpoint import load_checkpoint
 from gan.training.loop import GANTrainer, clip_by_global_norm
+from gan.training.losses import LOSSES
 
 ALLOWED = [(loss, norm) for loss in LOSSES for norm in D_NORMS
            if not (LOSS_KINDS[loss].gradient_penalty and norm == "batch")]

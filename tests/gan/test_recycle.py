@@ -7,14 +7,13 @@ import zlib
 import numpy as np
 import pytest
 
-from gan.config.schema import ConfigError, compose_config, experiment_changes, to_config
 from gan.analysis.dashboard import build_dashboard
-from gan.models.networks import dcgan_values, mlp_values
-from gan.diagnostics.recycle import channel_axes
-from gan.run.files import read_events, read_jsonl
+from gan.config.schema import ConfigError, compose_config, experiment_changes, to_config
 from gan.core.streams import Purpose, latents
+from gan.diagnostics.recycle import channel_axes
+from gan.models.networks import dcgan_values, mlp_values
+from gan.run.files import read_events, read_jsonl
 from gan.training.loop import GANTrainer, run
-
 from tests.helpers import tensorboard_events
 
 RECYCLE = ["diagnostics.recycle=true", "diagnostics.recycle_nets=[D,G]"]  # on top of conftest's TINY_TRAINER

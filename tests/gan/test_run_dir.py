@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.data import sources as gdata
-from gan.models.checkpoint import checkpoint_path, latest_checkpoint
 from gan.config.schema import ConfigError
+from gan.data import sources as gdata
 from gan.data.sources import DataError
-from gan.training.outputs import RunOutputs
+from gan.models.checkpoint import checkpoint_path, latest_checkpoint
 from gan.run.directory import LOCK_FILE, RunDirError, hold, let_go, run_state
 from gan.run.files import read_events, read_jsonl
 from gan.training.loop import TrainingAborted
+from gan.training.outputs import RunOutputs
 from tests.helpers import REPO, script_env
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end

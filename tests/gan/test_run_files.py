@@ -4,8 +4,18 @@ import logging
 
 import pytest
 
-from gan.run.files import (EVENTS_FILE, METRICS_FILE, STEP_LOGS, append_event, append_jsonl, read_events,
-                           read_jsonl, record_resume, truncate_for_resume, truncate_jsonl)
+from gan.run.files import (
+    EVENTS_FILE,
+    METRICS_FILE,
+    STEP_LOGS,
+    append_event,
+    append_jsonl,
+    read_events,
+    read_jsonl,
+    record_resume,
+    truncate_for_resume,
+    truncate_jsonl,
+)
 
 
 def strict_steps(path) -> list[int]:

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from mindspore import Tensor
 
-from gan.models.checkpoint import (CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint,
-                                  save_checkpoint)
-from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.config.schema import ActConfig, ConfigError, ModelConfig
-from gan.run.grids import image_grid
+from gan.models.checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, load_checkpoint, save_checkpoint
+from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.models.networks import Generator
 from gan.run.files import read_events
+from gan.run.grids import image_grid
 from gan.training.loop import first_nonfinite_layer
+
 
 def losses(summary) -> list[tuple[float, float]]:
     return [(s.loss_d, s.loss_g) for s in summary.history]

@@ -4,12 +4,10 @@ the tiling, no hardware rule broken; broken kernels and rule-breaking code are c
 gives the plan of ops/tiling.py.
 """
 import hashlib
-import importlib.util
 import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -19,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ops import reference as ref
-from ops.build import cache_dir
 from ops import tiling
+from ops.build import cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 from tools.ascend_twin import twin

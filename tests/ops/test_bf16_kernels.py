@@ -17,11 +17,10 @@ from pathlib import Path
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import BF16, SLOPES, as_numpy, assert_bitwise, bits_of, boundary_values, random_values
 
 from ops import bias_act, elu, fused_bn_act, leaky_relu, prelu, rrelu
 from ops import reference as ref
-
-from leaky_relu_cases import BF16, SLOPES, as_numpy, assert_bitwise, bits_of, boundary_values, random_values
 
 
 def bf16_data(n: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from leaky_relu_cases import BF16
 
 from ops import build
-
-from leaky_relu_cases import BF16
 
 C_API = r"""
 #include "kernel_common.h"

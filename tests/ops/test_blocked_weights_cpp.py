@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest

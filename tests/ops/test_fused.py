@@ -13,13 +13,12 @@ from collections import OrderedDict
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import BF16
 from mindspore import nn
 
+from ops import LeakyReLU
 from ops import reference as ref
 from ops.fused import BatchNormAct, SyncBatchNorm2d, bias_act, fused_bn_act, norm_act_layers
-from ops import LeakyReLU
-
-from leaky_relu_cases import BF16
 
 SHAPES = [(3, 5, 7, 3), (2, 3, 1, 1), (1, 4, 9, 5), (4, 7)]
 DTYPES = [np.float32, np.float16]

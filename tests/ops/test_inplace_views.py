@@ -16,13 +16,12 @@ a stale result differs from the right one.
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import BF16, as_numpy, assert_bitwise
 from mindspore import nn
 from mindspore import ops as msops
 
 from ops import LeakyReLU, leaky_relu
 from ops import reference as ref
-
-from leaky_relu_cases import BF16, as_numpy, assert_bitwise
 
 SLOPE = 0.25
 

@@ -2,12 +2,11 @@
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import SLOPES, assert_bitwise, boundary_values, random_values
 from mindspore import nn
 
 from ops import LeakyReLU, leaky_relu
 from ops import reference as ref
-
-from leaky_relu_cases import SLOPES, assert_bitwise, boundary_values, random_values
 
 
 def grad_of(x: np.ndarray, dy: np.ndarray, slope: float, **kw) -> np.ndarray:

@@ -4,11 +4,11 @@ import logging
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import DTYPES, SLOPES, assert_bitwise, boundary_values, random_values
 
 from ops import LeakyReLU, leaky_relu
 from ops import reference as ref
 
-from leaky_relu_cases import DTYPES, SLOPES, assert_bitwise, boundary_values, random_values
 
 def run(x: np.ndarray, slope: float, **kw) -> np.ndarray:
     return leaky_relu(ms.Tensor(x), slope, **kw).asnumpy()

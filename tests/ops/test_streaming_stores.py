@@ -7,11 +7,10 @@ import ctypes
 
 import numpy as np
 import pytest
+from leaky_relu_cases import assert_bitwise, boundary_values
 
 from ops import build
 from ops import reference as ref
-
-from leaky_relu_cases import assert_bitwise, boundary_values
 
 INF = float("inf")
 

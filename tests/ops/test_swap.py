@@ -15,6 +15,7 @@ import math
 import mindspore as ms
 import numpy as np
 import pytest
+from leaky_relu_cases import assert_bitwise
 from mindspore import Parameter, Tensor, nn
 
 import ops
@@ -22,8 +23,6 @@ from ops import ELU, LeakyReLU, PReLU, RReLU, activation_ranges, activation_repo
 from ops.ranges import FLOAT16_OVERFLOW, RangeRecorder
 from ops.swap import INF, KINDS, NAN, Boundary, Kind, _show, porting_notes
 from scripts.examples.model_zoo import DcganD, DcganG
-
-from leaky_relu_cases import assert_bitwise
 
 RNG = np.random.default_rng(0)
 

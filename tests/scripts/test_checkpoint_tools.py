@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 
 from gan.models.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
-from tests.helpers import REPO, script_env
-
 from scripts import export, generate, quantize
+from tests.helpers import REPO, script_env
 
 pytestmark = pytest.mark.slow  # a tiny training, and the tools on its checkpoint (some in a subprocess)
 CONV1 = "ema.layers.conv1.weight"  # (ngf*4, ngf*2, 4, 4) = (32, 16, 4, 4) in the tiny run

@@ -1,5 +1,4 @@
 """scripts/compare_runs.py: recipes grouped over seeds from the files runs write (TensorBoard img/s included)."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -7,8 +6,10 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from gan.run.files import append_jsonl
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "compare_runs.py"
 from scripts import compare_runs  # noqa: E402
+
 group_rows, main, run_row = compare_runs.group_rows, compare_runs.main, compare_runs.run_row
 
 

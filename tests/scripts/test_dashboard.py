@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gan.core.atomic import write_text_atomic
 from gan.analysis.channels import DeadChannelTracker, LayerStats, channel_matrix, heatmap_image, heatmap_png
 from gan.analysis.charts import line_style
 from gan.analysis.dashboard import build_dashboard, screenshot
-from gan.run.files import append_jsonl, losses_record, read_jsonl
 from gan.analysis.runs import Run, find_runs, group_runs, load_run
+from gan.core.atomic import write_text_atomic
+from gan.run.files import append_jsonl, losses_record, read_jsonl
 from tests.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[2]

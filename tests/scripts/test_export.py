@@ -1,5 +1,4 @@
 """scripts/export.py: MINDIR and ONNX exports of tiny checkpoints reload to the trained generator's outputs."""
-import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -7,15 +6,15 @@ import mindspore as ms
 import numpy as np
 import pytest
 
-from gan.models.checkpoint import latest_checkpoint
 from gan.config.schema import compose_config
-from gan.models.deploy import run_mindir, run_onnx
 from gan.core.atomic import umask_mode
-from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.core.streams import fixed_latents
+from gan.models.checkpoint import latest_checkpoint
+from gan.models.deploy import run_mindir, run_onnx
+from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.training.loop import run
+from tests.helpers import run_script
 
-from tests.helpers import REPO, run_script
 
 def export(*args: str) -> subprocess.CompletedProcess:
     return run_script("scripts/export.py", *args)

@@ -2,7 +2,6 @@
 named with what to do, and one end-to-end run with the real Inception features (needs the weights)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import zipfile
 from pathlib import Path
@@ -12,9 +11,8 @@ import pytest
 from PIL import Image
 
 from gan.metrics.inception import INSTALL_COMMAND
-from tests.helpers import REPO, inception_installed, run_script
-
 from scripts import fid as fid_script
+from tests.helpers import inception_installed, run_script
 
 
 def write_folder(path: Path, count: int, size: int = 16, mode: str = "RGB") -> Path:

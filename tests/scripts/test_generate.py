@@ -1,19 +1,17 @@
 """scripts/generate.py writes a sample grid from a checkpoint and rejects files that are not checkpoints."""
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from gan.models.checkpoint import CheckpointError, latest_checkpoint
 from gan.config.schema import compose_config
+from gan.models.checkpoint import CheckpointError, latest_checkpoint
 from gan.run.grids import image_grid
 from gan.training.loop import run
-
-from tests.helpers import REPO, run_script
+from tests.helpers import run_script
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end
 

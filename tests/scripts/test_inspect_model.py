@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from gan.analysis.runs import load_run
 from gan.diagnostics.api import network_params
 from gan.run.files import read_jsonl
-from gan.analysis.runs import load_run
 from scripts.examples.model_zoo import DcganG
 from scripts.examples.own_loop import build
 from scripts.inspect_model import main

@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
+from gan.analysis.runs import load_run
 from gan.run.directory import run_state
 from gan.run.files import read_jsonl
-from gan.analysis.runs import load_run
 from tests.helpers import REPO, run_script, script_env, tensorboard_events
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end

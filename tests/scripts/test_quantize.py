@@ -1,5 +1,4 @@
 """scripts/quantize.py and generate.py --int8 on tiny checkpoints; gan.models.quantize's grids and pipeline."""
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -10,17 +9,17 @@ import pytest
 from PIL import Image
 
 import gan.training.tasks
-from gan.models.checkpoint import latest_checkpoint
-from gan.metrics.classifier import ClassifierConfig, load_classifier
 from gan.config.schema import compose_config
-from gan.models.quantize import (QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize)
-from gan.models.from_checkpoint import generator_from_checkpoint
 from gan.core.streams import fixed_latents
+from gan.metrics.classifier import ClassifierConfig, load_classifier
+from gan.models.checkpoint import latest_checkpoint
+from gan.models.from_checkpoint import generator_from_checkpoint
+from gan.models.quantize import QuantError, affine_grid, dequantize, float_layers, load_quantized, quantize
 from gan.training.loop import run
 from ops import LeakyReLU
 from ops import reference as ref
+from tests.helpers import run_script
 
-from tests.helpers import REPO, run_script
 
 def script(name: str, *args: str) -> subprocess.CompletedProcess:
     return run_script(f"scripts/{name}", *args)

@@ -1,6 +1,5 @@
 """scripts/show_tiling.py prints the articles' worked example and rejects bad parameters clearly."""
 
-import importlib.util
 import os
 import subprocess
 import sys

@@ -9,9 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gan.analysis.sweep import (
+    find_jobs,
+    group_summary,
+    groups_markdown,
+    optuna_best,
+    spread,
+    summarize,
+    to_csv,
+    to_markdown,
+)
 from gan.run.files import append_jsonl
 from gan.training.runtime import available_cpus, job_threads
-from gan.analysis.sweep import find_jobs, group_summary, groups_markdown, optuna_best, spread, summarize, to_csv, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
