@@ -1,4 +1,5 @@
-"""scripts/bench/bench_accuracy.py: the op's rounding error, bit-exact with the reference, never worse than naive fp16."""
+"""scripts/bench/bench_accuracy.py: the op's rounding error, bit-exact with the reference, never worse than naive
+fp16."""
 from __future__ import annotations
 
 import json

@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_inplace_chain_peaks_lower_by_at_least_one_activation_per_two_layers(tmp_path: Path) -> None:
     out = tmp_path / "inplace.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOG_v": "3"}
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_inplace.py"), "--elements", str(1 << 22),
-                             "--layers", "4", "--json", str(out)], env=env, cwd=ROOT, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_inplace.py"), "--elements",
+                             str(1 << 22), "--layers", "4", "--json", str(out)], env=env, cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     plain, inplace = json.loads(out.read_text())
     assert (plain["inplace"], inplace["inplace"]) == (False, True)

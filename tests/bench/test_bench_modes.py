@@ -105,8 +105,8 @@ def test_bad_arguments_exit_with_a_message(args, message, capsys):
 def test_one_tiny_trial_writes_json(tmp_path, tiny_2d_args):
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--trials", "1", "--slopes", "0.2", "--datasets",
-         "ring8", "--steps", "2", *tiny_2d_args, "--json", str(out)],
+        [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--trials", "1", "--slopes", "0.2",
+         "--datasets", "ring8", "--steps", "2", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
@@ -127,8 +127,8 @@ def tiny_2d_args(tiny_2d) -> list[str]:
 def test_batched_trials_evaluated_at_each_length(tmp_path, tiny_2d_args):
     out = tmp_path / "batched.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes", "prelu",
-         "--first-seed", "3", "--datasets", "ring8", "--eval-at", "2,4", *tiny_2d_args, "--override",
+        [sys.executable, str(REPO / "scripts" / "bench" / "bench_modes.py"), "--batched", "--trials", "2", "--slopes",
+         "prelu", "--first-seed", "3", "--datasets", "ring8", "--eval-at", "2,4", *tiny_2d_args, "--override",
          "train.ema_beta=0.9", "--override", "train.lr_decay=0.5", "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
@@ -149,8 +149,8 @@ def test_batched_trials_evaluated_at_each_length(tmp_path, tiny_2d_args):
 def test_step_cost_benchmark_times_both_sides(tmp_path, tiny_2d_args):
     out = tmp_path / "steps.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2", "--rounds",
-         "1", *tiny_2d_args, "--json", str(out)],
+        [sys.executable, str(REPO / "scripts" / "bench" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2",
+         "--rounds", "1", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())

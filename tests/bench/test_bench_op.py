@@ -11,8 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench" / "bench_op.py"
-KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms", "copy_gbps",
-        "floor_ms", "fwd2_ms", "builtin_fwd2_ms", "fwd_min_ms", "fwdbwd_min_ms", "builtin_fwd_min_ms",
+KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
+        "copy_gbps", "floor_ms", "fwd2_ms", "builtin_fwd2_ms", "fwd_min_ms", "fwdbwd_min_ms", "builtin_fwd_min_ms",
         "builtin_fwdbwd_min_ms", "fwd_x_paired", "fwdbwd_x_paired"}
 
 
@@ -41,7 +41,8 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
         nbytes = 65536 * (4 if r["dtype"] == "float32" else 2)
         assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
         assert all(r[f"{k}_min_ms"] <= r[f"{k}_ms"] for k in ("fwd", "fwdbwd", "builtin_fwd", "builtin_fwdbwd"))
-    assert "fwd x" in result.stdout and "%copy" in result.stdout and "in-graph x" in result.stdout and "min x" in result.stdout
+    assert ("fwd x" in result.stdout and "%copy" in result.stdout and "in-graph x" in result.stdout
+            and "min x" in result.stdout)
     assert "pair x" in result.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["bench.json"]  # no temporary file left behind
 

@@ -2,6 +2,7 @@
 (the PyTorch side needs torch, the bench extra: it runs in the benchmark's environment only)."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -105,8 +106,8 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     assert result.returncode == 0 and "seed 0:" not in result.stdout, result.stdout + result.stderr
     assert json.loads(out.read_text())["records"] == report["records"]
     # --rescore scores the saved samples again on other counts, training nothing
-    result = run_script("scripts/bench/bench_quality.py", *argv, "--rescore", "--score-samples", "20", "--curve-samples",
-                        "10", timeout=300)
+    result = run_script("scripts/bench/bench_quality.py", *argv, "--rescore", "--score-samples", "20",
+                        "--curve-samples", "10", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     rescored = json.loads(out.read_text())
     assert [(p["step"], p["n_samples"]) for p in rescored["records"][0]["points"]] == [(2, 10), (4, 10), (4, 20)]
@@ -117,8 +118,8 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
 
 
 def test_fid_scores_every_count_from_one_feature_pass(monkeypatch, tiny_overrides: list[str]) -> None:
-    """--metrics fid: the reference a run of the overrides uses (gan.training.evaluation.standard_metrics, here with a fake
-    extractor), the samples featurised once, each count's numbers those of StandardMetrics on that many samples."""
+    """--metrics fid: the reference a run of the overrides uses (gan.training.evaluation.standard_metrics, here with a
+    fake extractor), the samples featurised once, each count's numbers those of StandardMetrics on that many samples."""
     import gan.training.evaluation
     from gan.metrics.fid import StandardMetrics
     from tests.helpers import FakeExtractor
@@ -127,7 +128,8 @@ def test_fid_scores_every_count_from_one_feature_pass(monkeypatch, tiny_override
     extractor = FakeExtractor()
     metrics = StandardMetrics(rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8), "fake reference", extractor)
     asked = []
-    monkeypatch.setattr(gan.training.evaluation, "standard_metrics", lambda conf, task, say: asked.append(conf) or metrics)
+    monkeypatch.setattr(gan.training.evaluation, "standard_metrics",
+                        lambda conf, task, say: asked.append(conf) or metrics)
     score, about = bench_quality.fid_metrics(tiny_overrides)
     assert asked[0].eval.enabled and asked[0].eval.fid is True and asked[0].data.name == "shapes"
     assert about["reference"] == "fake reference" and about["n_reference"] == 40 and about["extractor"] == "fake"
@@ -141,8 +143,6 @@ def test_fid_scores_every_count_from_one_feature_pass(monkeypatch, tiny_override
 
 
 def score_args(tmp_path: Path, **changes) -> "argparse.Namespace":
-    import argparse
-
     values = {"steps": 4, "samples": 10, "sample_every": 0, "overrides": [], "torch_env": [], "metrics": "fake",
               "score_samples": None, "curve_samples": None, "curve_seeds": [0, 1], "json": tmp_path / "scored.json",
               "source": tmp_path / "bench.json", "reuse": []}

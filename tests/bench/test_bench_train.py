@@ -17,7 +17,8 @@ import bench_train  # noqa: E402
 @pytest.mark.parametrize("argv,message", [(["--models", "dcgan48"], "dcgan48"), (["--impls", "fast"], "fast"),
                                           (["--steps", "0"], "--steps=0"), (["--batch-size", "-1"], "--batch-size=-1"),
                                           (["--threads", "0"], "--threads=0"), (["--fusions", "conv_bn"], "conv_bn"),
-                                          (["--precisions", "fp8"], "fp8"), (["--peak", "/nonexistent.json"], "--peak")])
+                                          (["--precisions", "fp8"], "fp8"),
+                                          (["--peak", "/nonexistent.json"], "--peak")])
 def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         bench_train.main(["--json", str(tmp_path / "out.json"), *argv])
@@ -129,7 +130,8 @@ def test_torch_twin_has_the_same_parameters(model: str) -> None:
 
     cfg = bench_train.bench_config(model, "gemm", 64)
     g, d = bench_train.torch_models(cfg)
-    for ours, theirs in ((Generator(cfg.model, cfg.act, 3, "gemm"), g), (Discriminator(cfg.model, cfg.act, 3, "gemm"), d)):
+    for ours, theirs in ((Generator(cfg.model, cfg.act, 3, "gemm"), g),
+                         (Discriminator(cfg.model, cfg.act, 3, "gemm"), d)):
         assert [tuple(p.shape) for p in ours.trainable_params()] == [tuple(p.shape) for p in theirs.parameters()]
 
 

@@ -1,4 +1,5 @@
-"""scripts/bench/plot_study.py: the standard errors of the HQ series, and both figures written as PNG from small inputs."""
+"""scripts/bench/plot_study.py: the standard errors of the HQ series, and both figures written as PNG from small
+inputs."""
 from __future__ import annotations
 
 import json

@@ -14,7 +14,7 @@ from ops.onednn import available as onednn_available
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "profile_train.py"
 import profile_train  # noqa: E402
 
-from tests.helpers import needs_onednn
+from tests.helpers import needs_onednn  # noqa: E402
 
 
 def test_summary_is_per_step_sorted_with_shares(tmp_path: Path) -> None:

@@ -211,6 +211,6 @@ def test_run_hparams_name_the_kinds_and_their_parameters(tmp_path):
     writer = SummaryWriter(str(tmp_path / "tb"))
     log_hparams(writer, hparams, {"final/loss_d": 1.0})
     writer.close()
-    content = b"".join(v.metadata.plugin_data.content for e in tensorboard_events(tmp_path / "tb") for v in e.summary.value
-                       if v.tag == "_hparams_/session_start_info")
+    content = b"".join(v.metadata.plugin_data.content for e in tensorboard_events(tmp_path / "tb")
+                       for v in e.summary.value if v.tag == "_hparams_/session_start_info")
     assert all(name in content for name in (b"d_kind", b"prelu", b"g_kind", b"elu", b"prelu_init", b"elu_alpha"))

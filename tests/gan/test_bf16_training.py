@@ -1,7 +1,7 @@
-"""precision=bf16 on CPU (gan.training.precision): bfloat16 convolutions and activations through the oneDNN kernels and the
-project's element-wise kernels, float32 Parameters and Adam moments, no loss scaling; refused at start on a CPU without bfloat16
-dot-product instructions (the check is injectable, and a subprocess lowers oneDNN's instruction set, so both
-branches run on any CPU); checkpoints move between fp32 and bf16 runs; resume is exact within bf16.
+"""precision=bf16 on CPU (gan.training.precision): bfloat16 convolutions and activations through the oneDNN kernels and
+the project's element-wise kernels, float32 Parameters and Adam moments, no loss scaling; refused at start on a CPU
+without bfloat16 dot-product instructions (the check is injectable, and a subprocess lowers oneDNN's instruction set, so
+both branches run on any CPU); checkpoints move between fp32 and bf16 runs; resume is exact within bf16.
 
 Tolerances: 3 bf16 steps against fp32 on the same seed, weights and data: losses within 5e-2 (bfloat16 keeps
 8 significant bits: the conv outputs differ by ~2^-9 relative per layer; measured max 1.3e-2 over these runs).

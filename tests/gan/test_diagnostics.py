@@ -220,7 +220,8 @@ def test_logger_writes_tensorboard_and_jsonl_and_resumes_heatmap(tmp_path):
     for step in (100, 200):
         grad_fn(Tensor(X))
         logger.log(tracker.check(step, probes))
-    log_hparams(writer, {"slope": 0.2, "precision": "fp32"}, final_metrics(read_jsonl(tmp_path / "diagnostics.jsonl")[-1]))
+    log_hparams(writer, {"slope": 0.2, "precision": "fp32"},
+                final_metrics(read_jsonl(tmp_path / "diagnostics.jsonl")[-1]))
     writer.close()
     records = read_jsonl(tmp_path / "diagnostics.jsonl")
     assert [r["step"] for r in records] == [100, 200]
@@ -370,7 +371,8 @@ def test_trainer_probes_check_steps_only_and_graph_equals_pynative(trainer_recor
 
 @pytest.mark.slow
 def test_trainer_probes_the_2d_mlps(config, tiny_2d):
-    """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized input."""
+    """experiment=ring8 trains with diagnostics on: D's probes are attached on (N, 2, 1, 1) points, not image-sized
+    input."""
     trainer = GANTrainer(config(*tiny_2d), 2)
     points = np.random.default_rng(1).normal(size=(16, 2, 1, 1)).astype(np.float32)
     trainer.train_step(points, latents(0, 0, Purpose.Z, 16, 2), probe=True)

@@ -103,7 +103,8 @@ def _checksums(run_dir: Path, rank: int) -> dict[int, dict]:
 def _files(run_dir: Path) -> set[str]:
     """Files the product wrote (Hydra's own .hydra/ and train.log, and the debug checksums, left out)."""
     skip = (".hydra", "distributed", "train.log")
-    return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file() and p.parts[len(run_dir.parts)] not in skip}
+    return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
+            if p.is_file() and p.parts[len(run_dir.parts)] not in skip}
 
 
 def _one_process_losses(tiny: list[str], overrides: list[str], steps: int) -> list[tuple[float, float]]:
@@ -200,7 +201,8 @@ def test_a_killed_rank_stops_the_job_with_a_clear_error(tmp_path, tiny_overrides
     non-zero. (With one launcher for both ranks msrun itself kills the survivor as soon as a worker dies.)"""
     timeout_s, port = 10, _free_port()
     args = ["distributed=true", *tiny_overrides, *DISTRIBUTED_RUN, "diagnostics.enabled=false", "train.steps=1000",
-            "train.ckpt_every=1000", f"runtime.collective_timeout_s={timeout_s}", f"hydra.run.dir={tmp_path}/rank_${{oc.env:RANK_ID}}"]
+            "train.ckpt_every=1000", f"runtime.collective_timeout_s={timeout_s}",
+            f"hydra.run.dir={tmp_path}/rank_${{oc.env:RANK_ID}}"]
     launchers = [subprocess.Popen(
         [shutil.which("msrun") or "msrun", "--worker_num=2", "--local_worker_num=1", f"--node_rank={node}",
          f"--master_port={port}", "--join=True", "--cluster_time_out=120", f"--log_dir={tmp_path / f'logs_{node}'}",

@@ -1,6 +1,6 @@
-"""gan.metrics.fid against independent formulas on small random features: FID's closed form for Gaussians, KID's unbiased
-estimator as an O(n^2) double sum, precision/recall by brute force; the reference cache and StandardMetrics with a
-stand-in extractor (the real one is tested in tests/gan/test_inception.py)."""
+"""gan.metrics.fid against independent formulas on small random features: FID's closed form for Gaussians, KID's
+unbiased estimator as an O(n^2) double sum, precision/recall by brute force; the reference cache and StandardMetrics
+with a stand-in extractor (the real one is tested in tests/gan/test_inception.py)."""
 from __future__ import annotations
 
 import logging

@@ -2,7 +2,8 @@
 
 fp16 and fp32 runs share seed, weights, data and latents. With loss scale 1024 no step overflows, so both
 runs take the same 3 Adam steps (lr 1e-3) and their losses differ only by float16 rounding of the convs
-and activations: atol 3e-2 (measured max 1.1e-2 over 4 steps, graph and PyNative, fusion none and bn_act; conv_act with onednn convs too).
+and activations: atol 3e-2 (measured max 1.1e-2 over 4 steps, graph and PyNative, fusion none and bn_act; conv_act with
+onednn convs too).
 The default scale 65536 overflows the first steps' float16 gradients on purpose (the dynamic scaler
 starts high and halves on each overflow), which makes those runs take fewer updates than fp32.
 """

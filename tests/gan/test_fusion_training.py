@@ -55,8 +55,8 @@ def test_the_start_line_shows_d_unfused_under_a_gradient_penalty(tmp_path, capsy
     assert lines[0] == ("  G: model.conv_impl=gemm -> gemm, fusion=auto -> bn_act, act leaky_relu, norm batch, "
                         "layout NCHW")
     assert lines[1] == ("  D: model.conv_impl=gemm -> gemm, fusion=auto -> none, act leaky_relu, norm none, "
-                        "layout NCHW (train.loss=wgan_gp differentiates D twice, and the fused kernels have first derivatives "
-                        "only)")
+                        "layout NCHW (train.loss=wgan_gp differentiates D twice, and the fused kernels have first "
+                        "derivatives only)")
 
 
 def test_fusion_is_a_validated_enum_with_one_plan_row_per_kind():
@@ -64,7 +64,8 @@ def test_fusion_is_a_validated_enum_with_one_plan_row_per_kind():
     assert compose_config(["fusion=bn_act"]).fusion.name == Fusion.bn_act
     with pytest.raises(ConfigCompositionException) as info:
         compose_config(["fusion.name=fused"])
-    assert "fusion.name" in str(info.value.__cause__) and "auto, none, bn_act, graph_kernel" in str(info.value.__cause__)
+    assert ("fusion.name" in str(info.value.__cause__)
+            and "auto, none, bn_act, graph_kernel" in str(info.value.__cause__))
 
 
 @pytest.mark.parametrize("net", [Generator, Discriminator])

@@ -1,5 +1,5 @@
-"""gan.metrics.inception: the architecture table, finding and pinning the archive (errors naming the pip command and both
-hashes), its checked conversion cached in the project cache (a corrupt entry is rebuilt), BN folding, the oneDNN
+"""gan.metrics.inception: the architecture table, finding and pinning the archive (errors naming the pip command and
+both hashes), its checked conversion cached in the project cache (a corrupt entry is rebuilt), BN folding, the oneDNN
 NHWC network against MindSpore's own layers, and the port against torch's features of the committed fixture
 (tests/data/inception_reference.npz, written by scripts/bench/check_inception.py with torch)."""
 from __future__ import annotations

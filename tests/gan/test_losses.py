@@ -108,11 +108,13 @@ def test_penalties_and_their_parameter_gradients_match_finite_differences(case, 
     if name == "gp":
         def penalty(x_real, x_fake, weights):
             return gradient_penalty(grad_x, x_real, x_fake, weights)
-        numeric = lambda ps: numeric_gp(ps, real.astype(np.float64), fake.astype(np.float64), eps.astype(np.float64))
+        def numeric(ps):
+            return numeric_gp(ps, real.astype(np.float64), fake.astype(np.float64), eps.astype(np.float64))
     else:
         def penalty(x_real, x_fake, weights):
             return r1_penalty(grad_x, x_real)
-        numeric = lambda ps: numeric_r1(ps, real.astype(np.float64))
+        def numeric(ps):
+            return numeric_r1(ps, real.astype(np.float64))
     step = ms.jit(ms.value_and_grad(penalty, None, net.trainable_params()))
     value, grads = step(Tensor(real), Tensor(fake), Tensor(eps))
     assert float(value.asnumpy()) == pytest.approx(numeric(params), rel=1e-4)

@@ -37,7 +37,8 @@ def test_set_lr_reaches_the_jitted_steps(config, tiny_2d):
     rng = np.random.default_rng(0)
     n = trainer.train_cfg.batch_size
     real, z = rng.standard_normal((n, 2, 1, 1), np.float32), rng.standard_normal((n, 2, 1, 1), np.float32)
-    weights = lambda: {p.name: p.asnumpy().copy() for net in (trainer.g, trainer.d) for p in net.trainable_params()}
+    def weights():
+        return {p.name: p.asnumpy().copy() for net in (trainer.g, trainer.d) for p in net.trainable_params()}
     before = weights()
     trainer.set_lr(0.0)
     trainer.train_step(real, z)
