@@ -15,7 +15,8 @@ file that fails its check is removed):
      (measured on the default run's generator: max 1.0e-4 at an output MindSpore puts at -1.000009).
 The batch axis is dynamic unless --batch fixes it. ONNX (needs `onnx` and `onnxruntime`): MindSpore
 exports a static batch only and writes ConvTranspose's output_shape malformed; the file is repaired (that
-attribute dropped, the batch axis made symbolic unless --batch). Input: latents (N, nz, 1, 1) float32; output: images in [-1, 1].
+attribute dropped, the batch axis made symbolic unless --batch). Input: latents (N, nz, 1, 1) float32; output: images
+in [-1, 1].
 """
 from __future__ import annotations
 

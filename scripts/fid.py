@@ -60,7 +60,8 @@ def read_folder(path: Path, n: int | None) -> list[np.ndarray]:
             with Image.open(file) as image:
                 images.append(np.asarray(image.convert("RGB"), np.uint8))
         except Exception as err:  # noqa: BLE001 -- Pillow raises many types for a bad file
-            raise InputError(f"{file} is not a readable image ({type(err).__name__}: {err}); remove or replace it") from err
+            raise InputError(f"{file} is not a readable image ({type(err).__name__}: {err}); "
+                             "remove or replace it") from err
     return images
 
 
@@ -254,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         size = next((s for s in map(checkpoint_image_size, (args.a, args.b)) if s is not None), args.image_size)
-        (a, a_name), (b, b_name) = (read_set(spec, args.n, size, args.data_root, args.seed) for spec in (args.a, args.b))
+        (a, a_name), (b, b_name) = (read_set(spec, args.n, size, args.data_root, args.seed)
+                                    for spec in (args.a, args.b))
         for spec, images in ((args.a, a), (args.b, b)):  # before featurising, which takes minutes
             if len(images) <= PR_NEIGHBOURS:
                 raise InputError(f"{spec} gives {len(images)} images; precision/recall (k={PR_NEIGHBOURS} neighbours) "

@@ -332,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nz", type=int, default=100, help="G's latent size: z is (N, nz, 1, 1) (default 100; "
                         "unused with a Feed, which makes G's inputs)")
     parser.add_argument("--loss", default="bce", choices=tuple(LOSS_KINDS),
-                        help="the GAN loss whose gradients are measured (gan.training.losses; default bce, non-saturating)")
+                        help="the GAN loss whose gradients are measured (gan.training.losses; default bce, "
+                             "non-saturating)")
     parser.add_argument("--step", type=int, default=1, help="the step the snapshot is labelled with (default 1)")
     parser.add_argument("--clamp", type=float, help="also report where outputs would exceed this clamp")
     parser.add_argument("--eval", action="store_true", help="BatchNorm on its moving statistics (default: batch)")

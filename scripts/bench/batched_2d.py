@@ -10,8 +10,8 @@ jitted function does the D step and the G step of all trials, so per-trial launc
 the sum of the per-trial losses, so each trial's gradient is its own; BatchNorm statistics and Adam moments
 are per trial (nn.Adam's kernel on the stacked tensors is element-wise). Each trial t is built to reproduce
 `python train.py experiment=D seed=seeds[t] diagnostics.enabled=false`: the same initial weights (made by
-gan.models.networks), batches (gan.training.tasks.PointData) and latents, G's forward once per step shared by the D and G updates
-(so one BatchNorm moving-statistics update per step), the same evaluation latents and metrics
+gan.models.networks), batches (gan.training.tasks.PointData) and latents, G's forward once per step shared by the D and
+G updates (so one BatchNorm moving-statistics update per step), the same evaluation latents and metrics
 (gan.metrics.sample_quality.mode_metrics).
 One difference: a step whose gradients are not finite in some trial is skipped for every trial (train.py
 skips it for that run only); each trial's count of such steps is reported.
@@ -88,8 +88,8 @@ def _stack_trials(conf: Config, seeds: list[int]) -> dict[str, np.ndarray]:
 
 
 def _slopes(conf: Config, net: str, depth: int) -> tuple[float, ...]:
-    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models.networks chooses them (unused by PReLU):
-    the layer's slope, or the one its kind fixes (relu: 0)."""
+    """LeakyReLU slope of each layer of network `net` ("d" or "g"), as gan.models.networks chooses them (unused by
+    PReLU): the layer's slope, or the one its kind fixes (relu: 0)."""
     row = ACTIVATION_KINDS[getattr(conf.act, f"{net}_kind")]
     if not row.layer_slopes:
         return (dict(row.constants).get("negative_slope", 0.0),) * depth

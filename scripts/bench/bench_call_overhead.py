@@ -2,8 +2,8 @@
 
 For each kind (elu, leaky_relu), at one size (default 16M float32), timed round-robin after two warm-up calls:
   ms        the op through MindSpore as scripts/bench/bench_op.py times it: `ms.jit(forward)(x).asnumpy()`
-  clocked   the same graph with the kernel entry wrapped by scripts/bench/kernel_clock.cc, which records the kernel's own
-            start and end (CLOCK_MONOTONIC, the clock of time.perf_counter): each call splits into `launch`
+  clocked   the same graph with the kernel entry wrapped by scripts/bench/kernel_clock.cc, which records the kernel's
+            own start and end (CLOCK_MONOTONIC, the clock of time.perf_counter): each call splits into `launch`
             (Python call -> kernel start), `kernel` and `return` (kernel end -> asnumpy() returned); `outside` is
             launch + return, what MindSpore adds to the kernel; `minflt` the process's minor page faults per call
             (a fresh 64 MB output would fault every page); `same_bits`: its output is the op's, bit for bit

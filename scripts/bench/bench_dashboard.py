@@ -50,7 +50,8 @@ def write_run(run_dir: Path, slope: float, seed: int, args: argparse.Namespace) 
     """One synthetic job directory with every file the dashboard reads."""
     rng = np.random.default_rng(seed * 1000 + int(slope * 100))
     (run_dir / ".hydra").mkdir(parents=True)
-    (run_dir / ".hydra" / "overrides.yaml").write_text(f"- experiment=ring8\n- act.negative_slope={slope}\n- seed={seed}\n")
+    (run_dir / ".hydra" / "overrides.yaml").write_text(f"- experiment=ring8\n- act.negative_slope={slope}\n"
+                                                       f"- seed={seed}\n")
     tracker = DeadChannelTracker()
     layers = SHAPES[args.shape]
     checks = args.steps // args.interval

@@ -9,8 +9,8 @@ preprocessing), with the same thread count, round-robin: each round times one ba
 batch size, so both see the same machine load. Reported per thread count and batch size: images/s of each (median
 over rounds, min and max), the ratio per round, and seconds per 1,000 images; "pipeline" adds our preprocessing
 (uint8 -> input) to our side, what an evaluation pays. Then the metrics' own cost on random 2048-d features of the
-in-training sizes (--reference real, --samples generated): the statistics, FID by gan.metrics.fid (eigendecomposition) and
-by scipy.linalg.sqrtm, KID (100 subsets), precision/recall. The JSON records the load average before and after,
+in-training sizes (--reference real, --samples generated): the statistics, FID by gan.metrics.fid (eigendecomposition)
+and by scipy.linalg.sqrtm, KID (100 subsets), precision/recall. The JSON records the load average before and after,
 the CPU model and the threads.
 """
 from __future__ import annotations
@@ -59,7 +59,8 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['threads']} | {r['batch']} | {r['torch_img_s']['median']:.2f} | "
                      f"{r['ours_img_s']['median']:.2f} ({r['ours_pipeline_img_s']['median']:.2f}) | "
                      f"{r['ratio']['median']:.2f}x ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) | "
-                     f"{r['torch_s_per_1000']:.0f} | {r['ours_s_per_1000']:.0f} ({r['ours_pipeline_s_per_1000']:.0f}) |")
+                     f"{r['torch_s_per_1000']:.0f} | {r['ours_s_per_1000']:.0f} "
+                     f"({r['ours_pipeline_s_per_1000']:.0f}) |")
     lines += ["", f"{report['cpu_model']}, {report['cpu_count']} CPUs, load average {report['load_average'][0]} "
               f"before and {report['load_average_after'][0]} after (1 min); medians of {len(r['ratio']['runs'])} "
               f"rounds."]
@@ -119,14 +120,16 @@ def main(argv: list[str] | None = None) -> int:
             torch_rates.append(batch / timed(run_torch))
             our_rates.append(batch / timed(run_ours))
             pipeline_rates.append(batch / timed(ours.features, images[:batch]))
-        row = {"threads": threads, "batch": batch, "torch_img_s": summary(torch_rates), "ours_img_s": summary(our_rates),
+        row = {"threads": threads, "batch": batch, "torch_img_s": summary(torch_rates),
+               "ours_img_s": summary(our_rates),
                "ours_pipeline_img_s": summary(pipeline_rates),
                "ratio": summary([o / t for o, t in zip(our_rates, torch_rates)]),
                "torch_s_per_1000": 1000 / statistics.median(torch_rates),
                "ours_s_per_1000": 1000 / statistics.median(our_rates),
                "ours_pipeline_s_per_1000": 1000 / statistics.median(pipeline_rates)}
         results.append(row)
-        print(f"threads {threads}, batch {batch}: torch {row['torch_img_s']['median']:.2f} img/s, ours {row['ours_img_s']['median']:.2f} "
+        print(f"threads {threads}, batch {batch}: torch {row['torch_img_s']['median']:.2f} img/s, "
+              f"ours {row['ours_img_s']['median']:.2f} "
               f"(pipeline {row['ours_pipeline_img_s']['median']:.2f}), ratio {row['ratio']['median']:.2f}x "
               f"[{row['ratio']['min']:.2f}, {row['ratio']['max']:.2f}]", flush=True)
     metrics = metric_costs(args.reference, args.samples)

@@ -1,11 +1,12 @@
-"""Time the element-wise CPU kernels' C entry points directly (ctypes, no MindSpore), for one or more builds side by side.
+"""Time the element-wise CPU kernels' C entry points directly (ctypes, no MindSpore), for one or more builds side by
+side.
 
 What MindSpore adds to every call (graph launch, output buffer) is the same for every kernel, so comparing kernels
 under it blurs a kernel change; this calls the kernel library's entry points on numpy arrays instead: the
 LeakyReLU forward (the memory floor of a one-input element-wise op: one read, one write, no arithmetic worth
-the name), the ELU forward and the ELU backward, on normal float32 or float16 data (half the inputs negative), `--threads`
-worker threads, every (library, entry) timed round-robin after two warm-up calls. Each entry's output must be
-the same bits in every library (`same_bits`; a build that changed the results is not a speed-up).
+the name), the ELU forward and the ELU backward, on normal float32 or float16 data (half the inputs negative),
+`--threads` worker threads, every (library, entry) timed round-robin after two warm-up calls. Each entry's output must
+be the same bits in every library (`same_bits`; a build that changed the results is not a speed-up).
 
 `--clock wall` (default) is what a caller waits; `--clock cpu` is the process's CPU time, which on a busy machine
 leaves out the time the threads waited for a core (it includes the workers' short spin after their tiles).
@@ -14,8 +15,8 @@ Before/after a kernel change: build the old kernels from a checkout of the old c
 (`PYTHONPATH=OLD python -c "from ops import build; print(build.library_path())"` prints the library's path) and
 pass both paths:
 
-    python scripts/bench/bench_kernel.py [--libs OLD.so NEW.so] [--n 16777216] [--dtype float32] [--threads 2] [--repeats 30]
-        --json PATH
+    python scripts/bench/bench_kernel.py [--libs OLD.so NEW.so] [--n 16777216] [--dtype float32] [--threads 2]
+        [--repeats 30] --json PATH
 """
 from __future__ import annotations
 

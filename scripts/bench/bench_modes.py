@@ -1,4 +1,5 @@
-"""PacGAN's 2D mode-collapse benchmark per D activation (LeakyReLU slope, PReLU or maxout): modes, % high-quality, reverse KL.
+"""PacGAN's 2D mode-collapse benchmark per D activation (LeakyReLU slope, PReLU or maxout): modes, % high-quality,
+reverse KL.
 
     python scripts/bench/bench_modes.py --trials 10 --slopes 0,0.01,0.2 --json bench_modes.json
 
@@ -112,11 +113,13 @@ def markdown_table(rows: list[dict]) -> str:
     def cell(mean: float, se: float, digits: int) -> str:
         return f"{mean:.{digits}f}" + ("" if math.isnan(se) else f" ± {se:.{digits}f}")
 
-    lines = ["| data | D slope | steps | trials | modes | high-quality % | reverse KL |", "|---|---|---|---|---|---|---|"]
+    lines = ["| data | D slope | steps | trials | modes | high-quality % | reverse KL |",
+             "|---|---|---|---|---|---|---|"]
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         for r in (r for r in rows if r["dataset"] == dataset):
             steps = "" if r.get("steps") is None else r["steps"]
-            lines.append(f"| {dataset} | {label(r['slope'])} | {steps} | {r['trials']} | {cell(r['modes'], r['modes_se'], 1)} | "
+            lines.append(f"| {dataset} | {label(r['slope'])} | {steps} | {r['trials']} | "
+                         f"{cell(r['modes'], r['modes_se'], 1)} | "
                          f"{cell(r['hq_fraction'], r['hq_fraction_se'], 1)} | "
                          f"{cell(r['reverse_kl'], r['reverse_kl_se'], 2)} |")
         modes, hq, kl = PACGAN_GAN[dataset]

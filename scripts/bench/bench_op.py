@@ -27,7 +27,8 @@ back under the same load, and a call that lands in a slow cluster moves only its
                on the same number of elements, both in graph mode, timed round-robin: elements/s and bytes/s
                (one read and one write: 1 byte per element for int8, 4 for fp32); --dtypes does not apply.
 
-    python scripts/bench/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu,prelu,rrelu,elu,qleaky_relu] --json PATH
+    python scripts/bench/bench_op.py [--quick] [--sizes 65536 ...] [--kinds leaky_relu,prelu,rrelu,elu,qleaky_relu]
+        --json PATH
 """
 
 from __future__ import annotations
@@ -254,11 +255,13 @@ def table(records: list[dict]) -> str:
             f"{'in-graph x':>10} {'min x':>6} {'min fb x':>8} {'pair x':>6} {'pair fb x':>9}")
     rows = [head]
     for r in records:
-        rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} {r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
+        rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} "
+                    f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}% "
-                    f"{r['floor_ms']:>8.3f} {in_graph_ratio(r):>10.2f} {r['builtin_fwd_min_ms'] / r['fwd_min_ms']:>6.2f} "
+                    f"{r['floor_ms']:>8.3f} {in_graph_ratio(r):>10.2f} "
+                    f"{r['builtin_fwd_min_ms'] / r['fwd_min_ms']:>6.2f} "
                     f"{r['builtin_fwdbwd_min_ms'] / r['fwdbwd_min_ms']:>8.2f} {r['fwd_x_paired']:>6.2f} "
                     f"{r['fwdbwd_x_paired']:>9.2f}")
     return "\n".join(rows)

@@ -100,7 +100,8 @@ def time_problem(kind: str, precision: str, threads: int, reps: int) -> tuple[li
 
 
 def copy_gbps(threads: int, repeats: int = 10) -> float:
-    """scripts/bench/bench_op.py's copy baseline at COPY_BYTES: the faster of one numpy copy and `threads` parallel ones."""
+    """scripts/bench/bench_op.py's copy baseline at COPY_BYTES: the faster of one numpy copy and `threads` parallel
+    ones."""
     from bench_op import gbps, parallel_copy
 
     src = np.random.default_rng(0).standard_normal(COPY_BYTES // 4).astype(np.float32)

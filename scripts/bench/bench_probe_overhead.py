@@ -1,9 +1,10 @@
-"""Per-step cost of gan.diagnostics.api in a user's own loop: the own-loop example (scripts/examples/own_loop.py, model-zoo
-DCGAN 16x16, batch 16, D + G update per step) timed without diagnostics, with diagnostics on ordinary steps (the
-plain ms.jit twin: probes compiled out) and on check steps (the probed twin, plus `record`: reading the probes and
+"""Per-step cost of gan.diagnostics.api in a user's own loop: the own-loop example (scripts/examples/own_loop.py,
+model-zoo DCGAN 16x16, batch 16, D + G update per step) timed without diagnostics, with diagnostics on ordinary steps
+(the plain ms.jit twin: probes compiled out) and on check steps (the probed twin, plus `record`: reading the probes and
 writing diagnostics.jsonl / TensorBoard), round-robin in one process so the machine's load hits all three alike.
 
-    PYTHONPATH=. python scripts/bench/bench_probe_overhead.py --json docs/data/probe_overhead.json [--rounds 5] [--steps 30]
+    PYTHONPATH=. python scripts/bench/bench_probe_overhead.py --json docs/data/probe_overhead.json
+        [--rounds 5] [--steps 30]
 
 Each step's time includes reading its losses back (asnumpy), as a loop that logs them does. Every ordinary and
 check step is timed right after a step without diagnostics (pairs; the shared machine's load changes over seconds).

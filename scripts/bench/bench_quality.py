@@ -6,20 +6,20 @@ scripts/generate.py --npz, on the run's fixed latents), score them with one metr
     python scripts/bench/bench_quality.py --json F --seeds 0,1,2 --steps 10000 --samples 10000 --metrics fid \\
         data=fashion_mnist
     python scripts/bench/bench_quality.py ... --sample-every 2000 --curve-samples 2000   # also along the run
-    python scripts/bench/bench_quality.py ... --rescore --metrics fid --score-samples 5000   # score the saved runs again
+    python scripts/bench/bench_quality.py ... --rescore --metrics fid --score-samples 5000  # score the saved runs again
     python scripts/bench/bench_quality.py --json F --impls app ...   # this app only (no PyTorch needed)
 
 The app side is `python train.py OVERRIDES seed=S train.steps=N` through gan.training.loop.run, with its in-training
 evaluation and dead-channel checks off (the reference has neither: equal work), samples from the checkpoint by
-gan.models.checkpoint.generator_from_checkpoint (EMA off in both: the recipe has none). Runs alternate (app seed 0, torch
-seed 0, app seed 1, ...), one at a time, each in a process of its own, so the machine's load falls on both alike;
+gan.models.checkpoint.generator_from_checkpoint (EMA off in both: the recipe has none). Runs alternate (app seed 0,
+torch seed 0, app seed 1, ...), one at a time, each in a process of its own, so the machine's load falls on both alike;
 each record holds the load average before and after it. The JSON is rewritten after every run; --resume keeps
 the finished runs of an interrupted benchmark with the same settings, --rescore scores its saved samples again.
 The PyTorch runs get OMP_WAIT_POLICY=PASSIVE (--torch-env): with libgomp's default spinning, torch's two threads
 ran about 10x slower than with it on this shared, loaded machine, a slowdown that is not the framework's speed.
 
-Times: train_s is the step loop with its input fetching (gan.training.outputs.RunSummary.train_seconds for the app: graph
-compilation at the first step included, sample grids and checkpoints between steps excluded); process_s is the
+Times: train_s is the step loop with its input fetching (gan.training.outputs.RunSummary.train_seconds for the app:
+graph compilation at the first step included, sample grids and checkpoints between steps excluded); process_s is the
 whole worker process (imports, data, compilation, training, outputs, writing the samples).
 """
 from __future__ import annotations
@@ -153,8 +153,8 @@ def classifier_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
 
 def fid_metrics(overrides: list[str]) -> tuple[Scorer, dict]:
     """FID, KID and precision/recall in Inception features (gan.metrics.fid) against the reference a training run of
-    OVERRIDES uses (gan.training.evaluation.standard_metrics: its first eval.fid_reference training images, eval.fid_convention),
-    the samples' features computed once for all counts."""
+    OVERRIDES uses (gan.training.evaluation.standard_metrics: its first eval.fid_reference training images,
+    eval.fid_convention), the samples' features computed once for all counts."""
     from gan.config.schema import compose_config, to_config
     from gan.metrics.fid import FeatureSet, compare
     from gan.training.evaluation import standard_metrics
@@ -280,8 +280,8 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
             done |= {(r["impl"], r["seed"], json.dumps(r["samples"])): r for r in target["records"]}
         elif path in args.reuse:
             raise SystemExit(f"--reuse: {path} was scored with {target.get('scoring')}, not {scoring}")
-    report["scoring"] = {**scoring, "command": "python scripts/bench/bench_quality.py " + " ".join(argv), "started": now(),
-                         "machine": machine()}
+    report["scoring"] = {**scoring, "command": "python scripts/bench/bench_quality.py " + " ".join(argv),
+                         "started": now(), "machine": machine()}
     for i, record in enumerate(report["records"]):
         key = (record["impl"], record["seed"], json.dumps(record["samples"]))
         if key in done:

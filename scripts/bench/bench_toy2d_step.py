@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     def separate_block(n: int) -> None:
         for step in range(position["separate"], position["separate"] + n):
             for trainer, data, seed in separate:
-                trainer.train_step(data.batch(step), latents(seed, step, Purpose.Z, conf.train.batch_size, conf.model.nz))
+                trainer.train_step(data.batch(step),
+                                   latents(seed, step, Purpose.Z, conf.train.batch_size, conf.model.nz))
         position["separate"] += n
 
     def batched_block(n: int) -> None:

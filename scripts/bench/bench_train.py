@@ -171,7 +171,8 @@ def mindspore_step(cfg: Config) -> Callable[[int], None]:
     real = np.random.default_rng(0).uniform(-1, 1, (batch, cfg.data.channels, size, size)).astype(np.float32)
 
     def step(i: int) -> None:  # train.d_steps D steps (each on the same images here) and one G step
-        trainer.train_step([real] * d_steps, [latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz, k) for k in range(d_steps)],
+        trainer.train_step([real] * d_steps,
+                           [latents(cfg.seed, i, Purpose.Z, batch, cfg.model.nz, k) for k in range(d_steps)],
                            eps=[mixing_weights(cfg.seed, i, batch, k) for k in range(d_steps)])
 
     return step

@@ -1,8 +1,8 @@
 """The slope study's figures (docs/slope_study.md) as PNG, from the files the project writes.
 
     python scripts/bench/plot_study.py dead SWEEP_DIR --out docs/img/slope_study_dead.png
-    python scripts/bench/plot_study.py hq docs/data/bench_modes_batched_ring8.json docs/data/bench_modes_batched_grid25.json \
-        --out docs/img/slope_study_hq.png
+    python scripts/bench/plot_study.py hq docs/data/bench_modes_batched_ring8.json \
+        docs/data/bench_modes_batched_grid25.json --out docs/img/slope_study_hq.png
 
 `dead`: D's dead, dormant and persistently dead channel shares over the training steps, one line per group
 of a sweep (the mean over its seeds, a band from the lowest to the highest seed), one column per D layer and
@@ -58,7 +58,8 @@ def hq_figure(benchmarks: list[dict]):
     series = hq_series(records)
     datasets = sorted({d for d, _ in series})
     if not datasets:
-        raise ValueError("no bench_modes records to plot: pass JSON files written by scripts/bench/bench_modes.py --json")
+        raise ValueError("no bench_modes records to plot: pass JSON files written by "
+                         "scripts/bench/bench_modes.py --json")
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), squeeze=False, sharex=True)
     for ax, dataset in zip(axes[0], datasets):
         for (d, slope), points in series.items():

@@ -6,8 +6,8 @@ sums the profiler's per-op CPU time by op type. Custom ops (aot kernels) are one
 which names them Custom-op<N> without the kernel's function (and reuses those names in the D and G step
 graphs), so they stay one row; --onednn splits the oneDNN part of them.
 
-    python scripts/bench/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none] [--steps 3]
-        [--threads 1] [--onednn] [--precision bf16]
+    python scripts/bench/profile_train.py --json profile.json [--model dcgan32] [--impl auto] [--fusion none]
+        [--steps 3] [--threads 1] [--onednn] [--precision bf16]
 
 --onednn then runs --steps more steps with oneDNN's verbose mode on (the library MindSpore and the onednn
 kernels share) and splits the oneDNN work per primitive: kind, implementation, direction and problem (for

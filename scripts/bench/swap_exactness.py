@@ -239,7 +239,8 @@ def render(data: dict) -> str:
     lines = [head, "|" + "---|" * (4 + len(CLASSES))]
     lines += [f"| {layer} | {dtype} | {output} | {', '.join(modes)} | " + " | ".join(line) + " |"
               for (layer, dtype, output, line), modes in rows.items()]
-    lines += ["", "| RReLU slopes | mode | training | min | mean | max | distinct values |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| RReLU slopes | mode | training | min | mean | max | distinct values |",
+              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['who']} | {r['mode']} | {r['training']} | {r['min']:.4f} | {r['mean']:.4f} | {r['max']:.4f} | "
               f"{r['distinct']} |" for r in data["rrelu"]]
     return "\n".join(lines)

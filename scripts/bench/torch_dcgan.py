@@ -1,11 +1,11 @@
 """The project's PyTorch reference of the app's DCGAN recipe, for cross-checks and benchmarks only: torch is the
 `bench` extra and never enters the product or the test suite.
 
-It is the app's recipe at equal work, not a look-alike: the networks of gan.models.networks' DCGAN (the same layers, named
-conv<i>/bn<i>/act<i> as the app's checkpoint keys), started from the app's own initial weights (exported from a
-GANTrainer: gan.models.networks' seeded init), trained on the app's batches (gan.data.sources's stream for the seed) and latents
-(gan.training.loop.step_inputs), with the app's iteration: G's forward once, D's update on the detached fake, G's update
-through the updated D, BCE with logits (the non-saturating G loss), Adam.
+It is the app's recipe at equal work, not a look-alike: the networks of gan.models.networks' DCGAN (the same layers,
+named conv<i>/bn<i>/act<i> as the app's checkpoint keys), started from the app's own initial weights (exported from a
+GANTrainer: gan.models.networks' seeded init), trained on the app's batches (gan.data.sources's stream for the seed) and
+latents (gan.training.loop.step_inputs), with the app's iteration: G's forward once, D's update on the detached fake,
+G's update through the updated D, BCE with logits (the non-saturating G loss), Adam.
 
 Conventions made equal (the check below shows they are):
   BatchNorm  MindSpore keeps momentum 0.9 of the old statistics, torch weighs the new batch by momentum: torch
@@ -50,7 +50,8 @@ RECIPE = {"model.name": "dcgan", "model.d_norm": "batch", "model.g_norm": "batch
           "act.d_kind": "leaky_relu", "act.g_kind": "leaky_relu", "act.clamp": None, "train.loss": "bce",
           "train.d_steps": 1, "train.accumulate": 1, "train.clip_grad_norm": None, "train.ema_beta": None,
           "train.lr_decay": 0.0, "train.r1_gamma": 0.0, "precision.name": "fp32", "distributed": False}
-# torch parameter/buffer suffix -> the app's (gan.models.networks' BatchNorm names gamma, beta, moving_mean, moving_variance)
+# torch parameter/buffer suffix -> the app's (gan.models.networks' BatchNorm names gamma, beta, moving_mean,
+# moving_variance)
 _APP_SUFFIX = {"weight": "weight", "bias": "bias", "running_mean": "moving_mean", "running_var": "moving_variance"}
 _NETS = {"generator": "g", "discriminator": "d"}
 
@@ -108,9 +109,9 @@ def data_channels(conf: Config) -> int:
 # ---------------------------------------------------------------- the PyTorch side
 
 def torch_models(cfg: Config) -> tuple:
-    """gan.models.networks' DCGAN G and D rebuilt in PyTorch, layer by layer under the app's layer names: transposed convs /
-    strided convs without bias, BatchNorm in every G block and in D's blocks after the first, LeakyReLU slopes of
-    act.*, G's Tanh, D's last conv to one logit per image."""
+    """gan.models.networks' DCGAN G and D rebuilt in PyTorch, layer by layer under the app's layer names: transposed
+    convs / strided convs without bias, BatchNorm in every G block and in D's blocks after the first, LeakyReLU slopes
+    of act.*, G's Tanh, D's last conv to one logit per image."""
     from torch import nn
 
     from gan.models.networks import network_slopes, num_blocks
@@ -362,7 +363,8 @@ def built(plan) -> dict:
 
 def summary_lines(report: dict) -> list[str]:
     """What `check` prints: step 1's worst relative differences and the drift at a few steps."""
-    lines = [f"initial weights: {report['initial_tensors']} tensors, max |diff| {report['initial_weights_max_abs_diff']:g}"]
+    lines = [f"initial weights: {report['initial_tensors']} tensors, "
+             f"max |diff| {report['initial_weights_max_abs_diff']:g}"]
     lines += [f"step 1 {k}: app {v['app']:.7f} torch {v['torch']:.7f} rel {v['rel']:.2e}"
               for k, v in report["losses"].items()]
     groups = {"after_step_1": report["after_step_1"],
