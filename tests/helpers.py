@@ -48,8 +48,8 @@ def tensorboard_events(logdir: Path) -> list:
 
 
 class FakeExtractor:
-    """A stand-in for gan.metrics.inception.FeatureExtractor (tests of gan.metrics.fid and of FID in training): features are a fixed
-    projection of the pixels, deterministic, cheap and different for different images."""
+    """A stand-in for gan.metrics.inception.FeatureExtractor (tests of gan.metrics.fid and of FID in training): features
+    are a fixed projection of the pixels, deterministic, cheap and different for different images."""
 
     convention, sha256 = "stylegan", "0" * 64
 

@@ -31,7 +31,8 @@ def gan_imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every gan.* import in a file, at any depth (module level or in a function); imports under
     `if TYPE_CHECKING:` name types for annotations only and never run, so they are left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    type_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+    type_only = {id(n) for block in ast.walk(tree)
+                 if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
                  for stmt in block.body for n in ast.walk(stmt)}
     found = []
     for node in ast.walk(tree):
@@ -93,7 +94,8 @@ def test_no_import_cycles() -> None:
         state[node] = "open"
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
-                cycles.append(" -> ".join(trail[trail.index(nxt):] + [node, nxt]) if nxt in trail else f"{node} -> {nxt}")
+                cycles.append(" -> ".join(trail[trail.index(nxt):] + [node, nxt]) if nxt in trail
+                              else f"{node} -> {nxt}")
             elif nxt not in state:
                 visit(nxt, trail + [node])
         state[node] = "done"

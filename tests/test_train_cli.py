@@ -24,8 +24,10 @@ def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_help_lists_groups_and_options():
     out = run_train("--help").stdout
-    for line in ("model: dcgan128, dcgan32, dcgan64", "data: fashion_mnist, folder, grid25, mnist, ring8, shapes", "precision: bf16, fp16, fp32",
-                 "act: adaptive, default, elu, prelu, preset_highres, preset_lowres, preset_pointcloud, preset_video, rrelu",
+    for line in ("model: dcgan128, dcgan32, dcgan64", "data: fashion_mnist, folder, grid25, mnist, ring8, shapes",
+                 "precision: bf16, fp16, fp32",
+                 "act: adaptive, default, elu, prelu, preset_highres, preset_lowres, preset_pointcloud, "
+                 "preset_video, rrelu",
                  "fusion: auto, bn_act, conv_act, graph_kernel, none",
                  "runtime: default", "train: default", "diagnostics: default", "eval: default",
                  "experiment: dead_channels, grid25, ring8, sngan_mnist, wgan_gp_mnist"):

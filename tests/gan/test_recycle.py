@@ -223,5 +223,6 @@ def test_with_recycling_the_check_interval_is_part_of_the_experiment():
     old = to_config(compose_config(["diagnostics.recycle=true"]))
     assert experiment_changes(old, to_config(compose_config(["diagnostics.recycle=true", "diagnostics.interval=50"]))) \
         == {"diagnostics.interval": [100, 50]}
-    assert experiment_changes(to_config(compose_config([])), to_config(compose_config(["diagnostics.interval=50"]))) == {}
+    assert experiment_changes(to_config(compose_config([])),
+                              to_config(compose_config(["diagnostics.interval=50"]))) == {}
     assert to_config(compose_config([])).diagnostics.recycle is False

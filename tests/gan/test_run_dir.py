@@ -74,7 +74,8 @@ def test_resume_auto_without_a_checkpoint_starts_over_at_step_0(tmp_path, tiny_r
     assert all(r["loss_d"] != 9.0 for r in read_jsonl(tmp_path / "losses.jsonl"))
 
 
-HOLDER = "import sys, time; from gan.run.directory import hold; hold(sys.argv[1], None); print('held', flush=True); time.sleep(600)"
+HOLDER = ("import sys, time; from gan.run.directory import hold; hold(sys.argv[1], None); "
+          "print('held', flush=True); time.sleep(600)")
 
 
 def test_a_second_run_in_a_locked_directory_fails_at_start_naming_the_holder(tmp_path, tiny_run):
@@ -207,7 +208,8 @@ def test_second_ctrl_c_aborts_without_saving_naming_the_last_checkpoint(tmp_path
     _at_step(monkeypatch, 2, lambda: [_ctrl_c(), _ctrl_c()])
     with pytest.raises(TrainingAborted, match=r"nothing was saved since the last checkpoint, .*step_00000002.ckpt"):
         tiny_run(tmp_path, "train.steps=10", "train.ckpt_every=1", "train.keep_last=5")
-    assert "stopping after this step (saving a checkpoint); Ctrl-C again to abort without saving" in capfd.readouterr().err
+    assert ("stopping after this step (saving a checkpoint); Ctrl-C again to abort without saving"
+            in capfd.readouterr().err)
     assert latest_checkpoint(tmp_path) == checkpoint_path(tmp_path, 2)  # no step-3 save: the loop stopped at once
     assert run_state(tmp_path)["state"] == "aborted"
 
@@ -221,7 +223,8 @@ def test_second_ctrl_c_during_the_interrupt_checkpoint_aborts_it(tmp_path, tiny_
         _ctrl_c()
         real_save(path, arrays, meta)
 
-    _at_step(monkeypatch, 1, lambda: [_ctrl_c(), monkeypatch.setattr(gan.training.outputs, "save_checkpoint", save_interrupted)])
+    _at_step(monkeypatch, 1, lambda: [_ctrl_c(),
+                                      monkeypatch.setattr(gan.training.outputs, "save_checkpoint", save_interrupted)])
     with pytest.raises(TrainingAborted, match="nothing was saved since the last checkpoint, and this run has none"):
         tiny_run(tmp_path, "train.steps=10", "train.ckpt_every=100")
     assert not (tmp_path / "checkpoints").exists() or list((tmp_path / "checkpoints").iterdir()) == []

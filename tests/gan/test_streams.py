@@ -11,7 +11,8 @@ def test_streams_draw_from_their_integer_keys():
                                   np.random.default_rng([3, 7, 1, 1]).standard_normal((2, 4, 1, 1), dtype=np.float32))
     np.testing.assert_array_equal(mixing_weights(3, 7, 5),
                                   np.random.default_rng([3, 7, 6, 0]).random((5, 1, 1, 1), dtype=np.float32))
-    np.testing.assert_array_equal(stream(3, 0, Purpose.POINTS, 9).random(3), np.random.default_rng([3, 0, 0x2D0, 9]).random(3))
+    np.testing.assert_array_equal(stream(3, 0, Purpose.POINTS, 9).random(3),
+                                  np.random.default_rng([3, 0, 0x2D0, 9]).random(3))
 
 
 def test_fixed_latents_in_batches_are_the_same_values():

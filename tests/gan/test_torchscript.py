@@ -1,5 +1,5 @@
-"""gan.metrics.torchscript reads TorchScript-like zips written here without torch: tensors rebuilt exactly (dtype, shape,
-strides, storage offsets, shared storages), module records inert, every other global refused, sizes bounded."""
+"""gan.metrics.torchscript reads TorchScript-like zips written here without torch: tensors rebuilt exactly (dtype,
+shape, strides, storage offsets, shared storages), module records inert, every other global refused, sizes bounded."""
 from __future__ import annotations
 
 import struct

@@ -65,8 +65,8 @@ def test_pynative_resumed_from_a_path_matches_graph_mode(baseline, tmp_path, tin
     code = ("import sys; from gan.config.schema import compose_config; from gan.training.loop import run; "
             "s = run(compose_config(sys.argv[2:]), sys.argv[1]); print([(h.loss_d, h.loss_g) for h in s.history])")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *tiny_overrides, "train.steps=4",
-                           "runtime.mode=pynative", f"train.resume={path}"], cwd=Path(__file__).parents[2], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "GLOG_v": "3"})
+                           "runtime.mode=pynative", f"train.resume={path}"], cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert done.returncode == 0, done.stderr[-2000:]
     pynative = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     np.testing.assert_allclose(pynative, losses(baseline)[2:], rtol=1e-5, atol=1e-6)

@@ -85,7 +85,8 @@ def test_prelu_multithreaded_and_in_graph_mode(monkeypatch):
 def test_prelu_cell_trains_its_weight():
     layer = PReLU(3, init=0.25)
     assert layer.weight.asnumpy().tolist() == [0.25] * 3 and "num_parameters=3" in repr(layer)
-    grads = ms.grad(lambda t: layer(t).sum(), None, layer.trainable_params())(ms.Tensor(-np.ones((2, 3, 4), np.float32)))
+    grads = ms.grad(lambda t: layer(t).sum(), None,
+                    layer.trainable_params())(ms.Tensor(-np.ones((2, 3, 4), np.float32)))
     np.testing.assert_array_equal(grads[0].asnumpy(), np.float32([-8.0] * 3))
 
 
@@ -283,11 +284,13 @@ def test_table_rows_name_their_facts():
 
 
 @pytest.mark.parametrize("make", [lambda: leaky_relu(ms.Tensor(np.ones(3, np.float32)), 0.2, clamp=1e-50),
-                                  lambda: LeakyReLU(0.2, clamp=1e-50), lambda: elu(ms.Tensor(np.ones(3, np.float32)), clamp=1e-50),
+                                  lambda: LeakyReLU(0.2, clamp=1e-50),
+                                  lambda: elu(ms.Tensor(np.ones(3, np.float32)), clamp=1e-50),
                                   lambda: PReLU(clamp=1e-50), lambda: RReLU(clamp=1e-50), lambda: ELU(clamp=1e-50),
                                   lambda: AdaptiveLeakyReLU(clamp=1e-50)])
 def test_clamp_that_float32_cannot_hold_is_rejected(make):
-    with pytest.raises(ValueError, match=r"clamp=1e-50 is not allowed: the kernels compute in float32, where it becomes 0.0"):
+    with pytest.raises(ValueError,
+                       match=r"clamp=1e-50 is not allowed: the kernels compute in float32, where it becomes 0.0"):
         make()
 
 
@@ -327,8 +330,9 @@ def max_ulps(actual, expected) -> float:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_optional_torch_agreement(dtype):
     """Measured with torch 2.13.0+cpu: prelu (x side) and rrelu in eval bit-exact, forward and backward; the
-    prelu weight gradient within 4 ulp (PyTorch sums in float32, this kernel in double: within 1 ulp of the exact sum); elu within 1 ulp forward and backward in
-    float32 (two float32 expm1/exp implementations, each within 1 ulp of the exact value), bit-exact in float16."""
+    prelu weight gradient within 4 ulp (PyTorch sums in float32, this kernel in double: within 1 ulp of the exact
+    sum); elu within 1 ulp forward and backward in float32 (two float32 expm1/exp implementations, each within 1 ulp
+    of the exact value), bit-exact in float16."""
     torch = pytest.importorskip("torch", reason="torch is an optional cross-check, not a dependency")
     F = torch.nn.functional
     x, dy = data(dtype)

@@ -8,9 +8,10 @@ and Parameters included; the ops' scalars travel as int32 bit patterns, so slope
 - BatchNormAct, vs the float64 reference on the same float16 conv output: O2 runs it in float32 (amp keeps
   BatchNorm2d subclasses in float32), O3 feeds it float16 gamma and beta, in PyNative also float16 batch
   statistics (amp casts every op input there). y within rtol/atol 4e-3 (measured: bit-exact except O3
-  PyNative, 1 float16 ulp); dgamma and dbeta rtol 4e-3, atol 2e-3 * sqrt(m) (measured rel 4.4e-4). Moving statistics (float32 Parameters): rtol 1e-5,
-  except O3 in PyNative, where amp casts the value assigned to them to float16 (one float16 rounding per
-  update, measured): rtol 1e-3, atol 1e-7 (the float16 subnormal spacing is 6e-8).
+  PyNative, 1 float16 ulp); dgamma and dbeta rtol 4e-3, atol 2e-3 * sqrt(m) (measured rel 4.4e-4). Moving
+  statistics (float32 Parameters): rtol 1e-5, except O3 in PyNative, where amp casts the value assigned to
+  them to float16 (one float16 rounding per update, measured): rtol 1e-3, atol 1e-7 (the float16 subnormal
+  spacing is 6e-8).
 """
 from collections.abc import Callable
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from ops import reference as ref
 from ops import tiling
 from ops.build import cache_dir
+from tools.ascend_twin import twin
 
 ROOT = Path(__file__).resolve().parents[2]
-from tools.ascend_twin import twin
 
 SOC = twin.SOCS[twin.DEFAULT_SOC]
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}

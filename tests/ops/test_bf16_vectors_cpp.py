@@ -75,7 +75,8 @@ def patterns() -> np.ndarray:
                0x7F800000, 0xFF800000, 0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0xFFC12345, 0xFF800001]
     rng = np.random.default_rng(0)
     ties = (rng.integers(0, 1 << 16, 2000, dtype=np.uint32) << 16) | 0x8000
-    bits = np.concatenate([np.array(special, np.uint32), ties, ties ^ 1, rng.integers(0, 1 << 32, 20000, dtype=np.uint32)])
+    bits = np.concatenate([np.array(special, np.uint32), ties, ties ^ 1,
+                           rng.integers(0, 1 << 32, 20000, dtype=np.uint32)])
     return bits.astype(np.uint32).view(np.float32)
 
 

@@ -91,7 +91,8 @@ CASES = {
     "elu": ("EluForward", (), scalars(1.0), lambda x, dy: ref.elu_forward(x, 1.0)),
     "elu clamp": ("EluForward", (), scalars(1.5, 0.75), lambda x, dy: ref.elu_forward(x, 1.5, 0.75)),
     "elu backward": ("EluBackward", ("dy",), scalars(1.0), lambda x, dy: ref.elu_backward(x, dy, 1.0)),
-    "elu backward clamp": ("EluBackward", ("dy",), scalars(1.5, 0.75), lambda x, dy: ref.elu_backward(x, dy, 1.5, 0.75)),
+    "elu backward clamp": ("EluBackward", ("dy",), scalars(1.5, 0.75),
+                           lambda x, dy: ref.elu_backward(x, dy, 1.5, 0.75)),
 }
 
 

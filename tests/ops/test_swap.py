@@ -700,7 +700,8 @@ def test_ranges_see_a_fused_layers_preactivation():
     bn.moving_variance.set_data(Tensor(np.float32([4.0, 1.0])))
     x = Tensor(np.float32([[[[3.0]], [[-3.0]]], [[[1.0]], [[0.0]]]]))  # (2, 2, 1, 1)
     (r,) = activation_ranges(nn.SequentialCell([bn]), x)
-    pre = (x.asnumpy() - np.float32([1, -1]).reshape(1, 2, 1, 1)) / np.sqrt(np.float32([4, 1]) + 1e-5).reshape(1, 2, 1, 1)
+    pre = ((x.asnumpy() - np.float32([1, -1]).reshape(1, 2, 1, 1))
+           / np.sqrt(np.float32([4, 1]) + 1e-5).reshape(1, 2, 1, 1))
     assert r.minimum == pytest.approx(float(pre.min()), rel=1e-6) and r.maximum == pytest.approx(float(pre.max()))
     assert r.negative == 1 and r.zero == 1
 

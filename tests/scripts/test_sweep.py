@@ -1,4 +1,5 @@
-"""Sweeps: per-job threads (also in a real joblib sweep), the summary table, a real 2-job ring8 sweep summarised end to end."""
+"""Sweeps: per-job threads (also in a real joblib sweep), the summary table, a real 2-job ring8 sweep summarised end
+to end."""
 import csv
 import json
 import os
@@ -153,7 +154,8 @@ def test_summarize_sweep_cli_writes_the_groups_json_where_asked(tmp_path):
     out = tmp_path / "data" / "groups.json"
     out.parent.mkdir()
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_sweep.py"), str(sweep), "--groups-json",
-                           str(out), "--net", "D"], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+                           str(out), "--net", "D"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-2000:]
     written = json.loads(out.read_text())
     assert written == json.loads((sweep / "groups.json").read_text())
@@ -171,7 +173,8 @@ def test_optuna_best_line_from_the_sweepers_results(tmp_path):
     assert optuna_best(tmp_path) is None  # not an Optuna sweep
     (tmp_path / "optimization_results.yaml").write_text(
         "name: optuna\nbest_params:\n  act.negative_slope: 0.24110535\n  train.lr: 0.000202727\nbest_value: 1.41787\n")
-    assert optuna_best(tmp_path).startswith("Optuna best: act.negative_slope=0.2411, train.lr=0.0002027 -> objective 1.418")
+    assert optuna_best(tmp_path).startswith(
+        "Optuna best: act.negative_slope=0.2411, train.lr=0.0002027 -> objective 1.418")
     (tmp_path / "optimization_results.yaml").write_text("name: optuna\n")
     with pytest.raises(ValueError, match="best_params"):
         optuna_best(tmp_path)
@@ -223,10 +226,10 @@ def test_joblib_jobs_train_with_their_share_of_the_cores(tmp_path):
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     sweep = tmp_path / "sweep"
     train = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "experiment=ring8",
-         "seed=0,1,2", "train.steps=2", "model.ngf=8", "model.ndf=8", "train.batch_size=16", "eval.num_samples=100",
-         "diagnostics.enabled=false", f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env, capture_output=True, text=True,
-        timeout=600)
+        [sys.executable, str(REPO / "train.py"), "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+         "experiment=ring8", "seed=0,1,2", "train.steps=2", "model.ngf=8", "model.ndf=8", "train.batch_size=16",
+         "eval.num_samples=100", "diagnostics.enabled=false", f"hydra.sweep.dir={sweep}"], cwd=REPO, env=env,
+        capture_output=True, text=True, timeout=600)
     assert train.returncode == 0, train.stderr[-3000:]
     threads = []
     for job in ("0", "1", "2"):
