@@ -30,7 +30,7 @@ def test_help_lists_groups_and_options():
                  "preset_video, rrelu",
                  "fusion: auto, bn_act, conv_act, graph_kernel, none",
                  "runtime: default", "train: default", "diagnostics: default", "eval: default",
-                 "experiment: dead_channels, grid25, ring8, sngan_mnist, wgan_gp_mnist"):
+                 "experiment: dead_channels, grid25, ring8, slope_study, sngan_mnist, wgan_gp_mnist"):
         assert line in out
 
 
