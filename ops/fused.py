@@ -221,8 +221,9 @@ def fused_bn_act(x: ms.Tensor, moving_mean: ms.Tensor, moving_variance: ms.Tenso
     dependence on x) and updates the moving statistics (Parameters) in place:
     moving = momentum * moving + (1 - momentum) * batch, with the unbiased batch variance.
     training=False normalises with the moving statistics. x is (N, C, ...), or (N, ..., C) with layout="NHWC",
-    float32, float16 or bfloat16; the per-channel tensors are float32 (or float16) of length C. Inside a float16 (amp) cell use BatchNormAct:
-    amp in graph mode casts Parameters passed to a function, and the update cannot assign to that copy.
+    float32, float16 or bfloat16; the per-channel tensors are float32 (or float16) of length C. Inside a float16 (amp)
+    cell use BatchNormAct: amp in graph mode casts Parameters passed to a function, and the update cannot assign to
+    that copy.
     """
     y, new_mean, new_var = _bn_act(x, moving_mean, moving_variance, gamma, beta, negative_slope, training=training,
                                    momentum=momentum, eps=eps, gain=gain, clamp=clamp, layout=layout)

@@ -44,7 +44,8 @@ __all__ = ["FRAMEWORK_SLOPES", "KINDS", "ActivationRecord", "Boundary", "Found",
 
 NAN, INF = math.nan, math.inf
 # Record status: what the swap does (or did) with an activation.
-SWAPPED, SWAPPABLE, REFUSED, SKIPPED, PROJECT, NATIVE = "swapped", "swappable", "refused", "skipped", "project", "native"
+SWAPPED, SWAPPABLE, REFUSED = "swapped", "swappable", "refused"
+SKIPPED, PROJECT, NATIVE = "skipped", "project", "native"
 
 Value = float | str | Callable[[dict], float | str]
 
@@ -209,8 +210,9 @@ def _to_rrelu(cell: nn.Cell, p: dict, clamp: float | None) -> nn.Cell:
 
 def _elu_flag(p: dict) -> str | None:
     if p["alpha"] != 1.0:
-        return (f"alpha={p['alpha']:g}: MindSpore's nn.ELU refuses alpha != 1 at its first call ('alpha must be 1.0f'), "
-                f"so this layer never ran natively; the swapped ops.ELU computes alpha * expm1(x)")
+        return (f"alpha={p['alpha']:g}: MindSpore's nn.ELU refuses alpha != 1 at its first call "
+                f"('alpha must be 1.0f'), so this layer never ran natively; the swapped ops.ELU computes "
+                f"alpha * expm1(x)")
     return None
 
 
@@ -716,7 +718,8 @@ def format_report(records: Iterable[ActivationRecord]) -> str:
     if not records:
         return "no activation layers found"
     head = ("path", "layer", "output range", *BOUNDARY_LABELS, "swap")
-    rows = [(" = ".join([r.path or "(root)", *r.aliases]), r.old, r.output_range, *r.boundary.values(), _swap_column(r)) for r in records]
+    rows = [(" = ".join([r.path or "(root)", *r.aliases]), r.old, r.output_range, *r.boundary.values(), _swap_column(r))
+            for r in records]
     widths = [max(len(str(row[i])) for row in (head, *rows)) for i in range(len(head))]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in (head, *rows)]
     lines.insert(1, "  ".join("-" * w for w in widths))

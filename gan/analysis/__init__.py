@@ -1,1 +1,2 @@
-"""Offline readers and viewers of run folders: dead-channel statistics, runs and sweeps, charts, the dashboard. Imports no MindSpore."""
+"""Offline readers and viewers of run folders: dead-channel statistics, runs and sweeps, charts, the dashboard.
+Imports no MindSpore."""

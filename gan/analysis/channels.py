@@ -2,8 +2,8 @@
 matrices over checks and their heatmap images.
 
 Training (gan.diagnostics.probes: its probes collect the sums, its logger writes the records) and the offline viewers
-(gan.analysis.dashboard, gan.analysis.sweep, scripts/bench/bench_dashboard.py) share this module, so a viewer never needs MindSpore and
-training never imports a viewer.
+(gan.analysis.dashboard, gan.analysis.sweep, scripts/bench/bench_dashboard.py) share this module, so a viewer never
+needs MindSpore and training never imports a viewer.
 
 Statistics per layer and channel c at a check (formulas in docs/diagnostics.md): neg_frac[c] = share of the
 pre-activations <= 0; dormant score = mean|y|[c] / mean over channels; grad score = mean|dL/dy|[c] / mean over
@@ -121,7 +121,8 @@ class DeadChannelTracker:
         return self.update(step, {p.layer: p.collect() for p in probes})
 
     def update(self, step: int, stats: dict[str, LayerStats]) -> dict:
-        """The record for `step` from layer statistics; layers without a forward pass since the last check are left out."""
+        """The record for `step` from layer statistics; layers without a forward pass since the last check are left
+        out."""
         c = self.criteria
         layers = {}
         for layer, s in stats.items():

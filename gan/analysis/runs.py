@@ -1,5 +1,5 @@
-"""Run folders read as typed records for the viewers (gan.analysis.dashboard, gan.analysis.sweep): `Run`, and `Group`s of runs that
-differ only in their seed.
+"""Run folders read as typed records for the viewers (gan.analysis.dashboard, gan.analysis.sweep): `Run`, and
+`Group`s of runs that differ only in their seed.
 
 No MindSpore here: a run folder is only files, so any past run can be read. Run folders come from other people:
 files are read with bounds (gan.core.untrusted), and every value the viewers compute with must be a number (an error

@@ -115,7 +115,8 @@ def write_summary(sweep_dir: str | Path, out_dir: str | Path | None = None) -> t
     """Write summary.csv and summary.md (atomically) for a sweep; returns the rows and the files written."""
     rows = summarize(sweep_dir)
     out = Path(out_dir or sweep_dir)
-    paths = [write_text_atomic(out / "summary.csv", to_csv(rows)), write_text_atomic(out / "summary.md", to_markdown(rows))]
+    paths = [write_text_atomic(out / "summary.csv", to_csv(rows)),
+             write_text_atomic(out / "summary.md", to_markdown(rows))]
     return rows, paths
 
 

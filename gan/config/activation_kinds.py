@@ -25,9 +25,9 @@ class ActParam:
 
 @dataclass(frozen=True)
 class ActivationKind:
-    """One kind: its ops.ACTIVATIONS row, the ops Cell class gan.models.networks builds (and gan.diagnostics.probes probes), by
-    name, and its act.* parameters; the Cell arguments fixed by the kind (relu: slope 0) or given by the layer
-    (its LeakyReLU slope, its channel count for per-channel weights, a seed); and the capabilities."""
+    """One kind: its ops.ACTIVATIONS row, the ops Cell class gan.models.networks builds (and gan.diagnostics.probes
+    probes), by name, and its act.* parameters; the Cell arguments fixed by the kind (relu: slope 0) or given by the
+    layer (its LeakyReLU slope, its channel count for per-channel weights, a seed); and the capabilities."""
 
     name: str
     op: str

@@ -24,9 +24,11 @@ if TYPE_CHECKING:  # the schema imports this module to check a config; this modu
 
 
 class Fusion(StrEnum):
-    """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); gan.config.plan.FUSION_KINDS says what each builds."""
+    """How each block's BatchNorm and LeakyReLU run (docs/fusion.md); gan.config.plan.FUSION_KINDS says what each
+    builds."""
 
-    auto = "auto"  # the fastest kind this run allows (gan.config.plan.resolve_fusion): conv_act or bn_act on CPU, else none
+    # the fastest kind this run allows (gan.config.plan.resolve_fusion): conv_act or bn_act on CPU, else none
+    auto = "auto"
     none = "none"  # separate BatchNorm2d and LeakyReLU layers
     bn_act = "bn_act"  # the project's fused BatchNorm + LeakyReLU kernel
     graph_kernel = "graph_kernel"  # MindSpore's graph-kernel fusion (jit level O1), GPU and Ascend only

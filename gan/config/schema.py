@@ -122,7 +122,8 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Which images (gan.data.sources.build_image_data) or 2D mixture (gan.training.tasks, PacGAN's ring8/grid25) to train on."""
+    """Which images (gan.data.sources.build_image_data) or 2D mixture (gan.training.tasks, PacGAN's ring8/grid25) to
+    train on."""
 
     name: str = "mnist"
     root: Optional[str] = None
@@ -291,8 +292,8 @@ def check_diagnostics_thresholds(tau: float, tau_grad: float, dead_neg_frac: flo
 # The settings a sweep compares (TensorBoard's HParams tab, the dashboard's columns): name -> (group, key).
 HPARAM_KEYS = {"slope": ("act", "negative_slope"), "precision": ("precision", "name"), "fusion": ("fusion", "name"),
                "image_size": ("model", "image_size"), "ngf": ("model", "ngf"), "ndf": ("model", "ndf"),
-               "d_norm": ("model", "d_norm"), "d_maxout": ("model", "d_maxout"), "loss": ("train", "loss"), "d_kind": ("act", "d_kind"),
-               "g_kind": ("act", "g_kind"), **{p.key: ("act", p.key) for p in ACT_PARAMS},
+               "d_norm": ("model", "d_norm"), "d_maxout": ("model", "d_maxout"), "loss": ("train", "loss"),
+               "d_kind": ("act", "d_kind"), "g_kind": ("act", "g_kind"), **{p.key: ("act", p.key) for p in ACT_PARAMS},
                "recycle": ("diagnostics", "recycle")}
 
 
@@ -301,7 +302,8 @@ RECYCLE_NETS = ("D", "G")  # diagnostics.recycle_nets: the probe name prefixes o
 
 @dataclass
 class DiagnosticsConfig:
-    """Dead-channel diagnostics (gan.diagnostics.probes): check interval in steps and the thresholds of its statistics."""
+    """Dead-channel diagnostics (gan.diagnostics.probes): check interval in steps and the thresholds of its
+    statistics."""
 
     enabled: bool = True
     interval: int = 100
@@ -332,8 +334,8 @@ FID_CONVENTIONS = ("stylegan", "clean")  # gan.metrics.resize.CONVENTIONS
 @dataclass
 class EvalConfig:
     """Sample-quality metrics every `interval` steps and at the end, on `num_samples` samples (gan.training.evaluation);
-    the standard Inception metrics (FID, KID, precision/recall; gan.metrics.fid) on `fid_samples` samples every `fid_every`
-    steps (0: at the end only) against the first `fid_reference` training images.
+    the standard Inception metrics (FID, KID, precision/recall; gan.metrics.fid) on `fid_samples` samples every
+    `fid_every` steps (0: at the end only) against the first `fid_reference` training images.
 
     `fid`: null (default) computes them for data=mnist and fashion_mnist when the Inception weights are installed
     (and says how to install them otherwise); true computes them for any image data and requires the weights (the
@@ -368,7 +370,8 @@ class EvalConfig:
 
 @dataclass
 class RuntimeConfig:
-    """Execution mode, device, CPU threads, host-blocking kernel launch and the collective timeout of distributed runs."""
+    """Execution mode, device, CPU threads, host-blocking kernel launch and the collective timeout of distributed
+    runs."""
 
     mode: str = "graph"
     device_target: str = "CPU"
@@ -443,8 +446,8 @@ class Config:
         check_config(self)  # what may be built together (gan.config.plan)
         if self.distributed and self.eval.fid is not False and self.eval.fid_every:
             raise ConfigError(f"eval.fid_every={self.eval.fid_every} with distributed=true: rank 0 computes FID alone "
-                              f"while the other ranks wait in the next step's collectives (runtime.collective_timeout_s)"
-                              f"; use eval.fid_every=0 (at the end) or eval.fid=false")
+                              f"while the other ranks wait in the next step's collectives "
+                              f"(runtime.collective_timeout_s); use eval.fid_every=0 (at the end) or eval.fid=false")
         if points and self.train.epochs is not None:
             raise ConfigError(f"train.epochs={self.train.epochs!r}: data={self.data.name} is an endless stream of "
                               "points; set train.steps instead")
@@ -459,9 +462,10 @@ def to_config(cfg: DictConfig | Config) -> Config:
 # Keys a resumed run may change without changing the experiment: run length, output and logging cadence,
 # how and where it executes (model.conv_impl, model.layout and fusion.name included: native, gemm and onednn
 # compute the same convolution, in either activation layout, and every fusion kind the same blocks, with the same
-# parameter names, to float32 rounding, so checkpoints are interchangeable), and reporting. Every other key (model, act, data, precision, seed,
-# losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes the experiment:
-# resuming with another value is an error unless train.resume_override=true (gan.run.files logs the event).
+# parameter names, to float32 rounding, so checkpoints are interchangeable), and reporting. Every other key (model,
+# act, data, precision, seed, losses, optimiser, batch, EMA, diagnostics thresholds, and any key added later) changes
+# the experiment: resuming with another value is an error unless train.resume_override=true (gan.run.files logs the
+# event).
 RESUME_MAY_CHANGE = frozenset({
     "train.steps", "train.epochs", "train.log_every", "train.sample_every", "train.ckpt_every",
     "train.keep_last", "train.num_samples", "train.resume", "train.resume_override", "train.dry_run",
@@ -481,7 +485,8 @@ def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             flat.update(flatten(value, f"{prefix}{key}."))
         else:
-            flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value  # fusion: "none", not Fusion.none
+            # fusion: "none", not Fusion.none
+            flat[f"{prefix}{key}"] = value.value if isinstance(value, Enum) else value
     return flat
 
 

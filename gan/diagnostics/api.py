@@ -51,8 +51,9 @@ LOSS_TAGS = {"loss_d": "loss/d", "loss_g": "loss/g", "d_x": "prob/D_x", "d_g_z":
 
 
 def dcgan_init(name: str, cell: nn.Cell, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Fresh values of a recycled channel's layer: gan.models.networks.dcgan_values (conv weights ~ N(0, 0.02), zero biases,
-    BatchNorm gamma ~ N(1, 0.02), beta 0) chosen by layer type, as a model-zoo network's layers are named 0, 1, ..."""
+    """Fresh values of a recycled channel's layer: gan.models.networks.dcgan_values (conv weights ~ N(0, 0.02), zero
+    biases, BatchNorm gamma ~ N(1, 0.02), beta 0) chosen by layer type, as a model-zoo network's layers are named 0,
+    1, ..."""
     kind = "conv" if isinstance(cell, LINEAR) else "bn" if isinstance(cell, nn.BatchNorm2d) else name
     return dcgan_values(kind, cell, rng)
 
@@ -121,9 +122,9 @@ class Diagnostics:
     for a class-conditional G, (condition, image) for a two-input D); it teaches the probes the channel counts (run
     once in PyNative). `every`: a check after every `every`-th step (steps counted from 1). `criteria`: the
     thresholds (gan.analysis.channels.Criteria). `recycle`: {"G" or "D": its nn.Adam} to re-initialise dormant
-    channels after each check (ReDo, gan.diagnostics.recycle) with `init` (default dcgan_init), draws keyed by (seed, step).
-    `hparams`: flat {name: bool/str/int/float} for TensorBoard's HParams tab. The run directory must not hold
-    another run's files (it is locked while in use, as train.py locks it).
+    channels after each check (ReDo, gan.diagnostics.recycle) with `init` (default dcgan_init), draws keyed by
+    (seed, step). `hparams`: flat {name: bool/str/int/float} for TensorBoard's HParams tab. The run directory must not
+    hold another run's files (it is locked while in use, as train.py locks it).
     """
 
     def __init__(self, run_dir: str | Path, *, g: nn.Cell | None = None, d: nn.Cell | None = None,
@@ -237,7 +238,8 @@ class Diagnostics:
 
     def close(self, state: str = "finished", error: BaseException | None = None) -> str | None:
         """End the run: HParams (with the last check's fractions), TensorBoard closed, report.html written,
-        status.json `state`, the lock released. Returns where the dashboard page is (gan.analysis.dashboard.write_dashboard)."""
+        status.json `state`, the lock released. Returns where the dashboard page is
+        (gan.analysis.dashboard.write_dashboard)."""
         if self.closed:
             return None
         self.closed = True

@@ -15,8 +15,8 @@ The statistics of a check, the records and their heatmaps are MindSpore-free num
 with the offline viewers); this module is the graph side (probes, `attach`) and the writer (TensorBoard,
 diagnostics.jsonl).
 
-Recycling (diagnostics.recycle, gan.diagnostics.recycle): a record's `dormant` channels can be re-initialised right after
-the check; the record then carries `recycled` and the logger writes `recycle` events and counts.
+Recycling (diagnostics.recycle, gan.diagnostics.recycle): a record's `dormant` channels can be re-initialised right
+after the check; the record then carries `recycled` and the logger writes `recycle` events and counts.
 
 Wiring into a training loop: `TrainingDiagnostics` (schedule, records, resume state, hparams), with two
 jitted steps selected by `due(step)` and `set_probing`; docs/diagnostics.md shows the loop. Checkpoints

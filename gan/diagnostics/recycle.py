@@ -13,8 +13,9 @@ Spectral norm's u vector (the power-iteration estimate of the whole matrix's top
 per-channel quantity) is left as it is: the next iteration adapts it to the new weights. A learned slope of the
 activation (PReLU) is left too.
 
-The draws come from the stream (seed, step, Purpose.RECYCLE, crc32(layer)) (gan.core.streams), so a resumed run recycles the
-same channels with the same values. Parameters change in place (ops.assign), so compiled graphs keep working.
+The draws come from the stream (seed, step, Purpose.RECYCLE, crc32(layer)) (gan.core.streams), so a resumed run
+recycles the same channels with the same values. Parameters change in place (ops.assign), so compiled graphs keep
+working.
 """
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Sample-quality metrics: FID/KID/precision-recall with Inception-v3, the resize conventions, the classifier and 2D mode metrics."""
+"""Sample-quality metrics: FID/KID/precision-recall with Inception-v3, the resize conventions, the classifier and 2D
+mode metrics."""

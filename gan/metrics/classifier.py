@@ -3,14 +3,14 @@
 An MLP (784 -> 1024 -> 512 -> 10, ReLU, dropout) trained on the 4,000 "train" digits of
 `gan.data.sources.load_mnist_5k` with random shifts of up to 2 pixels; its accuracy on the 1,000 "held_out"
 digits is measured once and stored with the weights. An MLP rather than a CNN because native MindSpore
-convolutions are very slow on CPU; training logs the held-out accuracy it reached. Weights, shifts and batch order come from the config's seed, so retraining in a
-fresh process reproduces the classifier bit for bit. Dropout is off by default because MindSpore's CPU
-dropout kernel is not reproducible even with fixed seeds (measured: two processes, two different masks);
-the shifts regularise enough (the held-out accuracy was the same with dropout 0.0 and 0.3).
+convolutions are very slow on CPU; training logs the held-out accuracy it reached. Weights, shifts and batch order
+come from the config's seed, so retraining in a fresh process reproduces the classifier bit for bit. Dropout is off
+by default because MindSpore's CPU dropout kernel is not reproducible even with fixed seeds (measured: two processes,
+two different masks); the shifts regularise enough (the held-out accuracy was the same with dropout 0.0 and 0.3).
 
 Trained weights are cached in `$LRELU_CACHE_DIR/classifier/` (default `~/.cache/lrelu-gan/classifier/`),
-one gan.models.checkpoint file per (CLASSIFIER_VERSION, config), written atomically under a file lock so that parallel sweep
-jobs train it once. Inputs are 28x28 digits in [-1, 1] (white digit on black), as float32 (N, 28, 28).
+one gan.models.checkpoint file per (CLASSIFIER_VERSION, config), written atomically under a file lock so that parallel
+sweep jobs train it once. Inputs are 28x28 digits in [-1, 1] (white digit on black), as float32 (N, 28, 28).
 """
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ reference, so that an evaluation costs only the generated samples.
 
   fid        Frechet distance between Gaussians fitted to the two feature sets (Heusel et al. 2017): float64,
              unbiased covariances (np.cov, as TTUR, pytorch-fid and clean-fid; StyleGAN divides by N), the trace of
-             the matrix square root from a symmetric eigendecomposition (gan.metrics.sample_quality.gaussian_frechet_distance:
-             scipy.linalg.sqrtm's value, which those codes use, to ~1e-7, in a quarter of its time).
+             the matrix square root from a symmetric eigendecomposition
+             (gan.metrics.sample_quality.gaussian_frechet_distance: scipy.linalg.sqrtm's value, which those codes use,
+             to ~1e-7, in a quarter of its time).
   kid        unbiased MMD^2 with the kernel (x.y / d + 1)^3 (Binkowski et al. 2018), averaged over `num_subsets`
              subsets of m = min(n_reference, n_generated, max_subset_size) samples drawn without replacement from
              each set, StyleGAN's kid50k settings (100 subsets of 1,000); kid_std is the subsets' spread. Kernels in
@@ -236,8 +237,8 @@ class StandardMetrics:
 
     The reference images (uint8 (N, H, W, C), or a function returning them) are featurised once and cached
     (`cached_reference`); each call then costs the generated samples' features only. The extractor (a
-    gan.metrics.inception.FeatureExtractor of `extractor_options`: convention, batch_size, impl, archive) and the reference
-    are built on first use; `check()` verifies the Inception archive now (a run does it at its start).
+    gan.metrics.inception.FeatureExtractor of `extractor_options`: convention, batch_size, impl, archive) and the
+    reference are built on first use; `check()` verifies the Inception archive now (a run does it at its start).
     """
 
     def __init__(self, reference_images: np.ndarray | Callable[[], np.ndarray], reference_name: str,
@@ -265,8 +266,8 @@ class StandardMetrics:
     @classmethod
     def for_dataset(cls, name: str, split: str = "train", n: int | None = None, image_size: int = 32,
                     root: str | Path | None = None, **options) -> "StandardMetrics":
-        """Against the first n images of a dataset split at the model size (gan.data.sources.dataset_images); n=None: the
-        first DEFAULT_REFERENCE (all of a smaller split), a larger n than the split holds is a ValueError."""
+        """Against the first n images of a dataset split at the model size (gan.data.sources.dataset_images); n=None:
+        the first DEFAULT_REFERENCE (all of a smaller split), a larger n than the split holds is a ValueError."""
         from gan.data.sources import dataset_images
 
         images = dataset_images(name, split, n, image_size, root=root)[:n or DEFAULT_REFERENCE]
@@ -281,7 +282,8 @@ class StandardMetrics:
 
     def describe(self) -> dict:
         """The report fields naming what the numbers are: convention, extractor and its hash, reference."""
-        return {**self.extractor.describe(), "reference": self.reference.name, "n_reference": len(self.reference.features)}
+        return {**self.extractor.describe(), "reference": self.reference.name,
+                "n_reference": len(self.reference.features)}
 
     def features(self, images: np.ndarray, progress: bool = False) -> FeatureSet:
         """The FeatureSet of generated (float [-1, 1] NCHW) or uint8 NHWC images."""

@@ -178,7 +178,8 @@ def stage_steps(stage: Step | Block) -> list[Step]:
     """Every (path, layer) of a stage, splits flattened."""
     if not isinstance(stage, Block):
         return [stage]
-    return [s for branch in stage.branches for item in branch for s in (item if isinstance(item[0], tuple) else (item,))]
+    return [s for branch in stage.branches for item in branch
+            for s in (item if isinstance(item[0], tuple) else (item,))]
 
 
 def layer_specs() -> dict[str, Conv | Pool]:
@@ -263,7 +264,8 @@ def archive_tensors(module: ScriptModule, source: str | Path) -> dict[str, np.nd
               for path, c in convs.items() for name in ("weight", "beta", "mean", "var")}
     if set(tensors) != set(shapes):
         raise InceptionError(f"{source}: tensors differ from Inception-v3's: missing "
-                             f"{sorted(set(shapes) - set(tensors))[:5]}, unexpected {sorted(set(tensors) - set(shapes))[:5]}")
+                             f"{sorted(set(shapes) - set(tensors))[:5]}, unexpected "
+                             f"{sorted(set(tensors) - set(shapes))[:5]}")
     for name, shape in shapes.items():
         if tensors[name].shape != shape or tensors[name].dtype != np.float32:
             raise InceptionError(f"{source}: tensor {name} is {tensors[name].dtype} {tensors[name].shape}, expected "
@@ -453,7 +455,8 @@ DEFAULT_BATCH = 32  # images per network call (scripts/bench/bench_fid.py measur
 
 
 class FeatureExtractor:
-    """uint8 images -> (N, 2048) float32 Inception pool features under one preprocessing convention (gan.metrics.resize).
+    """uint8 images -> (N, 2048) float32 Inception pool features under one preprocessing convention
+    (gan.metrics.resize).
 
     Images go through the network `batch_size` at a time in one compiled graph (the last batch is padded by
     repeating its last image, so no second graph compiles). `sha256` is the archive's: the extractor's identity.

@@ -47,7 +47,8 @@ def to_digits(images: np.ndarray) -> np.ndarray:
     gray = images.astype(np.float32).mean(axis=1)
     if gray.shape[1:] != (MNIST_LAYOUT_SIZE, MNIST_LAYOUT_SIZE):
         size = (MNIST_LAYOUT_SIZE, MNIST_LAYOUT_SIZE)
-        gray = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(g)).resize(size, Image.BILINEAR)) for g in gray])
+        gray = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(g)).resize(size, Image.BILINEAR))
+                         for g in gray])
     pad = (MNIST_LAYOUT_SIZE - DIGIT_SIZE) // 2
     return np.clip(gray[:, pad:pad + DIGIT_SIZE, pad:pad + DIGIT_SIZE], -1.0, 1.0)
 
@@ -76,7 +77,8 @@ def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
     if features_a.ndim != 2 or features_b.ndim != 2 or features_a.shape[1] != features_b.shape[1]:
         raise ValueError(f"feature sets must be (N, D) with the same D, got {features_a.shape} and {features_b.shape}")
     if min(len(features_a), len(features_b)) < 2:
-        raise ValueError(f"the Frechet distance needs >= 2 samples per set, got {len(features_a)} and {len(features_b)}")
+        raise ValueError(f"the Frechet distance needs >= 2 samples per set, got {len(features_a)} and "
+                         f"{len(features_b)}")
     a, b = features_a.astype(np.float64), features_b.astype(np.float64)
     return gaussian_frechet_distance(a.mean(axis=0), np.cov(a, rowvar=False), b.mean(axis=0), np.cov(b, rowvar=False))
 

@@ -161,7 +161,8 @@ class _Unpickler(pickle.Unpickler):
             self.storages[key] = storage
         storage = self.storages[key]
         if storage.dtype != kind.dtype or storage.size != numel:
-            raise ArchiveError(f"storage {key} is used as {numel} x {kind.name} and as {storage.size} x {storage.dtype}")
+            raise ArchiveError(f"storage {key} is used as {numel} x {kind.name} and as {storage.size} x "
+                               f"{storage.dtype}")
         return storage
 
 

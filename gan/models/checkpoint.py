@@ -34,7 +34,8 @@ from gan.run.files import CHECKPOINT_DIR
 
 FORMAT = "lrelu-gan-checkpoint"
 FORMAT_VERSION = 1
-TRAINING_FORMAT = "lrelu-gan/dcgan/1"  # meta["format"] of a training run's checkpoints (gan.training.outputs writes them)
+# meta["format"] of a training run's checkpoints (gan.training.outputs writes them)
+TRAINING_FORMAT = "lrelu-gan/dcgan/1"
 MARKER_KEY = "__lrelu_gan_checkpoint__"
 _NAME = re.compile(r"step_(\d+)\.ckpt")
 _TEMP_PREFIX = ".partial-"  # temporary files of unfinished writes; never taken for checkpoints

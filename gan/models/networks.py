@@ -113,8 +113,8 @@ def _block(layers: OrderedDict, index: int, conv: nn.Cell, width: int | None, sl
 
 class Generator(nn.Cell):
     """z (N, nz, 1, 1) -> images (N, C, S, S) in [-1, 1]: transposed convs, BatchNorm, LeakyReLU, Tanh.
-    layout="NHWC" (gan.config.plan's NetworkPlan.layout): the layers pass channels-last activations between them; the first
-    reads z and the last writes the images in NCHW."""
+    layout="NHWC" (gan.config.plan's NetworkPlan.layout): the layers pass channels-last activations between them; the
+    first reads z and the last writes the images in NCHW."""
 
     def __init__(self, model: ModelConfig, act: ActConfig, channels: int, conv_impl: str,
                  fusion: str = "none", sync_bn: bool = False, layout: str = "NCHW") -> None:

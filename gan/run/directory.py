@@ -323,7 +323,8 @@ class ClaimRunDir(Callback):
         error = job_return._return_value  # the exception of a failed job (its return_value property re-raises it)
         if isinstance(error, ReportedError):
             error = error.__cause__
-        if job_return.status != JobStatus.FAILED or _launched_main(config) is not True or isinstance(error, RunDirError):
+        if (job_return.status != JobStatus.FAILED or _launched_main(config) is not True
+                or isinstance(error, RunDirError)):
             return
         run_dir = Path(config.hydra.runtime.output_dir)
         try:

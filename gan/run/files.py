@@ -33,7 +33,8 @@ LOSSES_FILE = "losses.jsonl"  # one line per log step: {"step", "loss_d", "loss_
 METRICS_FILE = "metrics.json"  # the latest evaluation's flat {name: number} (gan.training.evaluation)
 METRICS_HISTORY_FILE = "metrics.jsonl"  # one record {"step", <name>: value...} per evaluation
 EVENTS_FILE = "events.jsonl"  # resumes, resume overrides, skipped steps, recycled channels
-DASHBOARD_FILE = "report.html"  # the run's dashboard page (gan.training.outputs.write_dashboard; the name runs have used)
+# the run's dashboard page (gan.training.outputs.write_dashboard; the name runs have used)
+DASHBOARD_FILE = "report.html"
 STEP_LOGS = (LOSSES_FILE, DIAGNOSTICS_FILE, METRICS_HISTORY_FILE, EVENTS_FILE)  # truncated on resume
 EVENT_KINDS = ("resume", "resume_override", "nonfinite_skip", "nonfinite_stop", "recycle", "data_skip")
 CONFIG_FILES = (".hydra/config.yaml", "config.yaml")  # the run's resolved config (Hydra job, or a plain run)
@@ -182,7 +183,8 @@ def record_restart(run_dir: str | Path) -> dict[str, int]:
     dropped = truncate_for_resume(run_dir, 0)
     if dropped:
         log.warning("train.resume=auto: %s holds no checkpoint, so the run starts over at step 0; dropped the "
-                    "records of its earlier attempt: %s", run_dir, ", ".join(f"{n} ({k} lines)" for n, k in dropped.items()))
+                    "records of its earlier attempt: %s", run_dir,
+                    ", ".join(f"{n} ({k} lines)" for n, k in dropped.items()))
     return dropped
 
 

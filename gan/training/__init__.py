@@ -1,1 +1,2 @@
-"""The training loop and what it calls: the trainer, losses, tasks, evaluation, precision, runtime, distributed, outputs."""
+"""The training loop and what it calls: the trainer, losses, tasks, evaluation, precision, runtime, distributed,
+outputs."""

@@ -1,6 +1,6 @@
-"""GAN training: the jitted steps, D + G in one graph sharing G's forward (losses from gan.training.losses, loss scaling,
-clipping, accumulation, EMA, spectral-norm power iteration), and `run`, the loop: step, outputs (gan.training.outputs),
-stop (Ctrl-C).
+"""GAN training: the jitted steps, D + G in one graph sharing G's forward (losses from gan.training.losses, loss
+scaling, clipping, accumulation, EMA, spectral-norm power iteration), and `run`, the loop: step, outputs
+(gan.training.outputs), stop (Ctrl-C).
 
 Everything random is a pure function of (seed, step, purpose) (gan.core.streams), so a resumed run replays exactly
 the batches, latents and updates of an uninterrupted one without saving RNG states.
@@ -217,7 +217,8 @@ class GANTrainer:
     """G, D, optional EMA generator, two Adam optimizers and two loss scalers, with jitted steps."""
 
     def __init__(self, cfg: Config, channels: int, world: World = World()) -> None:
-        # What each network builds on this machine (conv impl, fusion, activation, layout), decided once (gan.config.plan)
+        # What each network builds on this machine (conv impl, fusion, activation, layout), decided once
+        # (gan.config.plan)
         self.plan = plan = build_plan(cfg)
         self.nz = cfg.model.nz
         nets = NETWORKS[cfg.model.name]
@@ -275,7 +276,8 @@ class GANTrainer:
         self._ema_step = self._compile(EMA(self.g, self.g_ema, t.ema_beta)) if self.g_ema else None
         self._set_lr = tuple(self._compile(SetLearningRate(opt)) for opt in (self.opt_g, self.opt_d))
         self._power_iteration = self._compile(PowerIteration(self.d)) if cfg.model.d_norm == "spectral" else None
-        # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.diagnostics.recycle), keyed by (seed, step).
+        # diagnostics.recycle: ReDo on the networks of diagnostics.recycle_nets (gan.diagnostics.recycle), keyed by
+        # (seed, step).
         optimizers = {"G": (self.g, self.opt_g), "D": (self.d, self.opt_d)}
         self.recyclers = [Recycler(*optimizers[net], nets.values, cfg.seed, Purpose.RECYCLE)
                           for net in cfg.diagnostics.recycle_nets] if cfg.diagnostics.recycle else []

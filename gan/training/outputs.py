@@ -89,7 +89,8 @@ class RunOutputs:
                  meta: dict, resumed_from: Path | None, eval_latents: np.ndarray, fixed_latents: np.ndarray,
                  stop: Callable[[], bool] = lambda: False) -> None:
         t = conf.train
-        self.conf, self.run_dir, self.task, self.trainer, self.world, self.end = conf, run_dir, task, trainer, world, end
+        self.conf, self.run_dir, self.task = conf, run_dir, task
+        self.trainer, self.world, self.end = trainer, world, end
         self.fixed_z = fixed_latents
         self.writes = world.is_main
         self.resumed_from = resumed_from

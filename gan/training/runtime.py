@@ -13,7 +13,8 @@ from pathlib import Path
 
 from gan.config.schema import Config, ConfigError, RuntimeConfig
 
-HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"  # MindSpore: launch kernels on the calling thread (runtime.host_blocking)
+# MindSpore: launch kernels on the calling thread (runtime.host_blocking)
+HOST_BLOCKING_ENV = "MS_DEV_HOST_BLOCKING_RUN"
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -88,7 +89,8 @@ def check_device_available(target: str) -> None:
 
 
 def setup_runtime(runtime: RuntimeConfig) -> None:
-    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the context.
+    """Select device, CPU threads and kernel launch mode; graph mode comes from ms.jit on the two steps, not the
+    context.
 
     MindSpore fixes the device once a kernel has run; a process in that state (a test session, a notebook,
     a second run()) may go on only if it already runs on the requested device. runtime.host_blocking sets
@@ -118,7 +120,8 @@ _kernel_threads: list[int] = []  # the CPU kernel thread count this process gave
 
 
 def set_kernel_threads(threads: int) -> None:
-    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same number."""
+    """Give MindSpore's CPU kernels `threads` threads; a later run in the same process may only ask for the same
+    number."""
     import mindspore as ms
 
     if _kernel_threads == [threads]:

@@ -31,7 +31,8 @@ _BACKGROUND, _MODE_COLOUR, _HQ_COLOUR, _OFF_COLOUR = (255, 255, 255), (0, 160, 0
 
 
 class PointData:
-    """An endless, resumable stream of 2D mixture batches, float32 (N, 2, 1, 1): step s's batch depends on (seed, s) only."""
+    """An endless, resumable stream of 2D mixture batches, float32 (N, 2, 1, 1): step s's batch depends on (seed, s)
+    only."""
 
     channels = 2
     num_images = None  # an endless stream: gan.config.schema rejects train.epochs for 2D data
