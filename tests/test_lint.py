@@ -1,4 +1,5 @@
-"""The tree conforms to the one ruff configuration in pyproject.toml (line length, pycodestyle, pyflakes, import order)."""
+"""The tree conforms to the one ruff configuration in pyproject.toml (line length, pycodestyle, pyflakes, import
+order)."""
 from __future__ import annotations
 
 import subprocess
