@@ -117,7 +117,8 @@ TABLES = [
                  {"header": "peak MiB", "field": "peak_mib", "digits": 0},
                  {"header": "activations at the peak", "field": "peak_tensors", "digits": 1}],
      "caption": "32 MiB float32 activations, one forward+backward, each variant in a fresh process.",
-     "command": "python scripts/bench/bench_inplace.py --json F", "machine": "Intel Xeon, 2 cores"},
+     "command": "python scripts/bench/bench_inplace.py --json F",
+     "machine": "AMD EPYC (family 25, model 17), 2 cores"},
     {"name": "train_xeon_avx512_idle", "section": "Training speed per CPU", "title": "An Intel Xeon with AVX-512 "
      "(the file does not record the model):",
      "files": ["bench_train_g_once_idle.json"], "rows": "runs[][]", "by": ["model", "fusion"],
