@@ -1,11 +1,10 @@
 """Run one benchmark command and record it, with the conditions it ran under, in the one record shape of docs/data.
 
-A record is {label, command, commit, started, machine, load_avg_1min, wall_s, cpu_s, returncode, rows}: the
-command, the commit, the start time (UTC), the machine (CPU model, family, model number, the CPU flags that decide
-the kernels, cores), the 1-minute load average before and after, the command's wall and CPU time (children
-included) and its exit status, and `rows`, the measured fields: the records of every JSON file the command wrote
-(`--embed`; a list gives its items, an object one row). A file holds {"runs": [record, ...]}; `--append` adds a
-record, so alternated variants measured one after another in one window land in one file.
+A record (scripts/bench/records.py holds the shape) keeps the command, the commit, the start time (UTC), the
+machine, the 1-minute load average before and after, the command's wall and CPU time (children included), its exit
+status and `rows`, the measured fields: the records of every JSON file the command wrote (`--embed`; a list gives
+its items, an object one row). `--append` adds a record, so alternated variants measured one after another in one
+window land in one file.
 scripts/bench/render_results.py reads the rows through its table specs.
 
     python scripts/bench/record_bench.py --out docs/data/F.json [--append] [--label L] [--embed out.json] -- CMD ...
@@ -14,29 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-from bench_peak import cpu_info  # noqa: E402  (beside this file)
-
-from gan.core.atomic import write_text_atomic  # noqa: E402
-
-
-def commit() -> str | None:
-    """The checkout's HEAD commit (with '+dirty' when tracked files changed), None outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+dirty" if dirty else "")
+import records  # noqa: E402  (beside this file: the record shape)
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -54,10 +36,9 @@ def rows_of(path: Path) -> list[dict]:
 def record(command: list[str], label: str | None, embed: list[Path]) -> dict:
     """Run the command (inherited stdout/stderr) and return its record."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load_before, start = os.getloadavg()[0], time.perf_counter()
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_before, start, started = records.load_average(), time.perf_counter(), records.utc_now()
     rc = subprocess.run(command).returncode
-    wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rows: list[dict] = []
@@ -66,9 +47,8 @@ def record(command: list[str], label: str | None, embed: list[Path]) -> dict:
             rows += rows_of(path)
         elif rc == 0:
             raise SystemExit(f"--embed {path}: the command exited 0 but did not write this file")
-    return {"label": label, "command": command, "commit": commit(), "started": started, "machine": cpu_info(),
-            "load_avg_1min": [round(load_before, 2), round(load_after, 2)], "wall_s": round(wall, 2),
-            "cpu_s": round(cpu, 2), "returncode": rc, "rows": rows}
+    return records.record(rows, command=command, label=label, started=started, load_before=load_before,
+                          wall_s=wall, cpu_s=cpu, returncode=rc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,17 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command: pass it after --")
-    runs = []
-    if args.append and args.out.is_file():
-        runs = json.loads(args.out.read_text()).get("runs", [])
-        if not isinstance(runs, list) or not all(isinstance(r, dict) and "rows" in r for r in runs):
-            raise SystemExit(f"{args.out}: 'runs' is not a list of records with 'rows'; is it a file this script "
-                             "wrote?")
-    runs.append(record(command, args.label, args.embed))
-    write_text_atomic(args.out, json.dumps({"runs": runs}, indent=1) + "\n")
-    print(f"recorded {runs[-1]['label'] or command[0]} in {args.out} (rc {runs[-1]['returncode']}, "
-          f"{runs[-1]['wall_s']} s, load {runs[-1]['load_avg_1min']})")
-    return runs[-1]["returncode"]
+    if args.append and args.out.exists():
+        try:
+            records.read(args.out)
+        except records.RecordError as e:
+            raise SystemExit(f"{e}; is it a file this script wrote?")
+    run = record(command, args.label, args.embed)
+    records.write(args.out, [run], append=args.append)
+    print(f"recorded {run['label'] or command[0]} in {args.out} (rc {run['returncode']}, {run['wall_s']} s, "
+          f"load {run['load_avg_1min']})")
+    return run["returncode"]
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def test_runs_are_recorded_and_appended_in_the_one_record_shape(tmp_path: Path) 
     assert [r["rows"] for r in runs] == [[{"v": 1}], [{"v": 2}]]  # an object the command wrote is one row
     for r in runs:
         assert set(r) == {"label", "command", "commit", "started", "machine", "load_avg_1min", "wall_s", "cpu_s",
-                          "returncode", "rows"}
+                          "returncode", "context", "rows"}
         assert len(r["load_avg_1min"]) == 2 and r["wall_s"] >= 0 and r["cpu_s"] >= 0
         assert r["machine"]["cpus"] >= 1 and isinstance(r["machine"]["flags"], list) and r["machine"]["model"]
         assert r["started"].endswith("UTC") and r["command"][0] == sys.executable
