@@ -32,18 +32,15 @@ import math
 import platform
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import record_bench  # noqa: E402  (beside this file: the checkout's commit)
-from bench_peak import cpu_info, load_average  # noqa: E402
+import records  # noqa: E402  (beside this file: the one record shape of docs/data)
 
 from gan.analysis.runs import Run
 from gan.analysis.sweep import load_jobs
 from gan.config.activation_kinds import ACTIVATION_KINDS
 from gan.config.schema import flatten
-from gan.core.atomic import write_text_atomic
 from gan.core.untrusted import UntrustedFileError, read_json, read_yaml
 from gan.run.directory import STATUS_FILE, job_state
 from gan.run.files import CONFIG_FILES
@@ -228,15 +225,15 @@ def collect(sweep_dir: str | Path) -> list[dict]:
     """The records of every job under a study's multirun folder (job order); StudyError when its finished runs do
     not share SAME_ACROSS_RUNS."""
     hydra = [o for o in multirun_overrides(Path(sweep_dir))["hydra"] if o.startswith("hydra.sweep.")]
-    records = [run_record(run, hydra) for run in load_jobs(sweep_dir)]
-    finished = [r for r in records if r["finished"]]
+    jobs = [run_record(run, hydra) for run in load_jobs(sweep_dir)]
+    finished = [r for r in jobs if r["finished"]]
     for key in SAME_ACROSS_RUNS:
         field = "target_steps" if key == "train.steps" else key.split(".", 1)[1]
         values = sorted({str(r[field]) for r in finished})
         if len(values) > 1:
             raise StudyError(f"{sweep_dir}: the finished runs differ in {key} ({', '.join(values)}); collect one "
                              f"study (one length and FID setting) at a time")
-    return records
+    return jobs
 
 
 def variant(record: dict) -> str:
@@ -292,10 +289,10 @@ def pearson(x: list[float], y: list[float]) -> float | None:
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
-def analyse(records: list[dict]) -> dict:
+def analyse(jobs: list[dict]) -> dict:
     """Cells (D variant x activation: FID and KID over seeds, difference from ReLU, mean curve, stability) and
     channel death against FID, from the finished records."""
-    done = [r for r in records if r["finished"]]
+    done = [r for r in jobs if r["finished"]]
     cells: dict[tuple[str, str], list[dict]] = {}
     for r in done:
         cells.setdefault((variant(r), r["activation"]), []).append(r)
@@ -345,7 +342,7 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows])
 
 
-def tables(records: list[dict], analysis: dict) -> str:
+def tables(jobs: list[dict], analysis: dict) -> str:
     """The answer tables as markdown (FID, curve, channel death against FID, stability)."""
     cells = analysis["cells"]
 
@@ -363,7 +360,7 @@ def tables(records: list[dict], analysis: dict) -> str:
                         [[c["variant"], c["activation"],
                           *[_pm(next((p for p in c["fid_curve"] if p["step"] == s), None)) for s in steps]]
                          for c in cells]))
-    done = [r for r in records if r["finished"]]
+    done = [r for r in jobs if r["finished"]]
     parts.append(_table(["job", "D variant", "D activation", "seed", "D dead %", "D dormant %",
                          "D dead or dormant %", "final FID"],
                         [[r["job"], variant(r), r["activation"], r["seed"],
@@ -386,23 +383,21 @@ def tables(records: list[dict], analysis: dict) -> str:
                         [[c["variant"], c["activation"], "" if c["fid"]["sd"] is None else f"{c['fid']['sd']:.2f}",
                           f"{c['regressed']}/{c['fid']['n']}", c["collapse_events"],
                           f"{c['unstable']}/{c['fid']['n']}", reduction(c)] for c in cells]))
-    left = [r for r in records if not r["finished"]]
+    left = [r for r in jobs if not r["finished"]]
     if left:
         parts.append("Not in the tables (not finished): " + "; ".join(f"{r['job']}: {r['status'] or r['state']}"
                                                                      for r in left))
     return "\n\n".join(parts) + "\n"
 
 
-def metadata(sweep_dir: Path, argv: list[str]) -> dict:
-    """Where and how the collection ran, and the study's latest multirun command (Hydra's multirun.yaml)."""
+def context(sweep_dir: Path, analysis: dict) -> dict:
+    """What every run of the record shares: the study's latest multirun command (Hydra's multirun.yaml), its folder,
+    the definitions of the statistics, and the statistics themselves (cells, death against FID)."""
     overrides = multirun_overrides(sweep_dir)
     command = ("python train.py -m " + " ".join(shlex.quote(o) for o in overrides["hydra"] + overrides["task"])
                if overrides["task"] else None)
-    return {"collected": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "collector_command": "python scripts/bench/slope_study.py " + " ".join(shlex.quote(a) for a in argv),
-            "study_command": command, "sweep_dir": str(sweep_dir), "commit": record_bench.commit(),
-            "machine": {**cpu_info(), "host": platform.node(), "load_average": load_average()},
-            "python": platform.python_version(), "definitions": DEFINITIONS}
+    return {"study_command": command, "sweep_dir": str(sweep_dir), "python": platform.python_version(),
+            "definitions": DEFINITIONS, **analysis}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,14 +408,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the records and statistics here")
     args = parser.parse_args(argv)
     try:
-        records = collect(args.sweep_dir)
+        runs = collect(args.sweep_dir)
     except (FileNotFoundError, ValueError) as err:  # StudyError and UntrustedFileError are ValueErrors
         parser.error(str(err))
-    analysis = analyse(records)
-    print(tables(records, analysis))
-    if args.json:
-        report = {"meta": metadata(args.sweep_dir, argv), "runs": records, **analysis}
-        write_text_atomic(args.json, json.dumps(report, indent=1, allow_nan=False) + "\n")
+    analysis = analyse(runs)
+    print(tables(runs, analysis))
+    if args.json:  # one record (scripts/bench/records.py): a row per run, the statistics in its context
+        record = records.record(runs, command=["python", "scripts/bench/slope_study.py", *argv], label="slope study",
+                                context=context(args.sweep_dir, analysis))
+        json.dumps(record, allow_nan=False)  # no NaN or infinity reaches the data file
+        records.write(args.json, [record])
         print(f"wrote {args.json}")
     return 0
 

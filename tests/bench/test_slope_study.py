@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import records  # noqa: E402
 import slope_study  # noqa: E402
 import yaml
 from hydra import compose, initialize_config_dir
@@ -94,8 +95,9 @@ def test_the_collector_writes_a_record_per_run_and_the_statistics_of_an_independ
                                                                                                  capsys):
     out = tmp_path / "study.json"
     assert slope_study.main([str(study), "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    runs = report["runs"]
+    (record,) = records.read(out)  # the one record shape of docs/data: a row per run, the statistics in context
+    report, runs = record["context"], record["rows"]
+    assert record["label"] == "slope study" and record["command"][1:3] == ["scripts/bench/slope_study.py", str(study)]
     assert len(runs) == 13 and sum(r["finished"] for r in runs) == 12
     killed = next(r for r in runs if not r["finished"])
     assert killed["state"] == "died" and killed["fid"] is None and killed["slope"] == 0.01
@@ -105,8 +107,8 @@ def test_the_collector_writes_a_record_per_run_and_the_statistics_of_an_independ
     assert [p["step"] for p in one["fid_curve"]] == list(CURVE_STEPS) and one["wall_s"] == 12.5
     assert one["command"] == ("python train.py -m hydra.sweep.dir=/x/study experiment=slope_study "
                               "act.negative_slope=0.0 model.d_norm=none seed=1")
-    assert report["meta"]["study_command"].startswith("python train.py -m hydra.sweep.dir=/x/study hydra.mode=")
-    assert report["meta"]["definitions"] == slope_study.DEFINITIONS
+    assert report["study_command"].startswith("python train.py -m hydra.sweep.dir=/x/study hydra.mode=")
+    assert report["definitions"] == slope_study.DEFINITIONS
     d1 = one["d_layers_end"]["D/act1"]
     assert (d1["dead_frac"], d1["dormant_frac"], d1["dead_or_dormant"]) == (0.75, 0.5, 1.0)  # {0,1,2} | {2,3}
     assert one["d_layers_end"]["D"]["dead_or_dormant"] == pytest.approx(4 / 12)  # D/act0 (8 channels) has none
