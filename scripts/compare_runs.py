@@ -1,7 +1,7 @@
 """Compare finished training runs side by side: one row per recipe (runs that differ only in `seed`), with the
 mean and min-max over seeds of the final quality metrics, the training speed and the machine's load.
 
-    python scripts/compare_runs.py outputs/recipes_mnist/* --json docs/data/recipes_mnist.json --markdown table.md
+    python scripts/compare_runs.py outputs/recipes_mnist/* --json recipes.json --markdown table.md
 
 Per run it reads only files the run wrote: `.hydra/overrides.yaml` (the recipe: every override except
 `seed`, `runtime.*` and `hydra.*`), the last step in `losses.jsonl` (a run stopped early shows where),

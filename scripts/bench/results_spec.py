@@ -174,7 +174,7 @@ TABLES = [
      "by": ["_file"], "columns": FID_COLUMNS,
      "command": "python train.py seed=S precision=P; python scripts/fid.py data:mnist RUN", "machine": XEON_AMX},
     {"name": "bf16_mnist", "section": "bf16 against fp32", "title": "MNIST DCGAN-32, 2,000 steps, the project's "
-     "classifier metrics, mean (min-max) over 3 seeds:", "files": ["precision_mnist.json"], "rows": "recipes[]",
+     "classifier metrics, mean (min-max) over 3 seeds:", "files": ["precision_mnist.json"], "rows": "runs[].rows[]",
      "columns": [{"header": "run", "field": "recipe"},
                  {"header": "classes", "field": "class_coverage.mean", "digits": 1},
                  {"header": "class KL", "field": "class_kl.mean", "digits": 3},
@@ -230,26 +230,26 @@ TABLES = [
      "machine": "Intel Xeon, 2 cores, loaded"},
     {"name": "mnist_dead_channels", "section": "Slope study and dead channels", "title": "D's third layer at the last "
      "check, percent of its channels, mean ± SD over 3 seeds:", "files": ["slope_study_mnist.json"],
-     "rows": "groups[]", "columns": DEAD,
+     "rows": "runs[].rows[]", "columns": DEAD,
      "command": "python train.py -m experiment=dead_channels act.d_kind=K act.negative_slope=S seed=0,1,2",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "redo", "section": "Slope study and dead channels", "title": "ReDo recycling of a slope-0 D, the same "
-     "setting:", "files": ["redo_recycle.json"], "rows": "groups[]", "columns": DEAD,
+     "setting:", "files": ["redo_recycle.json"], "rows": "runs[].rows[]", "columns": DEAD,
      "command": "python train.py -m experiment=dead_channels act.negative_slope=0 diagnostics.recycle=true seed=S",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "batchnorm_d", "section": "Slope study and dead channels", "title": "With the default BatchNorm D "
-     "(`python train.py`, one run each):", "files": ["dead_channels_batchnorm.json"], "rows": "groups[]",
+     "(`python train.py`, one run each):", "files": ["dead_channels_batchnorm.json"], "rows": "runs[].rows[]",
      "columns": DEAD, "command": "python train.py -m act.negative_slope=0,0.2; "
      "python train.py -m act.negative_slope=0 train.lr=0.002 train.steps=500", "machine": "Intel Xeon, 2 cores"},
     {"name": "probes", "section": "Slope study and dead channels", "title": "Choosing the learning rate: a ReLU D "
-     "without a normaliser, one run each:", "files": ["slope_study_probes.json"], "rows": "groups[]",
+     "without a normaliser, one run each:", "files": ["slope_study_probes.json"], "rows": "runs[].rows[]",
      "columns": [{"header": "run", "field": "label", "names": LABELS},
                  *[{"header": f"D/act2 {s} %", "field": f"final.D/act2.{s}_frac", "how": "stat", "scale": 100}
                    for s in ("dead", "persistent")]],
      "command": "python train.py model.d_norm=none act.negative_slope=0 act.g_negative_slope=0.2 train.steps=500 "
                 "diagnostics.interval=50 [train.lr=0.001]", "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "recipes_mnist", "section": "Slope study and dead channels", "title": "Recipes on MNIST, 1,000 steps, "
-     "mean (min-max) over the seeds:", "files": ["recipes_mnist.json"], "rows": "recipes[]",
+     "mean (min-max) over the seeds:", "files": ["recipes_mnist.json"], "rows": "runs[].rows[]",
      "columns": [{"header": "recipe", "field": "recipe"}, {"header": "seeds", "field": "seeds"},
                  {"header": "classes", "field": "class_coverage.mean", "digits": 1},
                  {"header": "Frechet distance (classifier)", "field": "frechet_distance.mean", "digits": 0},
@@ -390,7 +390,7 @@ HEADLINE = [
     {"claim": "Dormant channels in D's third layer, no normaliser",
      "measured": "ReLU {relu}%, LeakyReLU 0.2 {leaky}%",
      "n": "3 seeds, ± SD",
-     "cells": {k: {"files": ["slope_study_mnist.json"], "rows": "groups[]",
+     "cells": {k: {"files": ["slope_study_mnist.json"], "rows": "runs[].rows[]",
                    "where": {"label": f"act.d_kind=leaky_relu, act.negative_slope={s}"},
                    "field": "final.D/act2.dormant_frac", "how": "stat", "scale": 100}
                for k, s in (("relu", "0"), ("leaky", "0.2"))}},

@@ -58,3 +58,20 @@ def test_a_missing_embedded_file_or_a_foreign_file_is_an_error_naming_it(tmp_pat
     done = run_script("scripts/bench/record_bench.py", "--out", str(foreign), "--append", "--",
                       sys.executable, "-c", "pass")
     assert done.returncode != 0 and "old.json" in done.stderr and "rows" in done.stderr
+
+
+def test_rows_key_takes_the_rows_from_a_list_and_keeps_the_other_keys_as_context(tmp_path: Path) -> None:
+    out, raw = tmp_path / "rec.json", tmp_path / "summary.json"
+    summary = {"sweep": "s", "common": {"train.steps": "300"}, "varied": ["seed"], "groups": [{"label": "a"},
+                                                                                            {"label": "b"}]}
+    code = f"import json; json.dump({summary!r}, open({str(raw)!r}, 'w'))"
+    done = run_script("scripts/bench/record_bench.py", "--out", str(out), "--embed", str(raw), "--rows-key", "groups",
+                      "--", sys.executable, "-c", code)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["rows"] == [{"label": "a"}, {"label": "b"}]
+    assert run["context"] == {"sweep": "s", "common": {"train.steps": "300"}, "varied": ["seed"]}
+    done = run_script("scripts/bench/record_bench.py", "--out", str(tmp_path / "other.json"), "--embed", str(raw),
+                      "--rows-key", "recipes", "--", sys.executable, "-c", "pass")
+    assert done.returncode != 0 and "summary.json" in done.stderr and "'recipes'" in done.stderr
+    assert not (tmp_path / "other.json").exists()
