@@ -170,7 +170,7 @@ TABLES = [
      "machine": "AMD EPYC (family 26, model 2), AVX512-BF16, 2 cores, idle"},
     {"name": "bf16_quality", "section": "bf16 against fp32", "title": "The default MNIST run (1,000 steps) in "
      "Inception-v3 metrics, 1,000 samples, both precisions channels last:",
-     "files": [["fid_fp32_mnist_amx.json", "fp32"], ["fid_bf16_mnist_amx.json", "bf16"]], "rows": "runs[]",
+     "files": [["fid_fp32_mnist_amx.json", "fp32"], ["fid_bf16_mnist_amx.json", "bf16"]], "rows": "runs[].rows[]",
      "by": ["_file"], "columns": FID_COLUMNS,
      "command": "python train.py seed=S precision=P; python scripts/fid.py data:mnist RUN", "machine": XEON_AMX},
     {"name": "bf16_mnist", "section": "bf16 against fp32", "title": "MNIST DCGAN-32, 2,000 steps, the project's "
@@ -217,7 +217,7 @@ TABLES = [
      "command": "python scripts/bench/check_inception.py", "machine": "Intel Xeon, 2 cores"},
     {"name": "default_fid", "section": "FID parity and the default run", "title": "`python train.py` (MNIST, 1,000 "
      "steps) scored on 1,000 samples against 1,000 training digits:", "files": [["fid_default_mnist.json", "fp32"]],
-     "rows": "runs[]", "by": ["_file"], "columns": FID_COLUMNS,
+     "rows": "runs[].rows[]", "by": ["_file"], "columns": FID_COLUMNS,
      "caption": "Two real sets of 1,000 digits give the floor at that count (`real_vs_real` in the file).",
      "command": "python train.py seed=S; python scripts/fid.py data:mnist RUN", "machine": "Intel Xeon, 2 cores"},
     {"name": "fid_speed", "section": "FID parity and the default run", "title": "Inception-v3 features, this port "
@@ -385,8 +385,8 @@ HEADLINE = [
                    "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "MNIST, the default run (1,000 steps)", "measured": "FID **{fid}** on 1,000 samples",
-     "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"], "rows": "runs[]", "field": "fid",
-                                             "how": "mean_se"}}},
+     "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"], "rows": "runs[].rows[]",
+                                             "field": "fid", "how": "mean_se"}}},
     {"claim": "Dormant channels in D's third layer, no normaliser",
      "measured": "ReLU {relu}%, LeakyReLU 0.2 {leaky}%",
      "n": "3 seeds, ± SD",
