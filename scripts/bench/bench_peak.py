@@ -9,8 +9,9 @@ one least disturbed by other work, `median_gflops` the typical one. A precision'
 better of its GEMM and its convolution. The copy bandwidth is scripts/bench/bench_op.py's baseline (numpy copy of
 64 MB, one thread and one per core, the faster), counting one read and one write.
 
-Every record names the CPU (model, the flags that decide the kernels: avx512_bf16, amx_bf16, ...), oneDNN's
-instruction set and implementation per problem, the threads and the load average before and after.
+The run is one record of scripts/bench/records.py (machine: the CPU model and the flags that decide the kernels,
+avx512_bf16, amx_bf16, ...; the load average before and after) with one row: oneDNN's version and instruction set,
+the threads, each problem's GFLOP/s and implementation, the copy bandwidth and the peak per precision.
 
     python scripts/bench/bench_peak.py --json docs/data/bench_peak.json [--threads 2] [--rounds 3] [--reps 3]
 """
@@ -20,7 +21,6 @@ import argparse
 import ctypes
 import functools
 import os
-import platform
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,15 +29,13 @@ from pathlib import Path
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
-
-from gan.core.atomic import write_json_atomic  # noqa: E402
+import records  # noqa: E402
+from records import cpu_info  # noqa: E402,F401  (scripts/bench/slope_study.py imports it from here)
 
 PROBE = Path(__file__).resolve().parent / "bench_peak.cc"
 GEMM = (2048, 2048, 2048)  # m, n, k
 CONV = (64, 256, 512, 16, 4, 2, 1)  # batch, in channels, out channels, input side, kernel, stride, padding
 PRECISIONS = ("fp32", "bf16")
-CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-             "amx_tile", "amx_bf16", "amx_int8", "amx_fp16")
 COPY_BYTES = 64 << 20
 
 
@@ -53,29 +51,8 @@ def conv_flops(n: int, ic: int, oc: int, hw: int, k: int, s: int, p: int) -> flo
 PROBLEMS = {"gemm": ("PeakMatmul", GEMM, gemm_flops(*GEMM)), "conv": ("PeakConv", CONV, conv_flops(*CONV))}
 
 
-CPUINFO_IDS = {"vendor_id": "vendor", "cpu family": "family", "model": "model_number"}
-
-
-def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
-    """The CPU model, vendor, family and model number (a virtual machine's model name may be only "AMD EPYC":
-    the family tells Zen 3 (25) from Zen 5 (26)) and the flags among CPU_FLAGS that the first processor has."""
-    model, ids, flags = platform.processor() or platform.machine(), {}, set()
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        text = ""
-    for line in text.split("\n\n", 1)[0].splitlines():  # the first processor's block
-        key, _, value = (part.strip() for part in line.partition(":"))
-        if key == "model name":
-            model = value
-        elif key in CPUINFO_IDS:
-            ids[CPUINFO_IDS[key]] = value
-        elif key == "flags":
-            flags = set(value.split())
-    return {"model": model, **ids, "flags": [f for f in CPU_FLAGS if f in flags], "cpus": os.cpu_count()}
-
-
 def load_average() -> list[float]:
+    """The 1, 5 and 15-minute load averages (scripts/bench/slope_study.py's machine record)."""
     return [round(v, 2) for v in os.getloadavg()]
 
 
@@ -118,10 +95,9 @@ def copy_gbps(threads: int, repeats: int = 10) -> float:
 
 
 def measure(threads: int, rounds: int = 3, reps: int = 3) -> dict:
-    """The peak record: CPU, oneDNN, threads, load, and per (problem, precision) the call times and GFLOP/s."""
+    """The peak row: oneDNN, threads, per (problem, precision) the GFLOP/s, the copy bandwidth, the peaks."""
     from ops import onednn
 
-    before = load_average()
     times: dict[tuple[str, str], list[float]] = {(k, p): [] for k in PROBLEMS for p in PRECISIONS}
     impls: dict[tuple[str, str], str] = {}
     for _ in range(rounds):
@@ -137,21 +113,20 @@ def measure(threads: int, rounds: int = 3, reps: int = 3) -> dict:
                          "median_gflops": round(flops / statistics.median(seconds) / 1e9, 1) if seconds else None,
                          "calls": len(seconds)})
     isa = onednn.cpu_isa()
-    return {"cpu": cpu_info(), "onednn": {**onednn.dnnl_info(), "isa": isa.name, "bf16_dot": isa.bf16_dot},
-            "threads": threads, "load_average_before": before, "load_average_after": load_average(),
+    return {"onednn": {**onednn.dnnl_info(), "isa": isa.name, "bf16_dot": isa.bf16_dot}, "threads": threads,
             "problems": problems, "copy_gbps": copy_gbps(threads),
             "peak_gflops": {p: peak_of({"problems": problems}, p) for p in PRECISIONS}}
 
 
-def peak_of(record: dict, precision: str) -> float | None:
-    """A precision's peak GFLOP/s in a bench_peak record: the better of its GEMM and convolution."""
-    values = [p["peak_gflops"] for p in record["problems"] if p["precision"] == precision and p["peak_gflops"]]
+def peak_of(row: dict, precision: str) -> float | None:
+    """A precision's peak GFLOP/s in a bench_peak row: the better of its GEMM and convolution."""
+    values = [p["peak_gflops"] for p in row["problems"] if p["precision"] == precision and p["peak_gflops"]]
     return max(values) if values else None
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", required=True, type=Path, help="write the record here")
+    parser.add_argument("--json", required=True, type=Path, help="write the record here (scripts/bench/records.py)")
     parser.add_argument("--threads", type=int, default=None,
                         help="worker threads (default: what a training run uses, ops.api.num_threads)")
     parser.add_argument("--rounds", type=int, default=3, help="round-robin rounds over the four problems")
@@ -162,15 +137,20 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name}={getattr(args, name)} must be >= 1")
     from ops.api import num_threads
 
-    record = measure(args.threads or num_threads(), args.rounds, args.reps)
-    print(f"{record['cpu']['model']} ({', '.join(record['cpu']['flags'])}), oneDNN {record['onednn']['version']} "
-          f"{record['onednn']['isa']}, {record['threads']} threads, load {record['load_average_before']}")
-    for p in record["problems"]:
+    load_before, started = records.load_average(), records.utc_now()
+    start, cpu0 = time.perf_counter(), time.process_time()
+    row = measure(args.threads or num_threads(), args.rounds, args.reps)
+    record = records.record([row], started=started, load_before=load_before, wall_s=time.perf_counter() - start,
+                            cpu_s=time.process_time() - cpu0, context={"rounds": args.rounds, "reps": args.reps})
+    cpu = record["machine"]
+    print(f"{cpu['model']} ({', '.join(cpu['flags'])}), oneDNN {row['onednn']['version']} {row['onednn']['isa']}, "
+          f"{row['threads']} threads, load {record['load_avg_1min']}")
+    for p in row["problems"]:
         print(f"  {p['problem']:4s} {p['precision']:4s} peak {p['peak_gflops'] or 0:8.1f} GFLOP/s  median "
               f"{p['median_gflops'] or 0:8.1f}  ({p['impl']})")
-    print(f"  copy {record['copy_gbps']:.1f} GB/s; peak fp32 {record['peak_gflops']['fp32']} bf16 "
-          f"{record['peak_gflops']['bf16']} GFLOP/s")
-    write_json_atomic(args.json, record, indent=2)
+    print(f"  copy {row['copy_gbps']:.1f} GB/s; peak fp32 {row['peak_gflops']['fp32']} bf16 "
+          f"{row['peak_gflops']['bf16']} GFLOP/s")
+    records.write(args.json, [record])
     return record
 
 

@@ -19,14 +19,16 @@ Utilisation: `gflop_per_step` counts the multiply-adds (2 FLOP each) of every co
 layer shapes (`step_flops`, the structure of GANTrainer's D + G step: see its docstring), `achieved_gflops` is
 that over the step time and `peak_share` its share of the peak GFLOP/s of the same precision. The peak is
 measured in the same round-robin as the steps (`--peak measure`, default: scripts/bench/bench_peak.py's GEMM and
-convolution, the better of the two) or read from a bench_peak.py JSON. Every record carries the CPU (model,
-bf16/AMX flags), the threads, OMP_WAIT_POLICY (PyTorch's OpenMP threads spin while they wait unless it is PASSIVE;
-on a machine loaded past its cores the spinning takes cores from the threads with work) and the load average before
-and after. `step_cpu_s` (and the cpu_ratio_* fields) is the median CPU time of this process per step: where the
+convolution, the better of the two) or read from a bench_peak.py JSON. The run is one record of
+scripts/bench/records.py: its machine (CPU model, bf16/AMX flags) and load, its context (OMP_WAIT_POLICY: PyTorch's
+OpenMP threads spin while they wait unless it is PASSIVE, and on a machine loaded past its cores the spinning takes
+cores from the threads with work; lead-in, warm-up, steps, the peak's source) and one row per model and
+configuration, with the threads and the 1-minute load average before and after that model's round-robin.
+`step_cpu_s` (and the cpu_ratio_* fields) is the median CPU time of this process per step: where the
 machine has more runnable threads than cores, wall time includes the waits for a core and CPU time what the step
 itself costs (threads that spin while idle count too).
 
-Each record names its conv impl, fusion and precision; with conv_impl=onednn it also carries the oneDNN version
+Each row names its conv impl, fusion and precision; with conv_impl=onednn it also carries the oneDNN version
 and library file the kernels call (`ops.onednn.dnnl_info`) and the ISA oneDNN dispatches to (`isa`, which
 $ONEDNN_MAX_CPU_ISA lowers: a run capped below the CPU says so).
 """
@@ -34,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import time
@@ -44,11 +45,11 @@ from typing import Callable
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 from torch_dcgan import torch_models  # noqa: E402  (first: it puts this checkout first on sys.path; torch on call)
 
 from gan.config.plan import FUSION_KINDS as PLAN_FUSIONS  # noqa: E402
 from gan.config.schema import Config, ConfigError, compose_config, to_config  # noqa: E402
-from gan.core.atomic import write_json_atomic  # noqa: E402
 from gan.models.build import build_plan
 
 MODELS = ("dcgan32", "dcgan64")
@@ -276,12 +277,11 @@ def peak_contenders(threads: int, precisions: list[str]) -> tuple[dict[str, Call
 
 
 def read_peak(path: Path, precisions: list[str]) -> dict:
-    """The peak GFLOP/s per precision of a scripts/bench/bench_peak.py record."""
+    """The peak GFLOP/s per precision of a scripts/bench/bench_peak.py data file (its last record's row)."""
     import bench_peak
 
-    record = json.loads(path.read_text())
-    return {"problems": record["problems"], "source": str(path),
-            **{p: bench_peak.peak_of(record, p) for p in precisions}}
+    row = records.read(path)[-1]["rows"][0]
+    return {"problems": row["problems"], "source": str(path), **{p: bench_peak.peak_of(row, p) for p in precisions}}
 
 
 def utilisation(flops: float, step_s: float, peak: float | None) -> dict:
@@ -291,9 +291,10 @@ def utilisation(flops: float, step_s: float, peak: float | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    """Run the benchmark, print a table, write the records to --json (or print the tables of --render files)."""
+    """Run the benchmark, print a table, write its record to --json (or print the tables of --render files); returns
+    the rows."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", type=Path, help="write the result records here (required unless --render)")
+    parser.add_argument("--json", type=Path, help="write the run's record here (required unless --render)")
     parser.add_argument("--render", nargs="+", type=Path, metavar="JSON",
                         help="print the markdown utilisation table of these bench_train JSONs and exit")
     parser.add_argument("--vs-torch", action="store_true", help="also time the same model in PyTorch")
@@ -322,8 +323,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         from render_results import render_files
         from results_spec import RUN_TABLES
 
-        reports = [json.loads(path.read_text()) for path in args.render]
-        bf16 = any(r["precision"] == "bf16" for report in reports for r in report)
+        runs = [run for path in args.render for run in records.read(path)]
+        bf16 = any(r.get("precision") == "bf16" for run in runs for r in run["rows"])
         print(render_files(RUN_TABLES if bf16 else RUN_TABLES[:1], args.render))
         return []
     if args.json is None:
@@ -346,8 +347,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
         except ImportError:
             parser.error("--vs-torch needs PyTorch (pip install torch); it is not a dependency of the product")
 
-    import bench_peak
-
     from gan.training.runtime import setup_runtime
     from ops.api import num_threads
 
@@ -357,12 +356,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     dnnl = onednn_version(impls)
     runs = [(impl, fusion, precision) for impl in impls for fusion in fusions for precision in precisions
             if fusion_applies(impl, fusion) and precision_applies(impl, precision)]
-    machine = {"cpu": bench_peak.cpu_info(), "threads": args.threads or num_threads(),
-               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),  # PyTorch's idle OpenMP threads spin or sleep
-               "lead_in": args.lead_in}  # each timed step right after an untimed one of the same contender
-    records = []
+    threads = args.threads or num_threads()
+    context = {"omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),  # PyTorch's idle OpenMP threads spin or sleep
+               "lead_in": args.lead_in,  # each timed step right after an untimed one of the same contender
+               "warmup": args.warmup, "steps": args.steps, "max_seconds": args.max_seconds, "peak": args.peak}
+    run_load, started, start, cpu0 = records.load_average(), records.utc_now(), time.perf_counter(), time.process_time()
+    rows = []
     for model in models:
-        load_before = bench_peak.load_average()
+        load_before = records.load_average()
         contenders = {f"{impl}/{fusion}/{precision}": mindspore_step(
                           bench_config(model, impl, args.batch_size, args.threads, fusion, args.override, precision))
                       for impl, fusion, precision in runs}
@@ -372,7 +373,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                                           precision)
         peaks = lambda: {}  # noqa: E731
         if args.peak == "measure":
-            peak_steps, peaks = peak_contenders(machine["threads"], sorted({p for _, _, p in runs}))
+            peak_steps, peaks = peak_contenders(threads, sorted({p for _, _, p in runs}))
             contenders.update(peak_steps)
         cpu_seconds: dict[str, list[float]] = {}
         medians = {name: statistics.median(ts) for name, ts in
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         cpu = {name: statistics.median(ts) for name, ts in cpu_seconds.items()}
         peak = peaks() if args.peak == "measure" else {} if args.peak == "none" else read_peak(Path(args.peak),
                                                                                                precisions)
-        load = {"load_average_before": load_before, "load_average_after": bench_peak.load_average()}
+        load = {"load_average_before": load_before, "load_average_after": records.load_average()}
         flops = train_step_flops(bench_config(model, runs[0][0], args.batch_size, args.threads, runs[0][1],
                                               extra=args.override))  # the layer shapes: the same in every run
         for impl, fusion, precision in runs:
@@ -391,7 +392,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             fp32_s = medians.get(f"{impl}/{fusion}/fp32")
             used = utilisation(flops["total"], step_s, peak.get(precision))
             torch_used = utilisation(flops["total"], torch_s, peak.get(precision)) if torch_s else {}
-            records.append({
+            rows.append({
                 "model": model, "impl": impl, "fusion": fusion, "precision": precision, "img_per_s": round(ips, 2),
                 "torch_img_per_s": None if torch_s is None else round(args.batch_size / torch_s, 2),
                 "ratio_to_torch": None if torch_s is None else round(torch_s / step_s, 4),
@@ -401,14 +402,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                                                          / cpu[f"{impl}/{fusion}/{precision}"], 4),
                 "cpu_ratio_to_fp32": None if fp32_s is None or precision == "fp32" else round(
                     cpu[f"{impl}/{fusion}/fp32"] / cpu[f"{impl}/{fusion}/{precision}"], 4),
-                "batch_size": args.batch_size, "threads": args.threads,
+                "batch_size": args.batch_size, "threads": threads,
                 "gflop_per_step": round(flops["total"] / 1e9, 3),
                 "flops_by_part": {k: round(v / 1e9, 4) for k, v in flops.items() if k != "total"},
                 **used, "peak_gflops": peak.get(precision), "peak": peak or None,
                 "torch_achieved_gflops": torch_used.get("achieved_gflops"),
                 "torch_peak_share": torch_used.get("peak_share"),
-                "onednn": dnnl if impl == "onednn" else None, "overrides": args.override, **machine, **load})
-            r = records[-1]
+                "onednn": dnnl if impl == "onednn" else None, "overrides": args.override, **load})
+            r = rows[-1]
             share = "" if r["peak_share"] is None else f" {100 * r['peak_share']:5.1f}% of {r['peak_gflops']:.0f}"
             print(f"{model:8s} {impl:7s} {fusion:8s} {precision:4s} {ips:9.1f} img/s  step {step_s:7.3f} s  "
                   f"{r['gflop_per_step']:7.2f} GFLOP {r['achieved_gflops']:7.1f} GFLOP/s{share}"
@@ -419,8 +420,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   + ("" if torch_s is None else f", ratio {r['cpu_ratio_to_torch']:.3f}")
                   + ("" if r["cpu_ratio_to_fp32"] is None else f", vs fp32 {r['cpu_ratio_to_fp32']:.3f}") + ")",
                   flush=True)
-    write_json_atomic(args.json, records, indent=2)
-    return records
+    records.write(args.json, [records.record(rows, context=context, started=started, load_before=run_load,
+                                             wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu0)])
+    return rows
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     except ImportError:
         parser.error("needs PyTorch (the bench extra, e.g. /work/venv-bench); the suite reads the fixture without it")
     x, dy = data()
-    from bench_peak import cpu_info
+    from records import cpu_info
 
     fixture = {"torch": torch.__version__, "cpu": cpu_info(), "python": platform.python_version(),
                "x": bits(x), "dy": bits(dy), "prelu_shape": [2, 3, -1], "cases": cases(torch, x, dy)}

@@ -12,7 +12,7 @@ graphs), so they stay one row; --onednn splits the oneDNN part of them.
 --onednn then runs --steps more steps with oneDNN's verbose mode on (the library MindSpore and the onednn
 kernels share) and splits the oneDNN work per primitive: kind, implementation, direction and problem (for
 reorders their source and destination layouts), in ms per step and calls per step. The record names the CPU
-(scripts/bench/bench_peak.py's cpu_info) and the load average before and after.
+(scripts/bench/records.py's cpu_info) and the 1-minute load average before and after.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 os.environ.setdefault("GLOG_v", "3")
 
-import bench_peak  # noqa: E402
+import records  # noqa: E402
 from bench_train import FUSION_KINDS, IMPLS, MODELS, PRECISIONS, bench_config, mindspore_step  # noqa: E402
 
 TYPE_INFO = "cpu_op_type_info_0.csv"
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     cfg = bench_config(args.model, args.impl, args.batch_size, args.threads, args.fusion, args.override,
                        args.precision)
     setup_runtime(cfg.runtime)
-    load_before = bench_peak.load_average()
+    load_before = records.load_average()
     step = mindspore_step(cfg)
     for i in range(args.warmup):
         step(i)
@@ -154,8 +154,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(f"oneDNN: {sum(kinds.values()):.1f} ms/step of {record['onednn_wall_ms_per_step']:.1f} ms/step wall")
         for (kind, prop), ms in sorted(kinds.items(), key=lambda kv: -kv[1]):
             print(f"  {kind:14s} {prop:18s} {ms:9.2f} ms")
-    record.update(cpu=bench_peak.cpu_info(), load_average_before=load_before,
-                  load_average_after=bench_peak.load_average())
+    record.update(cpu=records.cpu_info(), load_average_before=load_before, load_average_after=records.load_average())
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=2) + "\n")
     return rows

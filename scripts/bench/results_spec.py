@@ -121,20 +121,21 @@ TABLES = [
      "machine": "AMD EPYC (family 25, model 17), 2 cores"},
     {"name": "train_xeon_avx512_idle", "section": "Training speed per CPU", "title": "An Intel Xeon with AVX-512 "
      "(the file does not record the model):",
-     "files": ["bench_train_g_once_idle.json"], "rows": "runs[][]", "by": ["model", "fusion"],
+     "files": ["bench_train_g_once_idle.json"], "rows": "runs[].rows[]", "by": ["model", "fusion"],
      "columns": STEP_COLUMNS, "command": BENCH_TRAIN.replace(" --fusions conv_act", " --fusions none,conv_act"),
      "machine": "Intel Xeon with AVX-512, 2 cores, idle"},
     {"name": "train_xeon_avx512", "section": "Training speed per CPU", "title": "An Intel Xeon with AVX-512 and no "
-     "bf16 instructions:", "files": ["bench_train_xeon_avx512.json"], "rows": "runs[][]", "by": ["model", "fusion"],
-     "where": {"precision": "fp32"}, "columns": STEP_COLUMNS, "command": BENCH_TRAIN,
+     "bf16 instructions:", "files": ["bench_train_xeon_avx512.json"], "rows": "runs[].rows[]",
+     "by": ["model", "fusion"], "where": {"precision": "fp32"}, "columns": STEP_COLUMNS, "command": BENCH_TRAIN,
      "machine": "Intel Xeon (family 6, model 207), AVX-512 VNNI, 2 cores, idle"},
     {"name": "train_epyc_zen3", "section": "Training speed per CPU", "title": "An AMD EPYC Zen 3 (AVX2, no AVX-512):",
-     "files": ["bench_train_zen3.json", "bench_train_zen3_after_bf16.json"], "rows": "runs[][]",
+     "files": ["bench_train_zen3.json", "bench_train_zen3_after_bf16.json"], "rows": "runs[].rows[]",
      "by": ["model", "fusion"], "where": {"precision": "fp32"}, "columns": STEP_COLUMNS, "command": BENCH_TRAIN,
      "caption": "Two days, 3 runs each.", "machine": "AMD EPYC (family 25, model 1), AVX2, 2 cores, idle"},
     {"name": "fusion_choice", "section": "Training speed per CPU", "title": "The convolutions and fusions, one run "
      "each on 1 and 2 threads, a quiet machine:", "files": [
-         ["bench_train_onednn_pool_1thread.json", "1"], ["bench_train_onednn_pool.json", "2"]], "rows": "[]",
+         ["bench_train_onednn_pool_1thread.json", "1"], ["bench_train_onednn_pool.json", "2"]],
+     "rows": "runs[].rows[]",
      "by": ["model", "impl", "fusion"],
      "columns": [{"header": "model", "field": "model", "names": MODEL}, {"header": "conv_impl", "field": "impl"},
                  {"header": "fusion", "field": "fusion"},
@@ -146,14 +147,14 @@ TABLES = [
      "threads (the better of a 2048^3 GEMM and a DCGAN-sized convolution), the denominator of a step's share:",
      "files": [[f"bench_peak{s}.json", label] for s, label in (
          ("_amx", "Xeon, AMX"), ("_xeon_avx512", "Xeon, AVX-512, no bf16"), ("_zen3", "EPYC Zen 3"),
-         ("_zen5", "EPYC Zen 5"))], "rows": "",
+         ("_zen5", "EPYC Zen 5"))], "rows": "runs[].rows[]",
      "columns": [{"header": "CPU", "field": "_file"}, {"header": "oneDNN ISA", "field": "onednn.isa"},
                  {"header": "fp32 GFLOP/s", "field": "peak_gflops.fp32", "digits": 0},
                  {"header": "bf16 GFLOP/s", "field": "peak_gflops.bf16", "digits": 0}],
      "caption": "Without bf16 instructions oneDNN emulates bf16 (AVX-512) or has no bf16 kernel (AVX2: -).",
      "command": "python scripts/bench/bench_peak.py --json F", "machine": "the CPU of each row, 2 cores, idle"},
     {"name": "utilisation_amx", "section": "Training speed per CPU", "title": "The step's share of that peak on the "
-     "Xeon with AMX (convolution FLOPs only):", "files": ["bench_train_amx_col2im.json"], "rows": "runs[][]",
+     "Xeon with AMX (convolution FLOPs only):", "files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]",
      "by": ["model", "precision"],
      "columns": [{"header": "model", "field": "model", "names": MODEL}, {"header": "precision", "field": "precision"},
                  {"header": "achieved GFLOP/s (median)", "field": "achieved_gflops", "how": "median", "digits": 0},
@@ -161,11 +162,11 @@ TABLES = [
                   "digits": 0}],
      "command": BF16, "machine": XEON_AMX},
     {"name": "bf16_xeon_amx", "section": "bf16 against fp32", "title": "An Intel Xeon with AMX, both precisions "
-     "channels last:", "files": ["bench_train_amx_col2im.json"], "rows": "runs[][]", "by": ["model"],
+     "channels last:", "files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]", "by": ["model"],
      "where": {"precision": "bf16"}, "columns": BF16_COLUMNS, "command": BF16, "machine": XEON_AMX},
     {"name": "bf16_epyc_zen5", "section": "bf16 against fp32", "title": "An AMD EPYC Zen 5 (AVX512-BF16, no AMX), "
      "NCHW, timed without lead-in steps (which inflates the ratio to fp32):",
-     "files": ["bench_train_zen5_bf16_blocked16.json"], "rows": "runs[][]", "by": ["model"],
+     "files": ["bench_train_zen5_bf16_blocked16.json"], "rows": "runs[].rows[]", "by": ["model"],
      "where": {"precision": "bf16"}, "columns": BF16_COLUMNS, "command": BF16 + " --no-lead-in",
      "machine": "AMD EPYC (family 26, model 2), AVX512-BF16, 2 cores, idle"},
     {"name": "bf16_quality", "section": "bf16 against fp32", "title": "The default MNIST run (1,000 steps) in "
@@ -184,11 +185,13 @@ TABLES = [
      "command": "python train.py train.steps=2000 seed=S precision=P", "machine": "Intel Xeon with AMX, 2 cores"},
     {"name": "layouts", "section": "bf16 against fp32", "title": "NCHW against channels last (`model.layout`), "
      "oneDNN capped at each lower instruction set on the Xeon with AMX, median img/s over 3 rounds:",
-     "files": ["bench_train_isa_layouts_ab.json"], "rows": "runs[].records[]", "by": ["isa_cap", "model", "precision"],
-     "columns": [{"header": "ONEDNN_MAX_CPU_ISA", "field": "isa_cap"},
+     "files": ["bench_train_isa_layouts_ab.json"], "rows": "runs[].rows[]",
+     "by": ["onednn.isa", "model", "precision"],
+     "columns": [{"header": "ONEDNN_MAX_CPU_ISA", "field": "onednn.isa",
+                  "names": {isa.lower(): isa for isa in ("AVX512_CORE_BF16", "AVX512_CORE", "AVX2")}},
                  {"header": "model", "field": "model", "names": MODEL}, {"header": "precision", "field": "precision"},
                  *[{"header": f"{name} img/s", "field": "img_per_s", "how": "median", "digits": 0,
-                    "where": {"build": f"model.layout={name.lower()}"}} for name in ("NCHW", "NHWC")]],
+                    "where": {"overrides.0": f"model.layout={name.lower()}"}} for name in ("NCHW", "NHWC")]],
      "command": "ONEDNN_MAX_CPU_ISA=I python scripts/bench/bench_train.py --json F --models dcgan32,dcgan64 "
                 "--impls onednn --fusions conv_act --precisions fp32,bf16 --peak none --override model.layout=L",
      "machine": XEON_AMX},
@@ -368,12 +371,12 @@ HEADLINE = [
                for k, f in (("fwd", "fwd_ratio_median"), ("bwd", "fwdbwd_ratio_median"))}},
     {"claim": "DCGAN-32 / DCGAN-64 step vs PyTorch 2.13, CPU, 2 threads",
      "measured": "**{a}x / {b}x**", "n": "3 runs",
-     "cells": {k: {"files": ["bench_train_g_once_idle.json"], "rows": "runs[][]",
+     "cells": {k: {"files": ["bench_train_g_once_idle.json"], "rows": "runs[].rows[]",
                    "where": {"model": m, "fusion": "conv_act"}, "field": "ratio_to_torch", "how": "range"}
                for k, m in (("a", "dcgan32"), ("b", "dcgan64"))}},
     {"claim": "bf16 vs fp32 step, DCGAN-32 / DCGAN-64, Xeon with AMX",
      "measured": "**{a}x / {b}x**", "n": "12 runs",
-     "cells": {k: {"files": ["bench_train_amx_col2im.json"], "rows": "runs[][]",
+     "cells": {k: {"files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]",
                    "where": {"model": m, "precision": "bf16"}, "field": "ratio_to_fp32", "how": "range"}
                for k, m in (("a", "dcgan32"), ("b", "dcgan64"))}},
     {"claim": "2D ring8, 15,000 steps", "measured": "{m} of 8 modes, **{hq}%** high quality", "n": "10 trials, ± SE",
@@ -396,10 +399,10 @@ HEADLINE = [
                for k, s in (("relu", "0"), ("leaky", "0.2"))}},
 ]
 
-# Tables of fresh bench_train.py runs (a list of records per file): `bench_train.py --render A.json [B.json ...]`.
+# Tables of fresh bench_train.py runs (records.py's shape): `bench_train.py --render A.json [B.json ...]`.
 RUN_TABLES = [
     {"name": "utilisation", "title": "Utilisation: the step's convolution GFLOP/s against the peak of its precision",
-     "rows": "[]", "by": ["_file", "model", "precision"],
+     "rows": "runs[].rows[]", "by": ["_file", "model", "precision"],
      "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
                  {"header": "precision", "field": "precision"}, {"header": "img/s", "field": "img_per_s", "digits": 1},
                  {"header": "GFLOP/s", "field": "achieved_gflops", "digits": 1},
@@ -407,10 +410,10 @@ RUN_TABLES = [
                  {"header": "share of peak %", "field": "peak_share", "scale": 100, "digits": 1},
                  {"header": "PyTorch img/s", "field": "torch_img_per_s", "digits": 1},
                  {"header": "PyTorch share %", "field": "torch_peak_share", "scale": 100, "digits": 1},
-                 {"header": "load before", "field": "load_average_before.0", "digits": 1},
-                 {"header": "load after", "field": "load_average_after.0", "digits": 1}]},
+                 {"header": "load before", "field": "load_average_before", "digits": 1},
+                 {"header": "load after", "field": "load_average_after", "digits": 1}]},
     {"name": "bf16", "title": "bf16 against this app's fp32 (wall and CPU time) and PyTorch's autocast bf16",
-     "rows": "[]", "where": {"precision": "bf16"}, "by": ["_file", "model"],
+     "rows": "runs[].rows[]", "where": {"precision": "bf16"}, "by": ["_file", "model"],
      "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
                  {"header": "img/s", "field": "img_per_s", "digits": 1},
                  {"header": "x fp32", "field": "ratio_to_fp32"}, {"header": "CPU x fp32", "field": "cpu_ratio_to_fp32"},

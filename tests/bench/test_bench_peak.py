@@ -1,8 +1,8 @@
-"""scripts/bench/bench_peak.py: the peak record (CPU, oneDNN, threads, load, GFLOP/s per problem and precision) from a
-real, short run, as a user runs it, and its argument checks."""
+"""scripts/bench/bench_peak.py: the peak record (scripts/bench/records.py's shape: the machine and load, one row of
+oneDNN, threads and GFLOP/s per problem and precision) from a real, short run, as a user runs it, its argument
+checks, and records.cpu_info, which names the CPU of every record."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +14,7 @@ from tests.helpers import needs_onednn, script_env
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_peak.py"
 import bench_peak  # noqa: E402
+import records  # noqa: E402
 
 
 @pytest.mark.parametrize("argv,message", [(["--rounds", "0"], "--rounds=0"), (["--threads", "0"], "--threads=0")])
@@ -30,19 +31,21 @@ def test_a_short_run_records_the_machine_and_the_peaks(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--json", str(out), "--threads", "1", "--rounds", "1",
                            "--reps", "1"], capture_output=True, text=True, timeout=600, env=script_env())
     assert done.returncode == 0, done.stderr[-3000:]
-    record = json.loads(out.read_text())
-    assert record["cpu"]["model"] and record["threads"] == 1 and record["copy_gbps"] > 0
-    assert len(record["load_average_before"]) == 3 and record["onednn"]["version"].startswith("3.")
-    problems = {(p["problem"], p["precision"]): p for p in record["problems"]}
+    [record] = records.read(out)
+    assert record["machine"]["model"] and len(record["load_avg_1min"]) == 2 and record["wall_s"] > 0
+    assert record["context"] == {"rounds": 1, "reps": 1} and "--json" in record["command"]
+    [row] = record["rows"]
+    assert row["threads"] == 1 and row["copy_gbps"] > 0 and row["onednn"]["version"].startswith("3.")
+    problems = {(p["problem"], p["precision"]): p for p in row["problems"]}
     assert set(problems) == {(k, p) for k in ("gemm", "conv") for p in ("fp32", "bf16")}
     assert problems[("gemm", "fp32")]["gflop"] == pytest.approx(2 * 2048 ** 3 / 1e9, rel=1e-3)
     assert all(problems[(k, "fp32")]["peak_gflops"] > 0 for k in ("gemm", "conv"))
-    assert record["peak_gflops"]["fp32"] == max(problems[(k, "fp32")]["peak_gflops"] for k in ("gemm", "conv"))
+    assert row["peak_gflops"]["fp32"] == max(problems[(k, "fp32")]["peak_gflops"] for k in ("gemm", "conv"))
     if onednn.cpu_isa().bf16:  # AVX-512: bf16 measured (emulated without AVX512_BF16/AMX); AVX2: none, the error named
-        assert record["peak_gflops"]["bf16"] > 0
+        assert row["peak_gflops"]["bf16"] > 0
     else:
-        assert record["peak_gflops"]["bf16"] is None and problems[("gemm", "bf16")]["impl"]
-    assert "avx512_bf16" in record["cpu"]["flags"] or not record["onednn"]["bf16_dot"]
+        assert row["peak_gflops"]["bf16"] is None and problems[("gemm", "bf16")]["impl"]
+    assert "avx512_bf16" in record["machine"]["flags"] or not row["onednn"]["bf16_dot"]
 
 
 ZEN3 = """processor\t: 0
@@ -62,7 +65,7 @@ flags\t\t: avx512f
 
 def test_cpu_info_names_vendor_family_and_flags_of_the_first_processor(tmp_path: Path) -> None:
     (tmp_path / "cpuinfo").write_text(ZEN3)
-    info = bench_peak.cpu_info(tmp_path / "cpuinfo")
+    info = records.cpu_info(tmp_path / "cpuinfo")
     assert {k: info[k] for k in ("model", "vendor", "family", "model_number", "flags")} == {
         "model": "AMD EPYC", "vendor": "AuthenticAMD", "family": "25", "model_number": "1", "flags": ["avx2", "fma"]}
-    assert bench_peak.cpu_info(tmp_path / "missing")["flags"] == []  # no /proc/cpuinfo: no flags claimed
+    assert records.cpu_info(tmp_path / "missing")["flags"] == []  # no /proc/cpuinfo: no flags claimed

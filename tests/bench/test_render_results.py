@@ -57,13 +57,13 @@ def test_the_check_names_a_table_whose_data_changed(tmp_path: Path) -> None:
     root = copy_tree(tmp_path)
     data = root / "docs" / "data" / "bench_train_g_once_idle.json"
     report = json.loads(data.read_text(encoding="utf-8"))
-    report["runs"][0][0]["img_per_s"] += 500.0  # DCGAN-32 without fusion: a table cell, not the headline's ratio
+    report["runs"][0]["rows"][0]["img_per_s"] += 500.0  # DCGAN-32 without fusion: a table cell, not a headline ratio
     data.write_text(json.dumps(report), encoding="utf-8")
     stale = rr.process(root, write=False)
     assert stale == ["train_xeon_avx512_idle (docs/results.md)"]
     done = run_script("scripts/bench/render_results.py", "--check", "--root", str(root), timeout=120)
     assert done.returncode == 1 and "train_xeon_avx512_idle (docs/results.md)" in done.stderr
-    report["runs"][0][1]["ratio_to_torch"] += 0.5  # the conv_act ratio the headline quotes too
+    report["runs"][0]["rows"][1]["ratio_to_torch"] += 0.5  # the conv_act ratio the headline quotes too
     data.write_text(json.dumps(report), encoding="utf-8")
     assert "headline (README.md)" in rr.process(root, write=False)
 
