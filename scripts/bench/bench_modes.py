@@ -12,6 +12,8 @@ the generator keeps configs/act/toy2d.yaml's ReLU (PacGAN's G). Seeds are --firs
 `--merge A.json B.json --json OUT` combines finished reports (e.g. seeds 0-4 and 5-9) into one table.
 Trials run seed by seed (every dataset and slope of seed 0, then of seed 1, ...) and --json is rewritten
 after each run with `"complete": false`, so a benchmark stopped early leaves a usable partial table.
+--json writes one record of the docs/data shape (scripts/bench/records.py): rows = the trials, context = the
+planned and finished run counts, `complete`, PacGAN's row, the summary per setting and its table.
 
 --batched trains the trials of each (dataset, slope) together as one batched model (batched_2d: the
 same nets, init, batches, optimiser and metrics as the separate runs, within float32 rounding) and
@@ -28,8 +30,10 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import records  # noqa: E402  (beside this file: the record shape of docs/data)
 from gan.config.schema import POINT_DATASETS  # noqa: E402
 
 # PacGAN Table 1, "GAN" row (10 trials): modes captured, % high-quality samples, reverse KL.
@@ -90,14 +94,14 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(var / n)
 
 
-def summarize(records: list[dict]) -> list[dict]:
+def summarize(trials: list[dict]) -> list[dict]:
     """One row per (dataset, slope): mean and standard error of each metric (hq_fraction in %)."""
     rows = []
     def key(r: dict) -> tuple:
         return r["dataset"], r["slope"], r.get("steps")
 
-    for k in dict.fromkeys(key(r) for r in records):
-        group = [r for r in records if key(r) == k]
+    for k in dict.fromkeys(key(r) for r in trials):
+        group = [r for r in trials if key(r) == k]
         row = {"dataset": k[0], "slope": k[1], "steps": k[2], "trials": len(group),
                "seconds_per_trial": sum(r["seconds"] for r in group) / len(group)}
         for name in METRICS:
@@ -138,14 +142,37 @@ def parse_steps_list(text: str) -> list[int]:
     return steps
 
 
-def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
+@dataclass
+class Report:
+    """This invocation's record in the making: its command (None: this process's), the settings every trial
+    shares (`planned_runs` and PacGAN's row, plus `batched` or the merged files), and when and under what load
+    it started, so every rewrite of --json keeps the same start and adds the time spent so far."""
+    command: list[str] | None
+    context: dict
+    started: str = field(default_factory=records.utc_now)
+    load_before: float = field(default_factory=records.load_average)
+    clock: float = field(default_factory=time.perf_counter)
+    cpu: float = field(default_factory=time.process_time)
+
+    def write(self, path: Path, trials: list[dict]) -> None:
+        """Write the trials so far as one record at `path` (atomically): rows = the trials, context = the
+        settings, `complete` once every planned run is in, the summary per setting and its table."""
+        rows = summarize(trials)
+        context = {**self.context, "complete": len(trials) == self.context["planned_runs"],
+                   "finished_runs": len(trials), "summary": rows, "table": markdown_table(rows)}
+        records.write(path, [records.record(trials, command=self.command, context=context, started=self.started,
+                                            load_before=self.load_before, wall_s=time.perf_counter() - self.clock,
+                                            cpu_s=time.process_time() - self.cpu)])
+
+
+def run_batched(args: argparse.Namespace, report: Report) -> list[dict]:
     """Every (dataset, slope) with all its trials as one batched model, evaluated at each of args.eval_at."""
     from batched_2d import BatchedTrainer
 
     from gan.config.schema import compose_config, to_config
     from gan.training.runtime import setup_runtime
 
-    records = []
+    trials = []
     for dataset in args.datasets:
         for slope in args.slopes:
             # train.steps = the last --eval-at: the length train.lr_decay's schedule decays over
@@ -162,15 +189,15 @@ def run_batched(args: argparse.Namespace, header: dict) -> list[dict]:
                 # with train.ema_beta the metrics are the EMA generator's (as train.py); G's own go under "g_*"
                 own = trainer.evaluate(ema=False) if conf.train.ema_beta is not None else None
                 for t, metrics in enumerate(trainer.evaluate()):
-                    records.append({"dataset": dataset, "slope": slope, "seed": seeds[t], "steps": steps,
+                    trials.append({"dataset": dataset, "slope": slope, "seed": seeds[t], "steps": steps,
                                     "skipped_steps": int(skipped[t]),
                                     "seconds": seconds / args.trials, "batch_seconds": seconds,
                                     "load_avg_1min": os.getloadavg()[0], **metrics, **prelu_weights(trainer, t),
                                     **({f"g_{k}": v for k, v in own[t].items()} if own else {})})
-                    print(json.dumps(records[-1]), flush=True)
+                    print(json.dumps(trials[-1]), flush=True)
                 if args.json:
-                    write_report(args.json, header, records)
-    return records
+                    report.write(args.json, trials)
+    return trials
 
 
 def prelu_weights(trainer, trial: int) -> dict:
@@ -183,27 +210,30 @@ def prelu_weights(trainer, trial: int) -> dict:
                          "max": float(arrays[n].max())} for n in layers]} if layers else {}
 
 
-def merge(paths: list[Path], out: Path | None) -> int:
-    """Combine the records of finished reports (the same settings, other seeds) into one report at `out`."""
-    records, argv = [], []
+def merge(paths: list[Path], out: Path | None, command: list[str] | None = None) -> int:
+    """Combine the trials of finished reports (the same settings, other seeds) into one report at `out`; its
+    context names the files and keeps each source record's command, commit, start and machine."""
+    trials, sources = [], []
     for path in paths:
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise SystemExit(f"--merge {path}: cannot read a bench_modes report ({err})")
-        if not data.get("complete"):
-            raise SystemExit(f"--merge {path}: the report is not complete ({data.get('finished_runs')} of "
-                             f"{data.get('runs')} runs); merge finished reports only")
-        records += data["records"]
-        argv.append(data["argv"])
-    keys = [(r["dataset"], r["slope"], r.get("steps"), r["seed"]) for r in records]
+            runs = records.read(path)
+        except records.RecordError as err:
+            raise SystemExit(f"--merge: cannot read a bench_modes report ({err})")
+        for run in runs:
+            context = run["context"]
+            if not context.get("complete"):
+                raise SystemExit(f"--merge {path}: the report is not complete ({context.get('finished_runs')} of "
+                                 f"{context.get('planned_runs')} runs); merge finished reports only")
+            trials += run["rows"]
+            sources.append({k: run[k] for k in ("command", "commit", "started", "machine")})
+    keys = [(r["dataset"], r["slope"], r.get("steps"), r["seed"]) for r in trials]
     if len(set(keys)) != len(keys):
         raise SystemExit(f"--merge {[str(p) for p in paths]}: the same dataset, slope, steps and seed appear twice")
-    header = {"argv": argv, "merged_from": [str(p) for p in paths], "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-              "pacgan_gan": PACGAN_GAN, "runs": len(records)}
+    report = Report(command, {"planned_runs": len(trials), "pacgan_gan": PACGAN_GAN,
+                              "merged_from": [str(p) for p in paths], "sources": sources})
     if out:
-        write_report(out, header, records)
-    print(markdown_table(summarize(records)))
+        report.write(out, trials)
+    print(markdown_table(summarize(trials)))
     return 0
 
 
@@ -228,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
                         help="only combine these finished --json reports into one (written to --json)")
     args = parser.parse_args(argv)
+    command = None if argv is None else [Path(sys.executable).name, "scripts/bench/bench_modes.py", *argv]
     if args.merge:
-        return merge(args.merge, args.json)
+        return merge(args.merge, args.json, command)
     if args.first_seed < 0:
         parser.error(f"--first-seed {args.first_seed}: give a seed >= 0")
     if args.eval_at and not args.batched:
@@ -237,10 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.batched and args.steps is not None:
         parser.error("with --batched give the length as --eval-at STEPS (or several, e.g. 2000,10000)")
     if args.batched:
-        header = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                  "batched": True, "pacgan_gan": PACGAN_GAN,
-                  "runs": len(args.datasets) * len(args.slopes) * args.trials * len(args.eval_at or [None])}
-        print(markdown_table(summarize(run_batched(args, header))))
+        report = Report(command, {"planned_runs": len(args.datasets) * len(args.slopes) * args.trials
+                                  * len(args.eval_at or [None]), "batched": True, "pacgan_gan": PACGAN_GAN})
+        print(markdown_table(summarize(run_batched(args, report))))
         return 0
 
     from gan.config.schema import compose_config  # heavy imports after argument errors
@@ -248,9 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = [(dataset, slope, trial) for trial in range(args.first_seed, args.first_seed + args.trials)
             for dataset in args.datasets for slope in args.slopes]
-    header = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-              "runs": len(runs), "pacgan_gan": PACGAN_GAN}
-    records = []
+    report = Report(command, {"planned_runs": len(runs), "pacgan_gan": PACGAN_GAN})
+    trials = []
     with tempfile.TemporaryDirectory(prefix="bench_modes_") as tmp:
         out_dir = args.out_dir or Path(tmp)
         for dataset, slope, trial in runs:
@@ -260,24 +289,14 @@ def main(argv: list[str] | None = None) -> int:
                 overrides.append(f"train.steps={args.steps}")
             start = time.perf_counter()
             summary = run(compose_config(overrides), out_dir / dataset / f"slope_{label(slope)}" / f"seed_{trial}")
-            records.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
-                            "seconds": time.perf_counter() - start, "load_avg_1min": os.getloadavg()[0],
-                            **summary.metrics})
-            print(json.dumps(records[-1]), flush=True)
+            trials.append({"dataset": dataset, "slope": slope, "seed": trial, "steps": summary.end_step,
+                           "seconds": time.perf_counter() - start, "load_avg_1min": os.getloadavg()[0],
+                           **summary.metrics})
+            print(json.dumps(trials[-1]), flush=True)
             if args.json:
-                write_report(args.json, header, records)
-    print(markdown_table(summarize(records)))
+                report.write(args.json, trials)
+    print(markdown_table(summarize(trials)))
     return 0
-
-
-def write_report(path: Path, header: dict, records: list[dict]) -> None:
-    """Write the records so far, their summary and table to `path` (atomically); complete once every run is in."""
-    from gan.core.atomic import write_text_atomic
-
-    rows = summarize(records)
-    report = {**header, "complete": len(records) == header["runs"], "finished_runs": len(records),
-              "records": records, "summary": rows, "table": markdown_table(rows)}
-    write_text_atomic(path, json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

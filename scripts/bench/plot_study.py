@@ -14,7 +14,6 @@ Needs matplotlib (`pip install -e '.[docs]'`).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+import records  # noqa: E402  (beside this file: the record shape of docs/data)
 from gan.analysis.channels import STAT_TITLES  # noqa: E402
 from gan.analysis.sweep import group_summary  # noqa: E402
 
@@ -51,11 +51,12 @@ def hq_series(records: list[dict]) -> dict[tuple[str, float | str], list[tuple[i
     return out
 
 
-def hq_figure(benchmarks: list[dict]):
-    """One panel per dataset: high-quality % against steps (log axis), PacGAN's GAN row as a dashed line."""
-    records = [r for b in benchmarks for r in b["records"]]
-    pacgan = {k: v for b in benchmarks for k, v in b.get("pacgan_gan", {}).items()}
-    series = hq_series(records)
+def hq_figure(runs: list[dict]):
+    """One panel per dataset: high-quality % against steps (log axis), PacGAN's GAN row as a dashed line; `runs` are
+    the records of bench_modes --json files (their rows the trials, PacGAN's row in their context)."""
+    trials = [r for run in runs for r in run["rows"]]
+    pacgan = {k: v for run in runs for k, v in run["context"].get("pacgan_gan", {}).items()}
+    series = hq_series(trials)
     datasets = sorted({d for d, _ in series})
     if not datasets:
         raise ValueError("no bench_modes records to plot: pass JSON files written by "
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.figure == "dead":
             fig = dead_figure(group_summary(args.sweep_dir), args.net)
         else:
-            fig = hq_figure([json.loads(p.read_text(encoding="utf-8")) for p in args.json])
+            fig = hq_figure([run for p in args.json for run in records.read(p)])
     except (FileNotFoundError, ValueError, KeyError) as err:
         parser.error(f"{type(err).__name__}: {err}")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -262,25 +262,25 @@ TABLES = [
                 "python scripts/compare_runs.py RUNS --json F",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "ring8_slopes", "section": "The 2D mode-collapse benchmark", "title": "ring8, 15,000 steps, per D "
-     "activation:", "files": RING8, "rows": "records[]", "where": {"steps": 15000}, "by": ["_file"],
+     "activation:", "files": RING8, "rows": "runs[].rows[]", "where": {"steps": 15000}, "by": ["_file"],
      "columns": [{"header": "D activation", "field": "_file"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE,
      "command": RING8_CMD,
      "machine": "one core of an Intel Xeon, shared"},
     {"name": "grid25_slopes", "section": "The 2D mode-collapse benchmark", "title": "grid25, 20,000 steps, per D "
-     "activation:", "files": GRID25, "rows": "records[]", "where": {"steps": 20000}, "by": ["_file"],
+     "activation:", "files": GRID25, "rows": "runs[].rows[]", "where": {"steps": 20000}, "by": ["_file"],
      "columns": [{"header": "D activation", "field": "_file"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE,
      "command": "python scripts/bench/bench_modes.py --batched --trials 10 --datasets grid25 --slopes S "
                 "--eval-at 10000,20000 --json F", "machine": "one core of an Intel Xeon, shared"},
     {"name": "ring8_length", "section": "The 2D mode-collapse benchmark", "title": "ring8 along the protocol (points "
      "inside the 15,000-step runs), D slope 0.2:", "files": ["bench_modes_batched_ring8_15k_10trials.json"],
-     "rows": "records[]", "by": ["steps"],
+     "rows": "runs[].rows[]", "by": ["steps"],
      "columns": [{"header": "steps", "field": "steps"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE, "command": RING8_CMD, "machine": "one core of an Intel Xeon, shared"},
     {"name": "grid25_length", "section": "The 2D mode-collapse benchmark", "title": "grid25 at 60,000 steps (the rate "
      "falling over the second half), D slope 0.2:", "files": ["bench_modes_batched_grid25_60k_lr_decay.json"],
-     "rows": "records[]", "by": ["steps"],
+     "rows": "runs[].rows[]", "by": ["steps"],
      "columns": [{"header": "steps", "field": "steps"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE, "command": "python scripts/bench/bench_modes.py --batched --trials 2 "
      "--datasets grid25 --slopes 0.2 --eval-at 10000,20000,30000,40000,50000,60000 --json F",
@@ -380,12 +380,12 @@ HEADLINE = [
                    "where": {"model": m, "precision": "bf16"}, "field": "ratio_to_fp32", "how": "range"}
                for k, m in (("a", "dcgan32"), ("b", "dcgan64"))}},
     {"claim": "2D ring8, 15,000 steps", "measured": "{m} of 8 modes, **{hq}%** high quality", "n": "10 trials, ± SE",
-     "cells": {k: {"files": ["bench_modes_batched_ring8_15k_10trials.json"], "rows": "records[]",
+     "cells": {k: {"files": ["bench_modes_batched_ring8_15k_10trials.json"], "rows": "runs[].rows[]",
                    "where": {"steps": 15000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "2D grid25, 20,000 steps", "measured": "{m} of 25 modes, {hq}% high quality", "n": "10 trials, ± SE",
-     "cells": {k: {"files": ["bench_modes_batched_grid25_20k_slope0.2_10trials.json"], "rows": "records[]",
-                   "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
+     "cells": {k: {"files": ["bench_modes_batched_grid25_20k_slope0.2_10trials.json"],
+                   "rows": "runs[].rows[]", "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "MNIST, the default run (1,000 steps)", "measured": "FID **{fid}** on 1,000 samples",
      "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"], "rows": "runs[].rows[]",

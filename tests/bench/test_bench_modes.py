@@ -11,6 +11,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 import bench_modes  # noqa: E402
+import records  # noqa: E402
+
+
+def one_record(path: Path) -> dict:
+    """The single record of a bench_modes --json report, checked against the docs/data record shape."""
+    runs = records.check(json.loads(path.read_text()), str(path))
+    assert len(runs) == 1
+    return runs[0]
 
 
 def test_mean_and_standard_error():
@@ -42,14 +50,17 @@ def test_table_has_one_row_per_training_length():
     assert "| ring8 | 0.2 | 10000 | 2 | 8.0 ± 0.0 | 60.0 ± 0.0 | 0.10 ± 0.00 |" in bench_modes.markdown_table(rows)
 
 
-def test_partial_report_is_marked_incomplete(tmp_path):
-    header = {"argv": [], "started": "now", "runs": 4, "pacgan_gan": bench_modes.PACGAN_GAN}
-    records = [{"dataset": "grid25", "slope": 0.0, "seed": 0, "seconds": 2.0, "modes": 20, "hq_fraction": 0.5,
-                "reverse_kl": 0.3}]
-    bench_modes.write_report(tmp_path / "partial.json", header, records)
-    data = json.loads((tmp_path / "partial.json").read_text())
-    assert (data["complete"], data["finished_runs"], data["runs"]) == (False, 1, 4)
-    assert "| grid25 | 0 |  | 1 | 20.0 | 50.0 | 0.30 |" in data["table"]
+def test_partial_report_is_one_record_marked_incomplete(tmp_path):
+    report = bench_modes.Report(["python", "bench_modes.py"], {"planned_runs": 4, "pacgan_gan": bench_modes.PACGAN_GAN})
+    trials = [{"dataset": "grid25", "slope": 0.0, "seed": 0, "seconds": 2.0, "modes": 20, "hq_fraction": 0.5,
+               "reverse_kl": 0.3}]
+    report.write(tmp_path / "partial.json", trials)
+    run = one_record(tmp_path / "partial.json")
+    context = run["context"]
+    assert (context["complete"], context["finished_runs"], context["planned_runs"]) == (False, 1, 4)
+    assert run["rows"] == trials and run["command"] == ["python", "bench_modes.py"] and run["wall_s"] >= 0
+    assert "| grid25 | 0 |  | 1 | 20.0 | 50.0 | 0.30 |" in context["table"]
+    assert context["summary"][0]["modes"] == 20
 
 
 def test_prelu_and_maxout_are_d_activation_rows():
@@ -64,20 +75,31 @@ def test_prelu_and_maxout_are_d_activation_rows():
 
 
 def report(path, seeds, complete=True):
-    records = [{"dataset": "ring8", "slope": 0.0, "seed": i, "steps": 100, "seconds": 1.0, "modes": 8,
-                "hq_fraction": 0.1 * i, "reverse_kl": 0.1} for i in seeds]
-    bench_modes.write_report(path, {"argv": [], "started": "now", "runs": len(seeds) + (not complete),
-                                    "pacgan_gan": bench_modes.PACGAN_GAN}, records)
+    trials = [{"dataset": "ring8", "slope": 0.0, "seed": i, "steps": 100, "seconds": 1.0, "modes": 8,
+               "hq_fraction": 0.1 * i, "reverse_kl": 0.1} for i in seeds]
+    bench_modes.Report(["python", f"seeds {seeds}"], {"planned_runs": len(seeds) + (not complete),
+                                                      "pacgan_gan": bench_modes.PACGAN_GAN}).write(path, trials)
     return path
 
 
 def test_merge_combines_reports_of_other_seeds(tmp_path, capsys):
     a, b = report(tmp_path / "a.json", [0, 1]), report(tmp_path / "b.json", [2, 3])
-    assert bench_modes.main(["--merge", str(a), str(b), "--json", str(tmp_path / "all.json")]) == 0
-    data = json.loads((tmp_path / "all.json").read_text())
-    assert (data["complete"], data["runs"], data["merged_from"]) == (True, 4, [str(a), str(b)])
-    assert data["summary"][0]["trials"] == 4 and data["summary"][0]["hq_fraction"] == pytest.approx(15.0)
+    argv = ["--merge", str(a), str(b), "--json", str(tmp_path / "all.json")]
+    assert bench_modes.main(argv) == 0
+    run = one_record(tmp_path / "all.json")
+    context = run["context"]
+    assert (context["complete"], context["planned_runs"], context["merged_from"]) == (True, 4, [str(a), str(b)])
+    assert [r["seed"] for r in run["rows"]] == [0, 1, 2, 3] and run["command"][-len(argv):] == argv
+    assert [s["command"] for s in context["sources"]] == [["python", "seeds [0, 1]"], ["python", "seeds [2, 3]"]]
+    assert context["summary"][0]["trials"] == 4 and context["summary"][0]["hq_fraction"] == pytest.approx(15.0)
     assert "| ring8 | 0 | 100 | 4 |" in capsys.readouterr().out
+
+
+def test_merge_refuses_a_file_in_another_shape_naming_it(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"complete": True, "records": []}))
+    with pytest.raises(SystemExit, match="old.json"):
+        bench_modes.main(["--merge", str(old), str(report(tmp_path / "a.json", [0]))])
 
 
 @pytest.mark.parametrize("second, message", [([1, 2], "appear twice"), (None, "not complete")])
@@ -109,10 +131,11 @@ def test_one_tiny_trial_writes_json(tmp_path, tiny_2d_args):
          "--datasets", "ring8", "--steps", "2", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(out.read_text())
-    assert (data["complete"], data["finished_runs"], data["runs"]) == (True, 1, 1)
-    assert [(r["dataset"], r["slope"], r["steps"]) for r in data["records"]] == [("ring8", 0.2, 2)]
-    assert set(data["records"][0]) >= {"modes", "hq_fraction", "reverse_kl", "seconds"}
+    run = one_record(out)
+    assert (run["context"]["complete"], run["context"]["finished_runs"], run["context"]["planned_runs"]) == (True, 1, 1)
+    assert [(r["dataset"], r["slope"], r["steps"]) for r in run["rows"]] == [("ring8", 0.2, 2)]
+    assert set(run["rows"][0]) >= {"modes", "hq_fraction", "reverse_kl", "seconds"}
+    assert run["command"][-2:] == ["--json", str(out)] and run["machine"]["cpus"] >= 1
     assert "PacGAN GAN (paper)" in result.stdout
 
 
@@ -132,17 +155,17 @@ def test_batched_trials_evaluated_at_each_length(tmp_path, tiny_2d_args):
          "train.ema_beta=0.9", "--override", "train.lr_decay=0.5", "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(out.read_text())
-    assert (data["complete"], data["finished_runs"], data["batched"]) == (True, 4, True)
-    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in data["records"]] == [(3, 2, 0), (4, 2, 0), (3, 4, 0),
-                                                                                 (4, 4, 0)]
-    assert "| ring8 | prelu | 4 | 2 |" in data["table"]
+    run = one_record(out)
+    context, rows = run["context"], run["rows"]
+    assert (context["complete"], context["finished_runs"], context["batched"]) == (True, 4, True)
+    assert [(r["seed"], r["steps"], r["skipped_steps"]) for r in rows] == [(3, 2, 0), (4, 2, 0), (3, 4, 0), (4, 4, 0)]
+    assert "| ring8 | prelu | 4 | 2 |" in context["table"]
     # a PReLU D's learned weights per layer (3 hidden layers), moved from their initial 0.25
-    layers = data["records"][-1]["d_prelu"]
+    layers = rows[-1]["d_prelu"]
     assert [w["layer"] for w in layers] == ["act0", "act1", "act2"]
     assert all(w["min"] <= w["mean"] <= w["max"] for w in layers) and layers[0]["mean"] != 0.25
     # with train.ema_beta the table is the EMA generator's, and G's own metrics are kept beside it
-    assert all({"g_modes", "g_hq_fraction", "g_reverse_kl"} <= set(r) for r in data["records"])
+    assert all({"g_modes", "g_hq_fraction", "g_reverse_kl"} <= set(r) for r in rows)
 
 
 @pytest.mark.slow

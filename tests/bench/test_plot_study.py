@@ -51,10 +51,11 @@ def test_a_prelu_row_is_listed_after_the_slopes():
 
 @pytest.mark.slow
 def test_both_figures_are_written_as_png(tmp_path):
+    import records
+
     bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps({"pacgan_gan": {"ring8": [6.3, 98.2, 0.45]},
-                                 "records": [record("ring8", s, t, 0.1 * t + s / 1e5) for s in (2000, 10000)
-                                             for t in range(3)]}))
+    records.write(bench, [records.record([record("ring8", s, t, 0.1 * t + s / 1e5) for s in (2000, 10000)
+                                          for t in range(3)], context={"pacgan_gan": {"ring8": [6.3, 98.2, 0.45]}})])
     sweep = tmp_path / "sweep"
     for number, (slope, seed) in enumerate([(0, 0), (0, 1), (0.2, 0)]):
         job = sweep / str(number)
@@ -73,8 +74,13 @@ def test_both_figures_are_written_as_png(tmp_path):
 
 @pytest.mark.slow
 def test_empty_inputs_fail_naming_the_problem(tmp_path):
-    (tmp_path / "empty.json").write_text(json.dumps({"records": []}))
+    import records
+
+    records.write(tmp_path / "empty.json", [records.record([])])
     done = run("hq", str(tmp_path / "empty.json"), "--out", str(tmp_path / "x.png"))
     assert done.returncode == 2 and "no bench_modes records" in done.stderr
+    (tmp_path / "old.json").write_text(json.dumps({"records": []}))
+    done = run("hq", str(tmp_path / "old.json"), "--out", str(tmp_path / "x.png"))
+    assert done.returncode == 2 and "old.json" in done.stderr and not (tmp_path / "x.png").exists()
     done = run("dead", str(tmp_path), "--out", str(tmp_path / "y.png"))
     assert done.returncode == 2 and "no Hydra job" in done.stderr and not (tmp_path / "y.png").exists()
