@@ -5,8 +5,9 @@ T trials as one batched model (batched_2d), measured side by side in one process
 
 Both sides do what their training loop does per step, host work included (each trial's batch and latents
 drawn with numpy, the jitted D+G step(s), the numbers read back); compile and a warm-up are excluded. The
-two sides alternate in --rounds blocks of --steps steps, so a change in machine load hits both; the JSON
-has wall and process-CPU milliseconds per trial-step of every block, and the load average.
+two sides alternate in --rounds blocks of --steps steps, so a change in machine load hits both; --json writes one
+record of the docs/data shape (scripts/bench/records.py): rows = the blocks (wall and process-CPU milliseconds per
+trial-step, the load average), context = the trials, the steps per block and each side's best block.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import records  # noqa: E402  (beside this file: the record shape of docs/data)
 from bench_modes import parse_datasets, positive_int  # noqa: E402
 
 
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra train.py override (repeatable), e.g. runtime.threads=1")
     parser.add_argument("--json", type=Path, help="write the measurements as JSON here")
     args = parser.parse_args(argv)
+    started, load_before = records.utc_now(), records.load_average()
+    clock, cpu_start = time.perf_counter(), time.process_time()
 
     from batched_2d import BatchedTrainer
 
@@ -77,12 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("wall", "cpu"):
         key = f"{kind}_ms_per_trial_step"
         summary[f"speedup_{kind}"] = summary["separate"][key] / summary["batched"][key]
-    report = {"argv": sys.argv[1:] if argv is None else argv, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-              "trials": args.trials, "steps_per_block": args.steps, "blocks": blocks, "best": summary}
     print(json.dumps(summary, indent=1))
     if args.json:
-        from gan.core.atomic import write_text_atomic
-        write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
+        command = None if argv is None else [Path(sys.executable).name, "scripts/bench/bench_toy2d_step.py", *argv]
+        records.write(args.json, [records.record(
+            blocks, command=command, context={"trials": args.trials, "steps_per_block": args.steps, "best": summary},
+            started=started, load_before=load_before, wall_s=time.perf_counter() - clock,
+            cpu_s=time.process_time() - cpu_start)])
     return 0
 
 

@@ -287,8 +287,8 @@ TABLES = [
      "machine": "one core of an Intel Xeon, shared"},
     {"name": "toy2d_step_cost", "section": "The 2D mode-collapse benchmark", "title": "Per trial-step cost of 10 "
      "separate `train.py` trials against one batched model, one core:",
-     "files": [["toy2d_step_cost_g_once.json", "G's forward once"]], "rows": "runs{}.blocks[]",
-     "where": {"_key": ["g_once_c0", "g_once_c1"]}, "by": ["side"],
+     "files": [["toy2d_step_cost_g_once.json", "G's forward once"]], "rows": "runs[].rows[]",
+     "where": {"label": ["g_once_c0", "g_once_c1"]}, "by": ["side"],
      "columns": [{"header": "side", "field": "side"},
                  {"header": "CPU ms per trial-step (range over blocks)", "field": "cpu_ms_per_trial_step",
                   "how": "range", "digits": 1}],

@@ -176,6 +176,8 @@ def test_step_cost_benchmark_times_both_sides(tmp_path, tiny_2d_args):
          "--rounds", "1", *tiny_2d_args, "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(out.read_text())
-    assert [b["side"] for b in data["blocks"]] == ["separate", "batched"]
-    assert data["best"]["batched"]["cpu_ms_per_trial_step"] > 0 and data["best"]["speedup_wall"] > 0
+    run = one_record(out)
+    assert [b["side"] for b in run["rows"]] == ["separate", "batched"]
+    best = run["context"]["best"]
+    assert best["batched"]["cpu_ms_per_trial_step"] > 0 and best["speedup_wall"] > 0
+    assert (run["context"]["trials"], run["context"]["steps_per_block"]) == (2, 2) and run["cpu_s"] > 0
