@@ -19,6 +19,10 @@ clusters of times), so the ratio of medians moves with the mix; the ratio
 of minima compares both at their best. `fwd_x_paired` / `fwdbwd_x_paired` (`pair x` in the table) are the
 median over the repeats of the ratio built-in / ours within one repeat: the two calls of a repeat run back to
 back under the same load, and a call that lands in a slow cluster moves only its own repeat's ratio.
+`fwd_ratio` / `fwdbwd_ratio` (`fwd x` / `fb x`) are the built-in's median over ours.
+
+The run is one record of scripts/bench/records.py: the machine and load, the settings (sizes, dtypes, kinds,
+repeats, copy workers) as its context, one row per (size, kind, dtype, implementation).
 
 `--kinds` picks the benchmarks (one row of KINDS each, comma- or space-separated; every record carries its
 `kind`):
@@ -47,9 +51,9 @@ os.environ.setdefault("GLOG_v", "3")
 
 import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-from gan.core.atomic import write_json_atomic  # noqa: E402
 from ops import FORMULATIONS, QuantizedLeakyReLU, elu, leaky_relu, prelu, rrelu  # noqa: E402
 
 SLOPE = 0.2
@@ -198,6 +202,8 @@ def bench_case(kind: str, n: int, dtype: str, repeats: int, pool: ThreadPoolExec
     low = {name: min(v) for name, v in samples.items()}
     return [{"kind": kind, "n": n, "dtype": dtype, "impl": impl, "fwd_ms": t[f"{impl}_fwd"],
              "fwdbwd_ms": t[f"{impl}_fwdbwd"], "fwd_gbps": gbps(host.nbytes, t[f"{impl}_fwd"]),
+             "fwd_ratio": t[f"{impl}_builtin_fwd"] / t[f"{impl}_fwd"],
+             "fwdbwd_ratio": t[f"{impl}_builtin_fwdbwd"] / t[f"{impl}_fwdbwd"],
              "builtin_fwd_ms": t[f"{impl}_builtin_fwd"], "builtin_fwdbwd_ms": t[f"{impl}_builtin_fwdbwd"],
              "copy_gbps": gbps(host.nbytes, min(t["copy"], t["copy_mt"])), "floor_ms": t["floor"],
              "fwd2_ms": t[f"{impl}_fwd2"], "builtin_fwd2_ms": t[f"{impl}_builtin_fwd2"],
@@ -231,15 +237,15 @@ def bench_qleaky_relu(n: int, dtypes: list[str], repeats: int, pool: ThreadPoolE
              "speedup": t["fp32"] / t["int8"]}]
 
 
-def qleaky_table(records: list[dict]) -> str:
+def qleaky_table(cases: list[dict]) -> str:
     """Aligned text table of the int8 op next to the fp32 op: ms, elements/s, GB/s, speed-up in elements/s."""
-    rows = [f"{'n':>10} {'int8 ms':>8} {'int8 Gel/s':>10} {'int8 GB/s':>9} {'fp32 ms':>8} {'fp32 Gel/s':>10} "
+    lines = [f"{'n':>10} {'int8 ms':>8} {'int8 Gel/s':>10} {'int8 GB/s':>9} {'fp32 ms':>8} {'fp32 Gel/s':>10} "
             f"{'fp32 GB/s':>9} {'int8 x':>7}"]
-    for r in records:
-        rows.append(f"{r['n']:>10} {r['fwd_ms']:>8.3f} {r['elems_per_s'] / 1e9:>10.2f} {r['fwd_gbps']:>9.1f} "
+    for r in cases:
+        lines.append(f"{r['n']:>10} {r['fwd_ms']:>8.3f} {r['elems_per_s'] / 1e9:>10.2f} {r['fwd_gbps']:>9.1f} "
                     f"{r['fp32_fwd_ms']:>8.3f} {r['fp32_elems_per_s'] / 1e9:>10.2f} {r['fp32_gbps']:>9.1f} "
                     f"{r['speedup']:>7.2f}")
-    return "\n".join(rows)
+    return "\n".join(lines)
 
 
 def in_graph_ratio(r: dict) -> float:
@@ -248,23 +254,23 @@ def in_graph_ratio(r: dict) -> float:
     return (r["builtin_fwd2_ms"] - r["builtin_fwd_ms"]) / ours if ours > 0 else float("nan")
 
 
-def table(records: list[dict]) -> str:
+def table(cases: list[dict]) -> str:
     """Aligned text table with the speed-up over nn.LeakyReLU and the share of copy bandwidth."""
     head = (f"{'kind':>10} {'n':>10} {'dtype':>8} {'impl':>7} {'fwd ms':>8} {'fwdbwd ms':>10} {'builtin fwd':>11} "
             f"{'builtin fb':>10} {'fwd x':>6} {'fb x':>6} {'GB/s':>6} {'copy':>6} {'%copy':>6} {'floor ms':>8} "
             f"{'in-graph x':>10} {'min x':>6} {'min fb x':>8} {'pair x':>6} {'pair fb x':>9}")
-    rows = [head]
-    for r in records:
-        rows.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} "
+    lines = [head]
+    for r in cases:
+        lines.append(f"{r['kind']:>10} {r['n']:>10} {r['dtype']:>8} {r['impl']:>7} "
                     f"{r['fwd_ms']:>8.3f} {r['fwdbwd_ms']:>10.3f} "
                     f"{r['builtin_fwd_ms']:>11.3f} {r['builtin_fwdbwd_ms']:>10.3f} "
-                    f"{r['builtin_fwd_ms'] / r['fwd_ms']:>6.2f} {r['builtin_fwdbwd_ms'] / r['fwdbwd_ms']:>6.2f} "
+                    f"{r['fwd_ratio']:>6.2f} {r['fwdbwd_ratio']:>6.2f} "
                     f"{r['fwd_gbps']:>6.1f} {r['copy_gbps']:>6.1f} {100 * r['fwd_gbps'] / r['copy_gbps']:>5.0f}% "
                     f"{r['floor_ms']:>8.3f} {in_graph_ratio(r):>10.2f} "
                     f"{r['builtin_fwd_min_ms'] / r['fwd_min_ms']:>6.2f} "
                     f"{r['builtin_fwdbwd_min_ms'] / r['fwdbwd_min_ms']:>8.2f} {r['fwd_x_paired']:>6.2f} "
                     f"{r['fwdbwd_x_paired']:>9.2f}")
-    return "\n".join(rows)
+    return "\n".join(lines)
 
 
 class Kind(NamedTuple):
@@ -296,7 +302,7 @@ def positive_size(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark, print the table, write the JSON records."""
+    """Run the benchmark, print the table, write its record (one row per case)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes up to 16M and 3 repeats (under a minute)")
     parser.add_argument("--sizes", type=positive_size, nargs="+", help="element counts (default: by --quick)")
@@ -304,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="+", type=kinds_list, default=[["leaky_relu"]],
                         help=f"benchmarks to run, comma- or space-separated, of {','.join(KINDS)} (default leaky_relu)")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default 3 quick, 10 full)")
-    parser.add_argument("--json", type=Path, required=True, help="output file: one record per case")
+    parser.add_argument("--json", type=Path, required=True, help="output file: the run's record, a row per case")
     args = parser.parse_args(argv)
     args.kinds = [kind for group in args.kinds for kind in group]
     repeats = args.repeats or (3 if args.quick else 10)
@@ -313,16 +319,20 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
     workers = len(os.sched_getaffinity(0))
-    records = []
+    load_before, started = records.load_average(), records.utc_now()
+    start, cpu0 = time.perf_counter(), time.process_time()
+    rows: list[dict] = []
     with ThreadPoolExecutor(workers) as pool:
         for n in sizes:
             for kind in args.kinds:
                 new = KINDS[kind].bench(n, args.dtypes, repeats, pool, workers)
-                records += new
+                rows += new
                 print(KINDS[kind].table(new).split("\n", 1)[1], flush=True, file=sys.stderr)
     for kind in args.kinds:
-        print(KINDS[kind].table([r for r in records if r["kind"] == kind]))
-    write_json_atomic(args.json, records)
+        print(KINDS[kind].table([r for r in rows if r["kind"] == kind]))
+    context = {"sizes": sizes, "dtypes": args.dtypes, "kinds": args.kinds, "repeats": repeats, "copy_workers": workers}
+    records.write(args.json, [records.record(rows, context=context, started=started, load_before=load_before,
+                                             wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu0)])
     return 0
 
 

@@ -93,12 +93,13 @@ SECTIONS = [
 
 TABLES = [
     {"name": "op_family", "section": "Operator speed", "title": "Forward and forward+backward against the built-in, "
-     "16M float32 elements, 2 threads:", "files": ["bench_op_family.json"], "rows": "medians[]",
+     "16M float32 elements, 2 threads:", "files": ["bench_op_family.json"], "rows": "runs[].rows[]",
+     "by": ["kind", "impl"],
      "columns": [{"header": "kind", "field": "kind"}, {"header": "impl", "field": "impl"},
-                 {"header": "fwd ms", "field": "fwd_ms_median", "digits": 1},
-                 {"header": "built-in fwd ms", "field": "builtin_fwd_ms_median", "digits": 1},
-                 {"header": "fwd x", "field": "fwd_ratio_median"},
-                 {"header": "fwd+bwd x", "field": "fwdbwd_ratio_median"}],
+                 {"header": "fwd ms", "field": "fwd_ms", "how": "median", "digits": 1},
+                 {"header": "built-in fwd ms", "field": "builtin_fwd_ms", "how": "median", "digits": 1},
+                 {"header": "fwd x", "field": "fwd_ratio", "how": "median"},
+                 {"header": "fwd+bwd x", "field": "fwdbwd_ratio", "how": "median"}],
      "caption": "Medians over 3 runs, each timing both sides round-robin in one process.",
      "command": "python scripts/bench/bench_op.py --kinds leaky_relu,prelu,rrelu,elu --sizes 16777216 --json F",
      "machine": "Intel Xeon with AVX-512, 2 cores, shared (quiet windows)"},
@@ -366,9 +367,9 @@ HEADLINE = [
                for k in ("app", "torch")}},
     {"claim": "LeakyReLU op vs `nn.LeakyReLU`, 16M float32",
      "measured": "forward **{fwd}x**, forward+backward **{bwd}x** as fast", "n": "median of 3 runs",
-     "cells": {k: {"files": ["bench_op_family.json"], "rows": "medians[]",
-                   "where": {"kind": "leaky_relu", "impl": "select"}, "field": f}
-               for k, f in (("fwd", "fwd_ratio_median"), ("bwd", "fwdbwd_ratio_median"))}},
+     "cells": {k: {"files": ["bench_op_family.json"], "rows": "runs[].rows[]",
+                   "where": {"kind": "leaky_relu", "impl": "select"}, "field": f, "how": "median"}
+               for k, f in (("fwd", "fwd_ratio"), ("bwd", "fwdbwd_ratio"))}},
     {"claim": "DCGAN-32 / DCGAN-64 step vs PyTorch 2.13, CPU, 2 threads",
      "measured": "**{a}x / {b}x**", "n": "3 runs",
      "cells": {k: {"files": ["bench_train_g_once_idle.json"], "rows": "runs[].rows[]",

@@ -1,6 +1,6 @@
-"""scripts/bench/bench_op.py --quick writes one well-formed record per (size, dtype, formulation)."""
+"""scripts/bench/bench_op.py --quick writes one record (scripts/bench/records.py's shape) with one well-formed row per
+(size, dtype, formulation)."""
 
-import json
 import math
 import os
 import subprocess
@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import records
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench" / "bench_op.py"
 KEYS = {"kind", "n", "dtype", "impl", "fwd_ms", "fwdbwd_ms", "fwd_gbps", "builtin_fwd_ms", "builtin_fwdbwd_ms",
         "copy_gbps", "floor_ms", "fwd2_ms", "builtin_fwd2_ms", "fwd_min_ms", "fwdbwd_min_ms", "builtin_fwd_min_ms",
-        "builtin_fwdbwd_min_ms", "fwd_x_paired", "fwdbwd_x_paired"}
+        "builtin_fwdbwd_min_ms", "fwd_x_paired", "fwdbwd_x_paired", "fwd_ratio", "fwdbwd_ratio"}
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess:
@@ -30,10 +31,14 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = run_bench("--quick", "--sizes", "65536", "--json", str(out))
     assert result.returncode == 0, result.stderr
-    records = json.loads(out.read_text())
-    assert sorted((r["dtype"], r["impl"]) for r in records) == sorted(
+    [run] = records.read(out)
+    assert run["context"] == {"sizes": [65536], "dtypes": ["float32", "float16"], "kinds": ["leaky_relu"],
+                              "repeats": 3, "copy_workers": run["context"]["copy_workers"]}
+    assert run["machine"]["model"] and run["wall_s"] > 0 and "--quick" in run["command"]
+    rows = run["rows"]
+    assert sorted((r["dtype"], r["impl"]) for r in rows) == sorted(
         (d, f) for d in ("float32", "float16") for f in FORMULATIONS)
-    for r in records:
+    for r in rows:
         assert set(r) == KEYS and r["n"] == 65536
         assert r["kind"] == "leaky_relu"
         times = [r[k] for k in KEYS - {"kind", "n", "dtype", "impl"}]
@@ -41,6 +46,7 @@ def test_quick_json_schema_on_the_smallest_size(tmp_path: Path) -> None:
         nbytes = 65536 * (4 if r["dtype"] == "float32" else 2)
         assert math.isclose(r["fwd_gbps"], 2 * nbytes / (r["fwd_ms"] * 1e-3) / 1e9)
         assert all(r[f"{k}_min_ms"] <= r[f"{k}_ms"] for k in ("fwd", "fwdbwd", "builtin_fwd", "builtin_fwdbwd"))
+        assert math.isclose(r["fwd_ratio"], r["builtin_fwd_ms"] / r["fwd_ms"])
     assert ("fwd x" in result.stdout and "%copy" in result.stdout and "in-graph x" in result.stdout
             and "min x" in result.stdout)
     assert "pair x" in result.stdout
@@ -61,10 +67,10 @@ def test_every_kind_is_measured_beside_its_builtin(tmp_path: Path) -> None:
     result = run_bench("--kinds", "prelu,rrelu,elu", "--sizes", "4096", "--dtypes", "float32", "--repeats", "1",
                        "--json", str(out))
     assert result.returncode == 0, result.stderr
-    records = json.loads(out.read_text())
-    assert [(r["kind"], r["impl"]) for r in records] == [("prelu", "kernel"), ("rrelu", "eval"), ("rrelu", "train"),
-                                                         ("elu", "kernel")]
-    assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in records)
+    rows = records.read(out)[0]["rows"]
+    assert [(r["kind"], r["impl"]) for r in rows] == [("prelu", "kernel"), ("rrelu", "eval"), ("rrelu", "train"),
+                                                      ("elu", "kernel")]
+    assert all(set(r) == KEYS and r["builtin_fwd_ms"] > 0 for r in rows)
 
 
 @pytest.mark.slow
@@ -72,7 +78,7 @@ def test_qleaky_relu_kind_compares_int8_with_fp32(tmp_path: Path) -> None:
     out = tmp_path / "q.json"
     result = run_bench("--kinds", "qleaky_relu", "--sizes", "65536", "--repeats", "2", "--json", str(out))
     assert result.returncode == 0, result.stderr
-    [r] = json.loads(out.read_text())
+    [r] = records.read(out)[0]["rows"]
     assert r["kind"] == "qleaky_relu" and r["dtype"] == "int8" and r["n"] == 65536
     assert math.isclose(r["elems_per_s"], 65536 / (r["fwd_ms"] * 1e-3))
     assert math.isclose(r["fwd_gbps"], 2 * 65536 / (r["fwd_ms"] * 1e-3) / 1e9)  # 1 byte read + 1 written
