@@ -10,13 +10,13 @@ batch size, so both see the same machine load. Reported per thread count and bat
 over rounds, min and max), the ratio per round, and seconds per 1,000 images; "pipeline" adds our preprocessing
 (uint8 -> input) to our side, what an evaluation pays. Then the metrics' own cost on random 2048-d features of the
 in-training sizes (--reference real, --samples generated): the statistics, FID by gan.metrics.fid (eigendecomposition)
-and by scipy.linalg.sqrtm, KID (100 subsets), precision/recall. The JSON records the load average before and after,
-the CPU model and the threads.
+and by scipy.linalg.sqrtm, KID (100 subsets), precision/recall. The JSON is one record of scripts/bench/records.py:
+the machine and the load average before and after, a row per (threads, batch), and as context the versions, the
+extractor, the settings and the metrics' costs.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -26,19 +26,9 @@ from pathlib import Path
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def machine() -> dict:
-    """CPU model, core count and the load averages now (for benchmark JSONs)."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu_model": model, "cpu_count": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def timed(fn, *args) -> float:
@@ -51,20 +41,20 @@ def summary(rates: list[float]) -> dict:
     return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "runs": rates}
 
 
-def markdown(report: dict) -> str:
-    """The measurements of a bench_fid JSON as the markdown table of docs/metrics.md."""
+def markdown(run: dict) -> str:
+    """The measurements of a bench_fid record as the markdown table of docs/metrics.md."""
     lines = ["| threads | batch | torch img/s | ours img/s (pipeline) | ours / torch (min-max) | s per 1,000: torch | "
              "ours (pipeline) |", "|---|---|---|---|---|---|---|"]
-    for r in report["results"]:
+    for r in run["rows"]:
         lines.append(f"| {r['threads']} | {r['batch']} | {r['torch_img_s']['median']:.2f} | "
                      f"{r['ours_img_s']['median']:.2f} ({r['ours_pipeline_img_s']['median']:.2f}) | "
                      f"{r['ratio']['median']:.2f}x ({r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}) | "
                      f"{r['torch_s_per_1000']:.0f} | {r['ours_s_per_1000']:.0f} "
                      f"({r['ours_pipeline_s_per_1000']:.0f}) |")
-    lines += ["", f"{report['cpu_model']}, {report['cpu_count']} CPUs, load average {report['load_average'][0]} "
-              f"before and {report['load_average_after'][0]} after (1 min); medians of {len(r['ratio']['runs'])} "
-              f"rounds."]
-    m = report.get("metrics")
+    machine, (before, after) = run["machine"] or {}, run["load_avg_1min"] or (None, None)
+    lines += ["", f"{machine.get('model')}, {machine.get('cpus')} CPUs, load average {before} before and {after} "
+              f"after (1 min); medians of {len(r['ratio']['runs'])} rounds."]
+    m = run["context"].get("metrics")
     if m:
         lines[-1] += (f" Metrics on {m['samples']} generated and {m['reference']} reference features: statistics "
                       f"{m['statistics_s']:.1f} s, FID {m['fid_s']:.1f} s (scipy's sqrtm: {m['fid_sqrtm_s']:.1f} s), "
@@ -74,7 +64,8 @@ def markdown(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--markdown", metavar="JSON", help="print the table of a JSON written before and exit")
+    parser.add_argument("--markdown", metavar="JSON", help="print the table of a JSON written before (its last "
+                        "record) and exit")
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 32], help="batch sizes (default 16 32)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per batch size (default 3)")
     parser.add_argument("--threads", type=int, nargs="+", default=[os.cpu_count()],
@@ -84,18 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=str(ROOT / "docs" / "data" / "bench_fid.json"))
     args = parser.parse_args(argv)
     if args.markdown:
-        print(markdown(json.loads(Path(args.markdown).read_text())), end="")
+        print(markdown(records.read(Path(args.markdown))[-1]), end="")
         return 0
 
     import mindspore as ms
     import torch
 
-    from gan.core.atomic import write_json_atomic
     from gan.metrics.inception import FeatureExtractor, archive_path
     from gan.metrics.resize import inception_input
 
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
-    before = machine()
+    load_before, started = records.load_average(), records.utc_now()
+    start, cpu0 = time.perf_counter(), time.process_time()
     model = torch.jit.load(str(archive_path()), map_location="cpu").eval()
     images = np.random.default_rng(0).integers(0, 256, (max(args.batches), 32, 32, 1), dtype=np.uint8)
     results = []
@@ -134,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
               f"[{row['ratio']['min']:.2f}, {row['ratio']['max']:.2f}]", flush=True)
     metrics = metric_costs(args.reference, args.samples)
     print("metrics: " + ", ".join(f"{k} {v:.1f} s" for k, v in metrics.items() if k.endswith("_s")), flush=True)
-    write_json_atomic(args.json, {"command": "python scripts/bench/bench_fid.py " + " ".join(argv or sys.argv[1:]),
-                                  **before, "load_average_after": machine()["load_average"],
-                                  "torch": torch.__version__, "mindspore": ms.__version__,
-                                  "input": "random uint8 32x32 gray images, stylegan convention -> (B, 299, 299, 3)",
-                                  **ours.describe(), "results": results, "metrics": metrics})
+    context = {"torch": torch.__version__, "mindspore": ms.__version__,
+               "input": "random uint8 32x32 gray images, stylegan convention -> (B, 299, 299, 3)", **ours.describe(),
+               "rounds": args.rounds, "metrics": metrics}
+    records.write(Path(args.json), [records.record(results, context=context, started=started, load_before=load_before,
+                                                   wall_s=time.perf_counter() - start,
+                                                   cpu_s=time.process_time() - cpu0)])
     return 0
 
 

