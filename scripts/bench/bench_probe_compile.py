@@ -7,14 +7,12 @@ Models: the own-loop example (model-zoo DCGAN 16x16, 4 probed activations, batch
 pair of scripts/examples/unet.py (16x16, 19 probed activations, batch 4, the condition as scripts/examples/pix2pix.py
 makes it). Each round builds fresh networks and
 twins and times, per twin, its first call (compile + step) and its second call (the step alone); compile = first -
-second. `--jit-level` compiles both twins at that ms.jit level (default: MindSpore's).
+second. `--jit-level` compiles both twins at that ms.jit level (default: MindSpore's). The JSON is one record of
+scripts/bench/records.py: a row per (model, round), the jit level, rounds and MindSpore version as context.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import tempfile
 import time
@@ -23,9 +21,9 @@ from typing import Callable
 
 import mindspore as ms
 import numpy as np
+import records
 from mindspore import nn, ops
 
-from gan.core.atomic import write_text_atomic
 from gan.diagnostics.api import Diagnostics
 from ops import swap_activations
 from scripts.examples import own_loop, pix2pix
@@ -112,20 +110,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds={args.rounds} is not allowed: use 1 or more")
-    load = os.getloadavg()[0]
-    rounds = {name: [one_round(case, args.jit_level) for _ in range(args.rounds)] for name, case in CASES.items()}
-    result = {"benchmark": "probe_compile", "jit_level": args.jit_level or "default", "rounds": rounds,
-              "median_probed_compile_s": {k: statistics.median(r["probed_compile_s"] for r in v)
-                                          for k, v in rounds.items()},
-              "median_plain_compile_s": {k: statistics.median(r["plain_compile_s"] for r in v)
-                                         for k, v in rounds.items()},
-              "load_average_before": load, "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
-              "mindspore": ms.__version__}
-    write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
+    load, started, start, cpu0 = records.load_average(), records.utc_now(), time.perf_counter(), time.process_time()
+    rows = [{"model": name, "round": i, **one_round(case, args.jit_level)}
+            for name, case in CASES.items() for i in range(1, args.rounds + 1)]
+    result = records.record(rows, context={"jit_level": args.jit_level or "default", "rounds": args.rounds,
+                                           "mindspore": ms.__version__},
+                            started=started, load_before=load, wall_s=time.perf_counter() - start,
+                            cpu_s=time.process_time() - cpu0)
+    records.write(args.json, [result])
     for name in CASES:
-        print(f"{name}: probed twin compile {result['median_probed_compile_s'][name]:.1f} s, plain twin "
-              f"{result['median_plain_compile_s'][name]:.1f} s (median of {args.rounds}; load {load:.1f} on "
-              f"{os.cpu_count()} CPUs)")
+        median = {k: statistics.median(r[f"{k}_compile_s"] for r in rows if r["model"] == name)
+                  for k in ("probed", "plain")}
+        print(f"{name}: probed twin compile {median['probed']:.1f} s, plain twin {median['plain']:.1f} s (median of "
+              f"{args.rounds}; load {load:.1f} on {result['machine']['cpus']} CPUs)")
     return result
 
 

@@ -8,25 +8,23 @@ writing diagnostics.jsonl / TensorBoard), round-robin in one process so the mach
 
 Each step's time includes reading its losses back (asnumpy), as a loop that logs them does. Every ordinary and
 check step is timed right after a step without diagnostics (pairs; the shared machine's load changes over seconds).
-Reported: median step times, the median ratio of each pair, and the amortised overhead for a check every 20 and
-every 100 steps from those ratios.
+Reported (one record of scripts/bench/records.py): a row per setting with its median step time, the median ratio
+of its pairs, their quartiles and the overhead in percent; as context the settings and the amortised overhead for a
+check every 20 and every 100 steps from those ratios.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import mindspore as ms
 import numpy as np
+import records
 
-from gan.core.atomic import write_text_atomic
 from gan.diagnostics.api import Diagnostics
 from scripts.examples.own_loop import build, discs, latents, make_steps
 
@@ -40,6 +38,11 @@ def timed(run_step, i: int) -> float:
     return time.perf_counter() - start
 
 
+def quartiles(values: list[float]) -> list[float]:
+    """The three quartiles of the pairs' ratios (one ratio: itself three times)."""
+    return statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", required=True, type=Path, help="write the result here")
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("rounds", "steps", "checks", "warmup"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}={getattr(args, name)} is not allowed: use 1 or more")
+    started, start, cpu0 = records.utc_now(), time.perf_counter(), time.process_time()
     rng = np.random.default_rng(0)
     batches = [(discs(rng), latents(rng)) for _ in range(8)]
     plain_d, plain_g = (ms.jit(fn) for fn in make_steps(*build(0)))
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
         for fn in settings.values():  # compiles every twin
             for i in range(args.warmup):
                 timed(fn, i)
-        load_before = os.getloadavg()
+        load_before = records.load_average()
         # Paired samples: each ordinary (and check) step right after a step without diagnostics, so that the load
         # of the shared machine, which changes over seconds, hits both alike; ratios are medians of the pairs.
         samples: dict[str, list[float]] = {"without": [], "ordinary": [], "check": []}
@@ -91,34 +95,27 @@ def main(argv: list[str] | None = None) -> dict:
                     samples["without"].append(base)
                     samples[name].append(t)
                     pairs[name].append(t / base)
-        load_after = os.getloadavg()
         diag.close()
     step = {name: statistics.median(values) for name, values in samples.items()}
     ratio = {name: statistics.median(values) for name, values in pairs.items()}
     amortised = {str(n): 100 * (((n - 1) * ratio["ordinary"] + ratio["check"]) / n - 1) for n in INTERVALS}
-    result = {
+    rows = [{"step": name, "samples": len(samples[name]), "step_s_median": step[name],
+             "ratio_to_without": ratio.get(name), "overhead_pct": 100 * (ratio[name] - 1) if name in ratio else None,
+             "ratio_to_without_quartiles": quartiles(pairs[name]) if name in pairs else None} for name in samples]
+    context = {
         "what": "per-step seconds of scripts/examples/own_loop.py's loop (model-zoo DCGAN 16x16, batch 16, PyNative "
                 "+ ms.jit, one D and one G update per step): without diagnostics, with gan.diagnostics.api on ordinary "
                 "steps and on check steps (probed twin + record); each ordinary / check step timed right after a "
                 "step without diagnostics, in one process; ratios are medians over those pairs",
-        "command": "PYTHONPATH=. python scripts/bench/bench_probe_overhead.py " + " ".join(argv or sys.argv[1:]),
-        "rounds": args.rounds, "steps_per_round": args.steps, "checks_per_round": args.checks,
-        "samples": {name: len(values) for name, values in samples.items()},
-        "step_s_median": step,
-        "ratio_to_without": ratio,
-        "ratio_to_without_quartiles": {name: statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
-                                       for name, values in pairs.items()},
-        "ordinary_overhead_pct": 100 * (ratio["ordinary"] - 1),
-        "check_overhead_pct": 100 * (ratio["check"] - 1),
-        "amortised_overhead_pct": amortised,
-        "load_average_before": list(load_before), "load_average_after": list(load_after),
-        "cpu_count": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-        "mindspore": ms.__version__, "python": platform.python_version(),
+        "rounds": args.rounds, "steps_per_round": args.steps, "checks_per_round": args.checks, "warmup": args.warmup,
+        "amortised_overhead_pct": amortised, "mindspore": ms.__version__, "python": platform.python_version(),
     }
-    write_text_atomic(args.json, json.dumps(result, indent=2) + "\n")
+    result = records.record(rows, context=context, started=started, load_before=load_before,
+                            wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu0)
+    records.write(args.json, [result])
     print(f"step (median): without {step['without'] * 1e3:.2f} ms, ordinary {step['ordinary'] * 1e3:.2f} ms, check "
           f"{step['check'] * 1e3:.2f} ms; paired ratios: ordinary {ratio['ordinary']:.3f}, check {ratio['check']:.3f}; "
-          f"a check every 100 steps: {amortised['100']:+.2f}%; load {load_before[0]:.1f}")
+          f"a check every 100 steps: {amortised['100']:+.2f}%; load {load_before:.1f}")
     return result
 
 
