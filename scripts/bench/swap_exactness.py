@@ -4,7 +4,9 @@ float16, PyNative and graph mode (ms.jit), split by input class (normal numbers,
 
 float32 inputs: normal(0, 100) values, log-uniform magnitudes over the whole float32 range, every float16 value,
 random subnormals and the specials; float16 inputs: all 65536 bit patterns. RReLU is random: its slopes are
-compared as distributions (training and eval) instead.
+compared as distributions (training and eval) instead. --json writes one record of the docs/data shape
+(scripts/bench/records.py): rows = one per layer, dtype, mode, output and input class, then RReLU's slope rows
+(layer nn.RReLU); context = the MindSpore version and --quick.
 
     python scripts/bench/swap_exactness.py --json docs/data/swap_exactness.json
     python scripts/bench/swap_exactness.py --render docs/data/swap_exactness.json   # the table of docs/operator.md
@@ -13,9 +15,7 @@ compared as distributions (training and eval) instead.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -24,9 +24,11 @@ import numpy as np
 from mindspore import Tensor, nn
 
 import ops
+import records  # noqa: E402  (beside this file: the record shape of docs/data)
 
 CLASSES = ("normal", "small", "subnormal", "zero", "inf", "nan")
 PRELU_WEIGHTS = np.float32([0.25, 0.01, -0.3, 1.5])  # learned weights leave [0, 1]; ops.PReLU takes any
+RRELU = "nn.RReLU"  # the layer of the slope rows (compared as distributions, not value by value)
 
 
 def _slopes(negative: np.ndarray | float) -> Callable:
@@ -176,26 +178,16 @@ def rrelu_slopes(quick: bool) -> list[dict]:
                 net.set_train(training)
                 fn = ms.jit(net.construct) if mode == "graph" else net
                 s = fn(Tensor(x)).asnumpy() / x
-                out.append({"layer": "nn.RReLU", "mode": mode, "training": training, "who": who,
+                out.append({"layer": RRELU, "mode": mode, "training": training, "who": who,
                             "min": float(s.min()), "mean": float(s.mean()), "max": float(s.max()),
                             "distinct": int(np.unique(s).size)})
     return out
 
 
-def cpu_name() -> str:
-    """The CPU model as /proc/cpuinfo names it (the machine type elsewhere)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.machine()
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.machine())
-
-
-def measure(quick: bool) -> dict:
-    records = [r for name in LAYERS for dtype in (np.float32, np.float16) for graph in (False, True)
-               for r in measure_layer(name, dtype, graph, quick)]
-    return {"mindspore": ms.__version__, "cpu": cpu_name(),
-            "load_average": list(os.getloadavg()), "quick": quick, "records": records, "rrelu": rrelu_slopes(quick)}
+def measure(quick: bool) -> list[dict]:
+    """Every layer x dtype x mode comparison, then RReLU's slope rows."""
+    return [r for name in LAYERS for dtype in (np.float32, np.float16) for graph in (False, True)
+            for r in measure_layer(name, dtype, graph, quick)] + rrelu_slopes(quick)
 
 
 def summary(r: dict) -> str:
@@ -226,10 +218,10 @@ def boundary_table() -> str:
     return "\n".join(lines)
 
 
-def render(data: dict) -> str:
-    """The markdown table: one row per layer, dtype, output; modes merged where they agree."""
+def render(measured: list[dict]) -> str:
+    """The markdown table: one row per layer, dtype, output; modes merged where they agree; then RReLU's slopes."""
     cells: dict[tuple, dict[str, dict]] = {}
-    for r in data["records"]:
+    for r in (r for r in measured if r["layer"] != RRELU):
         cells.setdefault((r["layer"], r["dtype"], r["output"], r["mode"]), {})[r["class"]] = r
     rows: dict[tuple, list[str]] = {}
     for (layer, dtype, output, mode), by_class in cells.items():
@@ -242,7 +234,7 @@ def render(data: dict) -> str:
     lines += ["", "| RReLU slopes | mode | training | min | mean | max | distinct values |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['who']} | {r['mode']} | {r['training']} | {r['min']:.4f} | {r['mean']:.4f} | {r['max']:.4f} | "
-              f"{r['distinct']} |" for r in data["rrelu"]]
+              f"{r['distinct']} |" for r in measured if r["layer"] == RRELU]
     return "\n".join(lines)
 
 
@@ -257,12 +249,16 @@ def main() -> None:
         print(boundary_table())
         return
     if args.render:
-        print(render(json.loads(args.render.read_text())))
+        print(render([r for run in records.read(args.render) for r in run["rows"]]))
         return
-    data = measure(args.quick)
+    started, load_before = records.utc_now(), records.load_average()
+    clock, cpu = time.perf_counter(), time.process_time()
+    rows = measure(args.quick)
     if args.json:
-        args.json.write_text(json.dumps(data, indent=1) + "\n")
-    print(render(data))
+        records.write(args.json, [records.record(rows, context={"mindspore": ms.__version__, "quick": args.quick},
+                                                 started=started, load_before=load_before,
+                                                 wall_s=time.perf_counter() - clock, cpu_s=time.process_time() - cpu)])
+    print(render(rows))
 
 
 if __name__ == "__main__":
