@@ -8,7 +8,9 @@ losses, and the channel-weighted dead-channel fractions of the last diagnostics 
 It also writes SWEEP_DIR/groups.json and groups.md (gan.analysis.sweep.group_summary): per group of jobs that differ
 only in their seed, the mean/std/min/max over the seeds of the final metrics and of the dead, dormant,
 grad-dead and persistently dead fractions per layer, at the last check and at every check; `--groups-json F`
-writes the same JSON to F too (e.g. docs/data/), and the group tables are printed after the job table.
+writes the same JSON to F too, and the group tables are printed after the job table. docs/data keeps it as a
+record: `scripts/bench/record_bench.py --out docs/data/F.json --embed S.json --rows-key groups -- python
+scripts/summarize_sweep.py SWEEP --groups-json S.json`.
 For an Optuna sweep it also prints the best parameters and value from optimization_results.yaml.
 """
 from __future__ import annotations

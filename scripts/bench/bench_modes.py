@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import records  # noqa: E402  (beside this file: the record shape of docs/data)
+
 from gan.config.schema import POINT_DATASETS  # noqa: E402
 
 # PacGAN Table 1, "GAN" row (10 trials): modes captured, % high-quality samples, reverse KL.

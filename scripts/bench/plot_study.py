@@ -22,8 +22,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
-
 import records  # noqa: E402  (beside this file: the record shape of docs/data)
+
 from gan.analysis.channels import STAT_TITLES  # noqa: E402
 from gan.analysis.sweep import group_summary  # noqa: E402
 

@@ -21,10 +21,10 @@ from typing import Callable
 
 import mindspore as ms
 import numpy as np
+import records  # noqa: E402  (beside this file: the record shape of docs/data)
 from mindspore import Tensor, nn
 
 import ops
-import records  # noqa: E402  (beside this file: the record shape of docs/data)
 
 CLASSES = ("normal", "small", "subnormal", "zero", "inf", "nan")
 PRELU_WEIGHTS = np.float32([0.25, 0.01, -0.3, 1.5])  # learned weights leave [0, 1]; ops.PReLU takes any

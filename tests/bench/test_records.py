@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 import records
 import results_spec
 

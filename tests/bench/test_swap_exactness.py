@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 import records
+
 from tests.helpers import run_script
 
 pytestmark = pytest.mark.slow  # every test here is end-to-end
