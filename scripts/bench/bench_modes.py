@@ -191,10 +191,10 @@ def run_batched(args: argparse.Namespace, report: Report) -> list[dict]:
                 own = trainer.evaluate(ema=False) if conf.train.ema_beta is not None else None
                 for t, metrics in enumerate(trainer.evaluate()):
                     trials.append({"dataset": dataset, "slope": slope, "seed": seeds[t], "steps": steps,
-                                    "skipped_steps": int(skipped[t]),
-                                    "seconds": seconds / args.trials, "batch_seconds": seconds,
-                                    "load_avg_1min": os.getloadavg()[0], **metrics, **prelu_weights(trainer, t),
-                                    **({f"g_{k}": v for k, v in own[t].items()} if own else {})})
+                                   "skipped_steps": int(skipped[t]),
+                                   "seconds": seconds / args.trials, "batch_seconds": seconds,
+                                   "load_avg_1min": os.getloadavg()[0], **metrics, **prelu_weights(trainer, t),
+                                   **({f"g_{k}": v for k, v in own[t].items()} if own else {})})
                     print(json.dumps(trials[-1]), flush=True)
                 if args.json:
                     report.write(args.json, trials)
