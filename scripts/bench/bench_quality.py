@@ -13,8 +13,10 @@ The app side is `python train.py OVERRIDES seed=S train.steps=N` through gan.tra
 evaluation and dead-channel checks off (the reference has neither: equal work), samples from the checkpoint by
 gan.models.checkpoint.generator_from_checkpoint (EMA off in both: the recipe has none). Runs alternate (app seed 0,
 torch seed 0, app seed 1, ...), one at a time, each in a process of its own, so the machine's load falls on both alike;
-each record holds the load average before and after it. The JSON is rewritten after every run; --resume keeps
-the finished runs of an interrupted benchmark with the same settings, --rescore scores its saved samples again.
+each run's row holds the load average before and after it. The JSON is one record of scripts/bench/records.py (a
+row per run, with its points: the metrics per sample step and count; the settings, scoring and the summary over
+seeds as context), rewritten after every run; --resume keeps the finished runs of an interrupted benchmark with the
+same settings, --rescore scores its saved samples again.
 The PyTorch runs get OMP_WAIT_POLICY=PASSIVE (--torch-env): with libgomp's default spinning, torch's two threads
 ran about 10x slower than with it on this shared, loaded machine, a slowdown that is not the framework's speed.
 
@@ -31,7 +33,6 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -39,6 +40,7 @@ os.environ.setdefault("GLOG_v", "3")
 ROOT = Path(__file__).resolve().parents[2]
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 
 IMPLS = ("app", "torch")
 # What the app's runs turn off: the reference trains and nothing else (scored afterwards by this script).
@@ -46,6 +48,7 @@ APP_OFF = ("eval.enabled=false", "diagnostics.enabled=false")
 TRAIN_RECORD = "train.json"
 DEFAULT_TORCH_ENV = ["OMP_WAIT_POLICY=PASSIVE"]
 VOLATILE = ("command", "started", "finished", "machine")  # of report["scoring"]: when and where, not how
+TOP = ("command", "commit", "started", "machine")  # a report's fields that are its record's own
 
 
 # ---------------------------------------------------------------- the workers (one process per run)
@@ -233,27 +236,32 @@ def scoring_settings(args: argparse.Namespace, about: dict) -> dict:
             "curve_seeds": args.curve_seeds, **about}
 
 
-def machine() -> dict:
-    from torch_dcgan import machine as describe
-
-    return describe()
-
-
-def commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
+def record_of(report: dict) -> dict:
+    """A report as its data file's record (scripts/bench/records.py): the runs as rows, the rest as context, the load
+    average before the first run and after the last; wall and CPU time and exit status are not one process's."""
+    rows = report["records"]
+    first, last = (rows[0], rows[-1]) if rows else ({}, {})
+    return {"label": None, **{k: report.get(k) for k in TOP},
+            "load_avg_1min": [first.get("loadavg_before", [None])[0], last.get("loadavg_after", [None])[0]],
+            "wall_s": None, "cpu_s": None, "returncode": None,
+            "context": {k: v for k, v in report.items() if k not in (*TOP, "records")}, "rows": rows}
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def report_of(run: dict) -> dict:
+    """The report a record_of record holds (the inverse of record_of)."""
+    return {**{k: run[k] for k in TOP}, **run["context"], "records": run["rows"]}
+
+
+def write_report(path: Path, report: dict) -> None:
+    records.write(path, [record_of(report)])
 
 
 def earlier_report(args: argparse.Namespace, path: Path) -> dict:
-    """The report in `path`, which must have been written with this command's training settings."""
-    old = json.loads(path.read_text())
+    """The report in `path` (its last record), which must have been written with this command's training settings."""
+    try:
+        old = report_of(records.read(path)[-1])
+    except records.RecordError as e:
+        raise SystemExit(f"{e}; is it a bench_quality.py report?") from None
     if old.get("settings") != training_settings(args):
         raise SystemExit(f"{path} was written with other settings {old.get('settings')}, not "
                          f"{training_settings(args)}; use another --json or the same settings")
@@ -268,8 +276,6 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
     """--rescore: the runs of --from (default --json) scored with this command's metrics into --json, saving after
     each; runs --json or a --reuse report already holds with this scoring (the same sample files) are kept, so a
     rescore can follow a benchmark that is still running, and rescores of parts of it can run side by side."""
-    from gan.core.atomic import write_json_atomic
-
     report = earlier_report(args, args.source)
     scoring = scoring_settings(args, about)
     done = {}
@@ -281,7 +287,7 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
         elif path in args.reuse:
             raise SystemExit(f"--reuse: {path} was scored with {target.get('scoring')}, not {scoring}")
     report["scoring"] = {**scoring, "command": "python scripts/bench/bench_quality.py " + " ".join(argv),
-                         "started": now(), "machine": machine()}
+                         "started": records.utc_now(), "machine": records.cpu_info()}
     for i, record in enumerate(report["records"]):
         key = (record["impl"], record["seed"], json.dumps(record["samples"]))
         if key in done:
@@ -290,21 +296,20 @@ def score_all(args: argparse.Namespace, score: Scorer, about: dict, argv: list[s
         score_record(record, score, scoring["final_samples"], scoring["curve_samples"],
                      curve=record["seed"] in args.curve_seeds)
         report["summary"] = summarize(report["records"][:i + 1])
-        write_json_atomic(args.json, {**report, "records": report["records"][:i + 1]}, indent=1)
+        write_report(args.json, {**report, "records": report["records"][:i + 1]})
         print(f"scored {record['impl']} seed {record['seed']}: {final_point(record, scoring['final_samples'])}",
               flush=True)
     report["summary"] = summarize(report["records"])
-    report["scoring"]["finished"] = now()
-    write_json_atomic(args.json, report, indent=1)
+    report["scoring"]["finished"] = records.utc_now()
+    write_report(args.json, report)
 
 
 def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: dict) -> dict:
     """Every (seed, implementation) run, alternating, each scored; the report is written after each run."""
-    from gan.core.atomic import write_json_atomic
-
     report = {"command": "python scripts/bench/bench_quality.py " + " ".join(argv), "settings": training_settings(args),
-              "seeds": args.seeds, "impls": args.impls, "app_disabled": list(APP_OFF), "commit": commit(),
-              "started": now(), "machine": machine(), "python": {"app": args.app_python, "torch": args.torch_python},
+              "seeds": args.seeds, "impls": args.impls, "app_disabled": list(APP_OFF), "commit": records.commit(),
+              "started": records.utc_now(), "machine": records.cpu_info(),
+              "python": {"app": args.app_python, "torch": args.torch_python},
               "scoring": scoring_settings(args, about), "records": []}
     if args.resume and args.json.exists():
         old = earlier_report(args, args.json)
@@ -332,8 +337,8 @@ def benchmark(args: argparse.Namespace, argv: list[str], score: Scorer, about: d
                          curve=seed in args.curve_seeds)
             report["records"].append(record)
             report["summary"] = summarize(report["records"])
-            report["finished"] = now()
-            write_json_atomic(args.json, report, indent=1)
+            report["finished"] = records.utc_now()
+            write_report(args.json, report)
             last = final_point(record, scoring["final_samples"])
             print(f"{impl} seed {seed}: train {record['train_s']:.1f} s ({record['img_per_s']:.0f} img/s), process "
                   f"{record['process_s']:.1f} s, load {record['loadavg_before'][0]}-{record['loadavg_after'][0]}, "

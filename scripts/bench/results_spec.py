@@ -198,7 +198,7 @@ TABLES = [
      "machine": XEON_AMX},
     {"name": "quality_vs_torch", "section": "Quality against PyTorch", "title": "Fashion-MNIST 32x32, 10,000 steps, "
      "FID on 5,000 samples against 10,000 training images:", "files": ["bench_quality_fashion_mnist_10k.json"],
-     "rows": "records[].points[]", "where": {"step": 10000, "n_samples": 5000}, "by": ["impl"],
+     "rows": "runs[].rows[].points[]", "where": {"step": 10000, "n_samples": 5000}, "by": ["impl"],
      "columns": [{"header": "implementation", "field": "impl",
                   "names": {"app": "this app (MindSpore)", "torch": "PyTorch reference"}},
                  {"header": "seeds", "field": "fid", "how": "count"},
@@ -208,8 +208,8 @@ TABLES = [
      "command": "python scripts/bench/bench_quality.py --steps 10000 --samples 5000 --json F",
      "machine": "Intel Xeon, 2 cores"},
     {"name": "torch_step1", "section": "Quality against PyTorch", "title": "Step 1 from the same weights and batches, "
-     "the app against PyTorch:", "files": ["torch_dcgan_equivalence.json"], "rows": "losses{}",
-     "columns": [{"header": "value", "field": "_key"}, {"header": "this app", "field": "app", "digits": 6},
+     "the app against PyTorch:", "files": ["torch_dcgan_equivalence.json"], "rows": "runs[].rows[]",
+     "columns": [{"header": "value", "field": "value"}, {"header": "this app", "field": "app", "digits": 6},
                  {"header": "PyTorch", "field": "torch", "digits": 6},
                  {"header": "relative difference", "field": "rel", "digits": 7}],
      "command": "python scripts/bench/torch_dcgan.py check --json F", "machine": "Intel Xeon, 2 cores"},
@@ -364,7 +364,7 @@ TABLES = [
 HEADLINE = [
     {"claim": "Fashion-MNIST FID vs PyTorch's same DCGAN, 10,000 steps",
      "measured": "**{app}** here, {torch} in PyTorch", "n": "3 seeds, ± SE",
-     "cells": {k: {"files": ["bench_quality_fashion_mnist_10k.json"], "rows": "records[].points[]",
+     "cells": {k: {"files": ["bench_quality_fashion_mnist_10k.json"], "rows": "runs[].rows[].points[]",
                    "where": {"step": 10000, "n_samples": 5000, "impl": k}, "field": "fid", "how": "mean_se"}
                for k in ("app", "torch")}},
     {"claim": "LeakyReLU op vs `nn.LeakyReLU`, 16M float32",

@@ -20,7 +20,9 @@ Conventions made equal (the check below shows they are):
     python scripts/bench/torch_dcgan.py train --steps 1000 --out DIR [--samples 10000] [--seed 0] [OVERRIDES...]
 
 OVERRIDES are train.py's (`data=fashion_mnist seed=1`); a setting the reference does not implement (another loss,
-EMA, accumulation, ...) is refused, naming the key.
+EMA, accumulation, ...) is refused, naming the key. `check` writes one record of scripts/bench/records.py: a row per
+step-1 value (losses and D's outputs: app, torch, relative difference), and as context the settings, the tensor
+comparisons after step 1 and the side-by-side trajectory.
 """
 from __future__ import annotations
 
@@ -28,7 +30,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 from collections import OrderedDict
@@ -38,6 +39,7 @@ from typing import Iterator
 os.environ.setdefault("GLOG_v", "3")
 
 import numpy as np  # noqa: E402
+import records  # noqa: E402
 
 from gan.config.schema import Config, compose_config, to_config  # noqa: E402
 
@@ -299,13 +301,6 @@ def param_distance(app: dict[str, np.ndarray], ours: dict[str, np.ndarray], net:
     return math.sqrt(num / den)
 
 
-def machine() -> dict:
-    """CPU, core count and the load average now (the runs share the machine)."""
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return {"cpu": cpu, "cores": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()]}
-
-
 def check(conf: Config, steps: int, overrides: list[str]) -> dict:
     """Both implementations from the same initial weights on the same inputs: step 1 compared tensor by tensor
     (and step 1 with torch's plain Adam eps), then `steps` steps side by side (losses, weight distance)."""
@@ -345,12 +340,17 @@ def check(conf: Config, steps: int, overrides: list[str]) -> dict:
                            **{f"torch_{k}": round(v, 6) for k, v in torch_loss.items()},
                            "g_weight_distance": param_distance(app_state, torch_state, "generator"),
                            "d_weight_distance": param_distance(app_state, torch_state, "discriminator")})
-    return {"command": "python scripts/bench/torch_dcgan.py check " + " ".join(["--steps", str(steps), *overrides]),
-            "overrides": overrides, "seed": conf.seed, "data": conf.data.name, "batch_size": conf.train.batch_size,
-            "app": built(trainer.plan), "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "machine": machine(),
+    return {"overrides": overrides, "seed": conf.seed, "data": conf.data.name, "batch_size": conf.train.batch_size,
+            "app": built(trainer.plan), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
             "initial_weights_max_abs_diff": max(d["abs"] for d in shared.values()),
             "initial_tensors": len(shared), **first, "steps": trajectory}
+
+
+def check_record(report: dict, **measured) -> dict:
+    """`check`'s report as a record of scripts/bench/records.py: a row per step-1 value, the rest as context;
+    `measured` is records.record's started, load_before, wall_s and cpu_s."""
+    rows = [{"value": name, **values} for name, values in report["losses"].items()]
+    return records.record(rows, context={k: v for k, v in report.items() if k != "losses"}, **measured)
 
 
 def built(plan) -> dict:
@@ -454,11 +454,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("this script needs PyTorch (the bench extra: /work/venv-bench or pip install torch); "
                      "it is not a dependency of the product")
     if args.command == "check":
-        from gan.core.atomic import write_json_atomic
-
+        load_before, started = records.load_average(), records.utc_now()
+        start, cpu0 = time.perf_counter(), time.process_time()
         report = check(conf, args.steps, args.overrides)
         print("\n".join(summary_lines(report)))
-        write_json_atomic(args.json, report, indent=1)
+        records.write(args.json, [check_record(report, started=started, load_before=load_before,
+                                               wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu0)])
         return 0
     sample_steps = [int(s) for s in args.sample_steps.split(",") if s]
     args.out.mkdir(parents=True, exist_ok=True)

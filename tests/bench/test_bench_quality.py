@@ -1,5 +1,6 @@
-"""scripts/bench/bench_quality.py: argument checks, the summary over seeds, and the app side end to end on a tiny config
-(the PyTorch side needs torch, the bench extra: it runs in the benchmark's environment only)."""
+"""scripts/bench/bench_quality.py: argument checks, the summary over seeds, its report as a record of
+scripts/bench/records.py (a row per run), and the app side end to end on a tiny config (the PyTorch side needs torch,
+the bench extra: it runs in the benchmark's environment only); torch_dcgan.py check's record."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ from pathlib import Path
 import bench_quality  # noqa: E402
 import numpy as np
 import pytest
+import records
 import torch_dcgan  # noqa: E402  (imports no torch at module level)
 
 from tests.helpers import run_script
@@ -44,27 +46,27 @@ def test_scores_and_summary_over_seeds(tmp_path: Path) -> None:
     def score(samples, counts):
         calls.append((len(samples), tuple(counts)))
         return {n: {"mean_pixel": float(samples[:n].mean())} for n in counts}
-    records = []
+    runs = []
     for seed, t in enumerate([1.0, 2.0, 3.0]):
         files = {}
         for step in (2, 4):
             files[str(step)] = str(tmp_path / f"s{seed}_{step}.npz")
             np.savez(files[str(step)], samples=np.full((10, 1, 2, 2), seed + step, np.float32))
-        records.append({"impl": "app", "seed": seed, "steps": 4, "train_s": t, "img_per_s": 64 * 4 / t,
+        runs.append({"impl": "app", "seed": seed, "steps": 4, "train_s": t, "img_per_s": 64 * 4 / t,
                         "process_s": t + 5, "samples": files})
-        bench_quality.score_record(records[-1], score, final_samples=8, curve_samples=3)
+        bench_quality.score_record(runs[-1], score, final_samples=8, curve_samples=3)
     assert calls[:2] == [(3, (3,)), (8, (3, 8))]
-    assert bench_quality.final_point(records[0], 8) == {"step": 4, "n_samples": 8, "mean_pixel": 4.0}
-    rows = {(r["impl"], r["step"], r["n_samples"]): r for r in bench_quality.summarize(records)}
+    assert bench_quality.final_point(runs[0], 8) == {"step": 4, "n_samples": 8, "mean_pixel": 4.0}
+    rows = {(r["impl"], r["step"], r["n_samples"]): r for r in bench_quality.summarize(runs)}
     assert set(rows) == {("app", 2, 3), ("app", 4, 3), ("app", 4, 8)}
     last = rows[("app", 4, 8)]
     assert last["mean_pixel"]["mean"] == pytest.approx(5.0) and last["mean_pixel"]["values"] == [4.0, 5.0, 6.0]
     assert last["mean_pixel"]["se"] == pytest.approx(np.std([4, 5, 6], ddof=1) / np.sqrt(3))
     assert last["train_s"]["values"] == [1.0, 2.0, 3.0] and "train_s" not in rows[("app", 2, 3)]
-    bench_quality.score_record(records[0], score, final_samples=8, curve_samples=3, curve=False)  # --curve-seeds
-    assert [(p["step"], p["n_samples"]) for p in records[0]["points"]] == [(4, 3), (4, 8)]
+    bench_quality.score_record(runs[0], score, final_samples=8, curve_samples=3, curve=False)  # --curve-seeds
+    assert [(p["step"], p["n_samples"]) for p in runs[0]["points"]] == [(4, 3), (4, 8)]
     with pytest.raises(ValueError, match="holds 10 samples, fewer than the 11"):
-        bench_quality.load_samples(records[0]["samples"]["4"], 11)
+        bench_quality.load_samples(runs[0]["samples"]["4"], 11)
 
 
 def test_torch_reference_refuses_other_recipes() -> None:
@@ -84,7 +86,10 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
             "--samples", "24", "--work", str(work), *tiny_overrides]
     result = run_script("scripts/bench/bench_quality.py", *argv, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads(out.read_text())
+    [run] = records.read(out)
+    assert run["rows"][0]["loadavg_before"][0] == run["load_avg_1min"][0] and run["machine"]["model"]
+    assert run["context"]["settings"]["steps"] == 4 and run["started"] and run["commit"] != ""
+    report = bench_quality.report_of(run)
     assert [(r["impl"], r["seed"]) for r in report["records"]] == [("app", 0), ("app", 1)]
     record = report["records"][0]
     assert [(p["step"], p["n_samples"]) for p in record["points"]] == [(2, 24), (4, 24)]
@@ -104,12 +109,12 @@ def test_app_side_end_to_end(tmp_path: Path, tiny_overrides: list[str]) -> None:
     # --resume with the same settings runs nothing again
     result = run_script("scripts/bench/bench_quality.py", *argv, "--resume", timeout=300)
     assert result.returncode == 0 and "seed 0:" not in result.stdout, result.stdout + result.stderr
-    assert json.loads(out.read_text())["records"] == report["records"]
+    assert records.read(out)[0]["rows"] == report["records"]
     # --rescore scores the saved samples again on other counts, training nothing
     result = run_script("scripts/bench/bench_quality.py", *argv, "--rescore", "--score-samples", "20",
                         "--curve-samples", "10", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    rescored = json.loads(out.read_text())
+    rescored = bench_quality.report_of(records.read(out)[0])
     assert [(p["step"], p["n_samples"]) for p in rescored["records"][0]["points"]] == [(2, 10), (4, 10), (4, 20)]
     assert rescored["records"][0]["train_s"] == record["train_s"] and rescored["scoring"]["final_samples"] == 20
     # ... and --resume now refuses to mix those scores with runs scored the first way
@@ -149,23 +154,24 @@ def score_args(tmp_path: Path, **changes) -> "argparse.Namespace":
     return argparse.Namespace(**{**values, **changes})
 
 
-def test_rescore_keeps_runs_scored_the_same_way_and_refuses_other_settings(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(bench_quality, "machine", lambda: {"cpu": "test", "cores": 1})
+def test_rescore_keeps_runs_scored_the_same_way_and_refuses_other_settings(tmp_path: Path) -> None:
     args = score_args(tmp_path)
-    records = []
+    runs = []
     for seed in (0, 1):
         path = tmp_path / f"s{seed}.npz"
         np.savez(path, samples=np.full((10, 1, 2, 2), seed, np.float32))
-        records.append({"impl": "app", "seed": seed, "steps": 4, "train_s": 1.0, "img_per_s": 256.0,
+        runs.append({"impl": "app", "seed": seed, "steps": 4, "train_s": 1.0, "img_per_s": 256.0,
                         "process_s": 2.0, "samples": {"4": str(path)}})
-    args.source.write_text(json.dumps({"settings": bench_quality.training_settings(args), "records": records}))
+    bench_quality.write_report(args.source, {"settings": bench_quality.training_settings(args), "records": runs})
     scored: list[float] = []
 
     def score(samples, counts):
         scored.append(float(samples.mean()))
         return {n: {"mean": float(samples[:n].mean())} for n in counts}
     bench_quality.score_all(args, score, {"extractor": "fake"}, ["--rescore"])
-    report = json.loads(args.json.read_text())
+    [run] = records.read(args.json)
+    report = bench_quality.report_of(run)
+    assert run["context"]["scoring"]["machine"]["model"] and run["rows"] == report["records"]
     assert scored == [0.0, 1.0] and [r["points"] for r in report["records"]] == [
         [{"step": 4, "n_samples": 10, "mean": 0.0}], [{"step": 4, "n_samples": 10, "mean": 1.0}]]
     assert report["scoring"]["final_samples"] == 10 and "finished" in report["scoring"]
@@ -180,7 +186,25 @@ def test_rescore_keeps_runs_scored_the_same_way_and_refuses_other_settings(tmp_p
     # runs scored the same way in another report (--reuse) are kept too; one scored otherwise is refused
     merged = score_args(tmp_path, json=tmp_path / "merged.json", reuse=[args.json])
     bench_quality.score_all(merged, score, {"extractor": "fake"}, ["--rescore"])
-    assert scored == [0.0, 1.0, 0.0, 1.0] and json.loads(merged.json.read_text())["records"] == report["records"]
+    assert scored == [0.0, 1.0, 0.0, 1.0] and records.read(merged.json)[0]["rows"] == report["records"]
     with pytest.raises(SystemExit, match="--reuse: .* was scored with"):
         bench_quality.score_all(score_args(tmp_path, json=tmp_path / "m2.json", reuse=[five.json]), score,
                                 {"extractor": "fake"}, ["--rescore"])
+
+
+def test_a_file_not_in_the_record_shape_is_refused_naming_it(tmp_path: Path) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"settings": {}, "records": []}))  # the report shape before records.py
+    with pytest.raises(SystemExit, match=r"old.json: expected .*bench_quality.py report"):
+        bench_quality.earlier_report(score_args(tmp_path), old)
+
+
+def test_torch_check_report_is_a_record_with_a_row_per_step_1_value() -> None:
+    report = {"losses": {"loss_d": {"app": 1.0, "torch": 1.0, "rel": 0.0}, "d_real": {"app": 0.5, "torch": 0.6,
+                                                                                     "rel": 0.2}},
+              "seed": 0, "steps": [{"step": 1, "app_loss_d": 1.0}]}
+    run = torch_dcgan.check_record(report, wall_s=2.0)
+    assert records.check({"runs": [run]}, "check") == [run] and run["wall_s"] == 2.0
+    assert run["rows"] == [{"value": "loss_d", "app": 1.0, "torch": 1.0, "rel": 0.0},
+                           {"value": "d_real", "app": 0.5, "torch": 0.6, "rel": 0.2}]
+    assert run["context"] == {"seed": 0, "steps": [{"step": 1, "app_loss_d": 1.0}]}
