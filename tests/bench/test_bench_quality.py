@@ -69,6 +69,13 @@ def test_scores_and_summary_over_seeds(tmp_path: Path) -> None:
         bench_quality.load_samples(runs[0]["samples"]["4"], 11)
 
 
+def test_worker_commands_name_scripts_that_exist(tmp_path: Path) -> None:
+    for impl in bench_quality.IMPLS:
+        command = bench_quality.worker_command(impl, "python", 0, 4, tmp_path, 10, 2, ["data=mnist"])
+        assert Path(command[1]).is_file(), command
+        assert command[-1] == "data=mnist"
+
+
 def test_torch_reference_refuses_other_recipes() -> None:
     with pytest.raises(ValueError, match=r"train.ema_beta=0.99"):
         torch_dcgan.recipe_config(["train.ema_beta=0.99"])
