@@ -100,8 +100,8 @@ def worker_command(impl: str, python: str, seed: int, steps: int, out: Path, sam
         return [python, str(Path(__file__).resolve()), "--worker", "--seed", str(seed), "--steps", str(steps),
                 "--out", str(out), "--samples", str(samples), "--sample-every", str(every), *overrides]
     steps_list = ",".join(str(s) for s in sample_steps(steps, every))
-    return [python, str(Path(__file__).resolve().with_name("torch_dcgan.py")), "train", "--steps", str(steps), "--out", str(out),
-            "--samples", str(samples), "--sample-steps", steps_list, f"seed={seed}", *overrides]
+    return [python, str(Path(__file__).resolve().with_name("torch_dcgan.py")), "train", "--steps", str(steps),
+            "--out", str(out), "--samples", str(samples), "--sample-steps", steps_list, f"seed={seed}", *overrides]
 
 
 def run_worker(command: list[str], out: Path, log: Path, timeout: float | None, env: dict[str, str]) -> dict:
