@@ -339,8 +339,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for name in ("batch_size", "steps") + (("threads",) if args.threads is not None else ()):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
-    if args.peak not in ("measure", "none") and not Path(args.peak).is_file():
-        parser.error(f"--peak={args.peak!r}: not 'measure', 'none' or a bench_peak.py JSON file")
+    if args.peak not in ("measure", "none"):
+        try:  # before any step is timed: the peak is read after them
+            read_peak(Path(args.peak), precisions)
+        except (records.RecordError, LookupError, TypeError) as e:
+            parser.error(f"--peak={args.peak!r}: not 'measure', 'none' or a bench_peak.py data file ({e})")
     if args.vs_torch:
         try:
             import torch  # noqa: F401

@@ -26,6 +26,15 @@ def test_bad_arguments_are_named(argv: list[str], message: str, tmp_path: Path, 
     assert not (tmp_path / "out.json").exists()
 
 
+def test_a_peak_file_of_another_shape_is_refused_before_any_step(tmp_path: Path, capsys) -> None:
+    old = tmp_path / "peak.json"
+    old.write_text('{"problems": []}')  # bench_peak.py's shape before records.py
+    with pytest.raises(SystemExit):
+        bench_train.main(["--json", str(tmp_path / "out.json"), "--peak", str(old)])
+    assert "--peak=" in (err := capsys.readouterr().err) and "peak.json: expected" in err
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_vs_torch_without_torch_says_so(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(SystemExit):
