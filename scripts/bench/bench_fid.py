@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=str(ROOT / "docs" / "data" / "bench_fid.json"))
     args = parser.parse_args(argv)
     if args.markdown:
-        print(markdown(records.read(Path(args.markdown))[-1]), end="")
+        try:
+            print(markdown(records.read(Path(args.markdown))[-1]), end="")
+        except records.RecordError as e:
+            parser.error(f"--markdown: {e}")
         return 0
 
     import mindspore as ms

@@ -32,3 +32,10 @@ def test_markdown_table_from_a_json(tmp_path):
     assert lines[3].startswith("| 2 | 32 | 3.00 | 9.00")
     assert "Test CPU, 2 CPUs, load average 1.5 before and 2.5 after" in done.stdout
     assert "FID 5.0 s (scipy's sqrtm: 20.0 s), KID 8.0 s" in done.stdout
+
+
+def test_markdown_of_a_file_of_another_shape_names_it(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text('{"results": []}')  # the shape before records.py
+    done = run_script("scripts/bench/bench_fid.py", "--markdown", str(path), timeout=120)
+    assert done.returncode == 2 and "old.json: expected" in done.stderr and "Traceback" not in done.stderr
