@@ -323,7 +323,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         from render_results import render_files
         from results_spec import RUN_TABLES
 
-        runs = [run for path in args.render for run in records.read(path)]
+        try:
+            runs = [run for path in args.render for run in records.read(path)]
+        except records.RecordError as e:
+            parser.error(f"--render: {e}")
         bf16 = any(r.get("precision") == "bf16" for run in runs for r in run["rows"])
         print(render_files(RUN_TABLES if bf16 else RUN_TABLES[:1], args.render))
         return []

@@ -1,6 +1,7 @@
 """scripts/bench/bench_train.py: argument checks, the interleaved timer, the PyTorch twin, one real (tiny) run."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,10 @@ def test_render_prints_the_utilisation_and_bf16_tables(tmp_path: Path, capsys) -
     with pytest.raises(SystemExit):
         bench_train.main([])
     assert "--json is required" in capsys.readouterr().err
+    (tmp_path / "old.json").write_text(json.dumps([record]))  # the shape before records.py: a list of rows
+    with pytest.raises(SystemExit):
+        bench_train.main(["--render", str(tmp_path / "old.json")])
+    assert "--render: " in (err := capsys.readouterr().err) and "old.json: expected" in err
 
 
 @pytest.mark.parametrize("model", bench_train.MODELS)
