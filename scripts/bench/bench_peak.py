@@ -51,11 +51,6 @@ def conv_flops(n: int, ic: int, oc: int, hw: int, k: int, s: int, p: int) -> flo
 PROBLEMS = {"gemm": ("PeakMatmul", GEMM, gemm_flops(*GEMM)), "conv": ("PeakConv", CONV, conv_flops(*CONV))}
 
 
-def load_average() -> list[float]:
-    """The 1, 5 and 15-minute load averages (scripts/bench/slope_study.py's machine record)."""
-    return [round(v, 2) for v in os.getloadavg()]
-
-
 @functools.lru_cache(maxsize=None)
 def probe() -> ctypes.CDLL:
     from ops import onednn
