@@ -2,8 +2,9 @@
 
 A table is data, not code: which file(s), which rows (a path into the JSON), which filter, which grouping, and which
 columns, each a field and how to summarise it over the group (value, median, range, mean ± SE, a summarised
-{mean, std} dict as mean ± SD, a count). One generic function draws every table; captions, commands and machines are
-strings in the specs. Only the standard library is imported: no MindSpore, no Hydra, no PIL.
+{mean, std} dict as mean ± SD or {mean, se} as mean ± SE, a count). A table may also open another page (`also`).
+One generic function draws every table; captions, commands and machines are strings in the specs. Only the
+standard library is imported: no MindSpore, no Hydra, no PIL.
 
     python scripts/bench/render_results.py            # rewrite docs/results.md and README.md's headline
     python scripts/bench/render_results.py --check    # exit 1 naming every table whose committed text differs
@@ -113,12 +114,25 @@ def stat(s: dict, d: int, scale: float) -> str:
     return f"{fmt(s['mean'] * scale, d)} ± {fmt(s['std'] * scale, d)}"
 
 
+def summarised(s: dict | None, d: int, scale: float) -> str:
+    """A {mean, se, ...} dict a collector already summarised over seeds: mean ± SE, the mean alone without an SE;
+    with its `values`, the register's own rule (two values print both)."""
+    if not s:
+        return "-"
+    if isinstance(s.get("values"), list):
+        return mean_se([float(v) * scale for v in s["values"]], d)
+    if s.get("se") is None:
+        return fmt(s["mean"] * scale, d)
+    return f"{fmt(s['mean'] * scale, d)} ± {fmt(s['se'] * scale, d)}"
+
+
 HOW: dict[str, Callable[[Sequence[dict], dict], str]] = {
     "value": lambda g, c: _text(field(g[0], c["field"]), c),
     "median": lambda g, c: fmt(statistics.median(_values(g, c["field"], c.get("scale", 1))), c.get("digits", 2)),
     "range": lambda g, c: span(_values(g, c["field"], c.get("scale", 1)), c.get("digits", 2)),
     "mean_se": lambda g, c: mean_se(_values(g, c["field"], c.get("scale", 1)), c.get("digits", 1)),
     "stat": lambda g, c: stat(field(g[0], c["field"]), c.get("digits", 1), c.get("scale", 1)),
+    "summarised": lambda g, c: summarised(field(g[0], c["field"]), c.get("digits", 1), c.get("scale", 1)),
     "count": lambda g, c: str(len(g)),
 }
 
@@ -234,6 +248,16 @@ def process(root: Path, write: bool) -> list[str]:
         stale.append("docs/results.md (text outside the tables)")
     if write and new != old:
         page.write_text(new, encoding="utf-8")
+    for t in (t for t in spec.TABLES if t.get("also")):  # a table a page opens with: the same block, from the data
+        other = root / t["also"]
+        text = other.read_text(encoding="utf-8")
+        m = re.search(rf"^<!-- results:{t['name']} -->\n(.*?)^<!-- /results:{t['name']} -->$", text, re.S | re.M)
+        if m is None:
+            stale.append(f"{t['name']} ({t['also']} has no results:{t['name']} markers)")
+        elif m.group(1) != new_blocks[t["name"]]:
+            stale.append(f"{t['name']} ({t['also']})")
+            if write:
+                other.write_text(text[:m.start(1)] + new_blocks[t["name"]] + text[m.end(1):], encoding="utf-8")
     text = readme.read_text(encoding="utf-8")
     body = headline(root)
     m = re.search(r"^<!-- results:headline -->\n(.*?)^<!-- /results:headline -->$", text, re.S | re.M)

@@ -2,8 +2,9 @@
 
 A table: name (its marker), section, title, files (names under docs/data, or [name, label] pairs), rows (a path
 into each file, see render_results.py), where (field: value or [values]), by (the grouping fields), columns
-(header, field, how: value | median | range | mean_se | stat | count, digits, scale, names, where), caption,
-command and machine. To add a table, add a dict here and run the renderer.
+(header, field, how: value | median | range | mean_se | stat | summarised | count, digits, scale, names, where),
+caption, command, machine, and `also`: a docs page that opens with the same table between its own markers. To add
+a table, add a dict here and run the renderer.
 """
 from __future__ import annotations
 
@@ -59,15 +60,19 @@ FID_COLUMNS = [{"header": "run", "field": "_file"}, {"header": "seeds", "field":
                {"header": "precision", "field": "precision", "how": "mean_se", "digits": 3},
                {"header": "recall", "field": "recall", "how": "mean_se", "digits": 3}]
 
-INTRO = """
-# Measured results
+SLOPE_FID = "slope_fid_fashion_mnist.json"
+SLOPE_VARIANTS = {"d_norm=batch, lr=0.0002": "BatchNorm (default)", "d_norm=none, lr=0.0002": "none"}
+SLOPE_ACTS = {"relu": "ReLU", "leaky_relu 0.01": "LeakyReLU 0.01", "leaky_relu 0.2": "LeakyReLU 0.2"}
+NOT_RELU = {"activation": ["leaky_relu 0.01", "leaky_relu 0.2"]}
+SLOPE_MACHINE = "AMD EPYC (family 25, model 17), 2 cores, one thread per run, two runs at a time"
 
-The measured figures of the docs, rendered by `python scripts/bench/render_results.py` from the JSON under
-[docs/data](data) by the specs in `scripts/bench/results_spec.py` (the suite fails when the text and the data differ).
-Each table names its command, its machine and its data; **±** is the standard error over trials (SE) unless a
-header says SD (over seeds), and two trials print both values. Speed was measured on 2-core machines: only ratios
-measured side by side in one run are quoted; absolute times move with the load.
-"""
+INTRO = ("\n# Measured results\n\n"  # one paragraph, one line of markdown
+         "The measured figures of the docs, rendered by `python scripts/bench/render_results.py` from the JSON"
+         " under [docs/data](data) by the specs in `scripts/bench/results_spec.py` (the suite fails when the "
+         "text and the data differ). Each table names its command, its machine and its data; **±** is the "
+         "standard error over trials (SE) unless a header says SD (over seeds), and two trials print both "
+         "values. Speed was measured on 2-core machines: only ratios measured side by side in one run are "
+         "quoted; absolute times move with the load.\n")
 
 SECTIONS = [
     {"title": "Operator speed", "text": "The project's activation ops against MindSpore's built-ins "
@@ -80,8 +85,9 @@ SECTIONS = [
      "Fashion-MNIST ([vs_pytorch.md](vs_pytorch.md))."},
     {"title": "FID parity and the default run", "text": "The Inception-v3 port against the reference, and the default "
      "MNIST run in standard units ([metrics.md](metrics.md))."},
-    {"title": "Slope study and dead channels", "text": "D's activation on MNIST without a normaliser "
-     "(`experiment=dead_channels`, 300 steps, 3 seeds), ReDo recycling, and the recipes "
+    {"title": "Slope study and dead channels", "text": "D's activation against FID on Fashion-MNIST "
+     "(`experiment=slope_study`); on MNIST without a normaliser (`experiment=dead_channels`, 300 steps, 3 seeds), "
+     "ReDo recycling, and the recipes "
      "([slope_study.md](slope_study.md), [diagnostics.md](diagnostics.md))."},
     {"title": "The 2D mode-collapse benchmark", "text": "PacGAN's ring of 8 and grid of 25 Gaussians, D's activation "
      "per row, at the 2D protocol (the rate decaying to 0 over the second half; [sweeps.md](sweeps.md), "
@@ -175,15 +181,6 @@ TABLES = [
      "files": [["fid_fp32_mnist_amx.json", "fp32"], ["fid_bf16_mnist_amx.json", "bf16"]], "rows": "runs[].rows[]",
      "by": ["_file"], "columns": FID_COLUMNS,
      "command": "python train.py seed=S precision=P; python scripts/fid.py data:mnist RUN", "machine": XEON_AMX},
-    {"name": "bf16_mnist", "section": "bf16 against fp32", "title": "MNIST DCGAN-32, 2,000 steps, the project's "
-     "classifier metrics, mean (min-max) over 3 seeds:", "files": ["precision_mnist.json"], "rows": "runs[].rows[]",
-     "columns": [{"header": "run", "field": "recipe"},
-                 {"header": "classes", "field": "class_coverage.mean", "digits": 1},
-                 {"header": "class KL", "field": "class_kl.mean", "digits": 3},
-                 {"header": "Frechet distance", "field": "frechet_distance.mean", "digits": 0},
-                 {"header": "min", "field": "frechet_distance.min", "digits": 0},
-                 {"header": "max", "field": "frechet_distance.max", "digits": 0}],
-     "command": "python train.py train.steps=2000 seed=S precision=P", "machine": "Intel Xeon with AMX, 2 cores"},
     {"name": "layouts", "section": "bf16 against fp32", "title": "NCHW against channels last (`model.layout`), "
      "oneDNN capped at each lower instruction set on the Xeon with AMX, median img/s over 3 rounds:",
      "files": ["bench_train_isa_layouts_ab.json"], "rows": "runs[].rows[]",
@@ -232,6 +229,38 @@ TABLES = [
                  {"header": "torch img/s", "field": "torch_img_s.median", "digits": 1}],
      "command": "python scripts/bench/bench_fid.py --batches 16 32 64 --threads 1 2 --rounds 3 --json F",
      "machine": "Intel Xeon, 2 cores, loaded"},
+    {"name": "slope_fid", "section": "Slope study and dead channels", "also": "docs/slope_study.md",
+     "title": "The slope study: final FID by D's activation and normaliser, Fashion-MNIST 32x32, 10,000 steps:",
+     "files": [SLOPE_FID], "rows": "runs[].context.cells[]",
+     "columns": [{"header": "D normaliser", "field": "variant", "names": SLOPE_VARIANTS},
+                 {"header": "D activation", "field": "activation", "names": SLOPE_ACTS},
+                 {"header": "seeds", "field": "fid.n"}, {"header": "FID", "how": "summarised", "field": "fid"},
+                 {"header": "FID - ReLU", "field": "vs_relu.fid_diff", "digits": 1, "where": NOT_RELU},
+                 {"header": "in SE", "field": "vs_relu.in_se", "digits": 1, "where": NOT_RELU},
+                 {"header": "KID x 1000", "how": "summarised", "field": "kid", "scale": 1000, "digits": 2},
+                 {"header": "D dead or dormant %", "how": "summarised", "field": "d_dead_or_dormant", "scale": 100},
+                 {"header": "unstable runs", "field": "unstable"}],
+     "caption": "FID and KID on 2,000 samples against 10,000 training images (Inception-v3, the TF archive's "
+     "weights), mean ± SE over seeds; FID - ReLU in standard errors of the difference; dead or dormant: share of "
+     "D's channels at the last check; unstable: regressed or collapsed ([slope_study.md](slope_study.md)).",
+     "command": "python train.py -m experiment=slope_study; python scripts/bench/slope_study.py DIR --json F",
+     "machine": SLOPE_MACHINE},
+    {"name": "slope_fid_curve", "section": "Slope study and dead channels", "title": "The FID curve of each cell:",
+     "files": [SLOPE_FID], "rows": "runs[].rows[].fid_curve[]", "where": {"finished": True},
+     "by": ["d_norm", "activation"],
+     "columns": [{"header": "D normaliser", "field": "d_norm", "names": {"batch": "BatchNorm", "none": "none"}},
+                 {"header": "D activation", "field": "activation", "names": SLOPE_ACTS},
+                 *[{"header": f"FID at {s:,}", "field": "fid", "how": "mean_se", "where": {"step": s}}
+                   for s in (2500, 5000, 7500, 10000)]],
+     "caption": "Mean ± SE over seeds.", "command": "python train.py -m experiment=slope_study",
+     "machine": SLOPE_MACHINE},
+    {"name": "slope_death_vs_fid", "section": "Slope study and dead channels", "title": "Channel death against "
+     "FID: Pearson's r between a run's share of dead or dormant D channels at the last check and its final FID:",
+     "files": [SLOPE_FID], "rows": "runs[].context.death_vs_fid{}",
+     "columns": [{"header": "runs of", "field": "_key", "names": {**SLOPE_VARIANTS, "all": "every D"}},
+                 {"header": "runs", "field": "n"}, {"header": "Pearson r", "field": "pearson_r", "digits": 2}],
+     "caption": "Each run's shares and FID are rows of the data file.",
+     "command": "python scripts/bench/slope_study.py DIR --json F", "machine": SLOPE_MACHINE},
     {"name": "mnist_dead_channels", "section": "Slope study and dead channels", "title": "D's third layer at the last "
      "check, percent of its channels, mean ± SD over 3 seeds:", "files": ["slope_study_mnist.json"],
      "rows": "runs[].rows[]", "columns": DEAD,

@@ -242,11 +242,11 @@ def variant(record: dict) -> str:
 
 
 def mean_se(values: list[float]) -> dict:
-    """Mean, sample SD and standard error (SD / sqrt(n); None for one value) of the values, and n."""
+    """Mean, sample SD and standard error (SD / sqrt(n); None for one value) of the values, n and the values."""
     n = len(values)
     mean = sum(values) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
-    return {"n": n, "mean": mean, "sd": sd, "se": None if sd is None else sd / math.sqrt(n)}
+    return {"n": n, "mean": mean, "sd": sd, "se": None if sd is None else sd / math.sqrt(n), "values": values}
 
 
 def _beta_cdf(x: float, a: float, b: float, points: int = 20001) -> float:

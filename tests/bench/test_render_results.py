@@ -97,6 +97,25 @@ def test_summaries_never_print_a_zero_standard_error_for_two_values() -> None:
     assert rr.span([1.234, 1.236], 2) == "1.23-1.24" and rr.span([2.0, 2.0], 1) == "2.0"
     assert rr.stat({"mean": 0.2, "std": 0.05, "n": 3}, 1, 100) == "20.0 ± 5.0"
     assert rr.stat({"mean": 0.25, "std": 0.0, "n": 1}, 1, 100) == "25.0"
+    assert rr.summarised({"mean": 0.2, "se": 0.01}, 1, 100) == "20.0 ± 1.0"  # a collector's {mean, se}
+    assert rr.summarised({"mean": 0.2, "se": None}, 1, 100) == "20.0" and rr.summarised(None, 1, 1) == "-"
+    assert rr.summarised({"mean": 2.0, "se": 1.0, "values": [1.0, 3.0]}, 1, 1) == "1.0 and 3.0"
+
+
+def test_a_table_a_page_opens_with_is_checked_and_rendered_there_too(tmp_path: Path) -> None:
+    root = copy_tree(tmp_path)
+    opened = [t for t in results_spec.TABLES if t.get("also")]
+    assert opened, "no table names a page it opens"
+    page = root / opened[0]["also"]
+    text = page.read_text(encoding="utf-8")
+    body = rr.blocks(text)[opened[0]["name"]]
+    assert body == rr.blocks((root / "docs" / "results.md").read_text(encoding="utf-8"))[opened[0]["name"]]
+    page.write_text(text.replace(body, body.replace("|---|", "|---|\n| edited by hand |", 1)), encoding="utf-8")
+    assert rr.process(root, write=False) == [f"{opened[0]['name']} ({opened[0]['also']})"]
+    rr.process(root, write=True)
+    assert page.read_text(encoding="utf-8") == text
+    page.write_text(text.replace(f"<!-- results:{opened[0]['name']} -->", ""), encoding="utf-8")
+    assert "has no results:" in rr.process(root, write=False)[0]
 
 
 def test_the_renderer_imports_only_the_standard_library_and_its_spec() -> None:
