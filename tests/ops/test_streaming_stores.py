@@ -107,14 +107,6 @@ def test_streamed_output_is_bitwise_the_reference(lib, n, case):
     assert_bitwise(out, expected_of(x, dy))
 
 
-@pytest.mark.parametrize("offset", [0, 1, 15])
-def test_streamed_inplace_forward_is_bitwise_the_reference(lib, n, offset):
-    x = inputs(n, seed=2)
-    xy = at_offset(x, offset)
-    run(lib, "LeakyReluForwardSelectInplace", xy, scalars(0.2), np.zeros(1, np.float32))
-    assert_bitwise(xy, ref.forward(x, 0.2))
-
-
 def test_this_build_streams_where_it_has_avx512(lib):
     """The path above is the streaming one exactly where the library has AVX-512, as the library reports it (the
     macros it was compiled with), and those are the extensions the compiler enables for the build's flags, so no

@@ -85,18 +85,15 @@ int backward(void* m, void* dy, const Scalars& s, void* dx, int64_t n) {
   return 0;
 }
 
-// Out of place the result goes to the output params[2]; in place it overwrites the input params[0] and
-// the output is a one-element token (set to 0) that only orders the op in the graph.
-template <bool kMaxMin, bool kInplace>
+// The result goes to the output params[2] (inplace=True computes out of place too: ops/api.py InplaceLeakyReLU).
+template <bool kMaxMin>
 int forward_entry(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes) {
   if (nparam != 3 || !lrelu::params_ok<Scalars>(dtypes[1], ndims[1], shapes[1])) return 1;
   const int64_t n = element_count(ndims[0], shapes[0]);
   const Scalars s = lrelu::read_params<Scalars>(params[1]);
-  void* y = kInplace ? params[0] : params[2];
   return by_dtype(dtypes[0], [&](auto t) {
     using T = decltype(t);
-    if (kInplace) *static_cast<T*>(params[2]) = T(0.0f);
-    return forward<T, kMaxMin>(params[0], s, y, n);
+    return forward<T, kMaxMin>(params[0], s, params[2], n);
   });
 }
 
@@ -107,23 +104,12 @@ extern "C" {
 // Inputs: x (float32|float16|bfloat16), scalars (ActParams); output: y (dtype of x).
 int LeakyReluForwardSelect(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                            void* /*stream*/, void* /*extra*/) {
-  return forward_entry<false, false>(nparam, params, ndims, shapes, dtypes);
+  return forward_entry<false>(nparam, params, ndims, shapes, dtypes);
 }
 
 int LeakyReluForwardMaxMin(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                            void* /*stream*/, void* /*extra*/) {
-  return forward_entry<true, false>(nparam, params, ndims, shapes, dtypes);
-}
-
-// In place: same inputs; y is written over x; output: token (dtype of x, one element, 0).
-int LeakyReluForwardSelectInplace(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
-                                  void* /*stream*/, void* /*extra*/) {
-  return forward_entry<false, true>(nparam, params, ndims, shapes, dtypes);
-}
-
-int LeakyReluForwardMaxMinInplace(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
-                                  void* /*stream*/, void* /*extra*/) {
-  return forward_entry<true, true>(nparam, params, ndims, shapes, dtypes);
+  return forward_entry<true>(nparam, params, ndims, shapes, dtypes);
 }
 
 // Inputs: m (forward input x, or output y in place), dy, scalars (ActParams); output: dx.
