@@ -1,8 +1,8 @@
 """The slope study's figures (docs/slope_study.md) as PNG, from the files the project writes.
 
     python scripts/bench/plot_study.py dead SWEEP_DIR --out docs/img/slope_study_dead.png
-    python scripts/bench/plot_study.py hq docs/data/bench_modes_batched_ring8.json \
-        docs/data/bench_modes_batched_grid25.json --out docs/img/slope_study_hq.png
+    python scripts/bench/plot_study.py hq docs/data/bench_modes_batched_ring8_15k_10trials.json \
+        docs/data/bench_modes_batched_grid25_60k_lr_decay.json --out docs/img/slope_study_hq_protocol.png
 
 `dead`: D's dead, dormant and persistently dead channel shares over the training steps, one line per group
 of a sweep (the mean over its seeds, a band from the lowest to the highest seed), one column per D layer and
