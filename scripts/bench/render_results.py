@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 import results_spec as spec  # noqa: E402  (beside this file; plain data)
 
+RECORD_ROWS = "runs[].rows[]"  # every record's measurements (scripts/bench/records.py): a spec's default row path
 MARKER = re.compile(r"^<!-- results:(?P<name>[\w.-]+) -->\n(?P<body>.*?)^<!-- /results:(?P=name) -->$", re.S | re.M)
 
 
@@ -168,7 +169,8 @@ def sources(table: dict) -> list[tuple[str, str]]:
 
 
 def table_rows(root: Path, table: dict) -> list[dict]:
-    found = [r for f, label in sources(table) for r in rows(load(root, f), table["rows"], label)]
+    path = table.get("rows", RECORD_ROWS)
+    found = [r for f, label in sources(table) for r in rows(load(root, f), path, label)]
     return [r for r in found if matches(r, table.get("where", {}))]
 
 
@@ -185,7 +187,7 @@ def markdown(root: Path, table: dict) -> str:
     found = table_rows(root, table)
     if not found:
         raise ValueError(f"table {table['name']}: no row of {[f for f, _ in sources(table)]} at "
-                         f"{table['rows']!r} matches {table.get('where', {})}")
+                         f"{table.get('rows', RECORD_ROWS)!r} matches {table.get('where', {})}")
     cols = table["columns"]
     lines = ["| " + " | ".join(c["header"] for c in cols) + " |", "|" + "---|" * len(cols)]
     for g in groups(found, table.get("by", [])):

@@ -1,10 +1,10 @@
 """The tables of docs/results.md and the README headline, as data for render_results.py.
 
 A table: name (its marker), section, title, files (names under docs/data, or [name, label] pairs), rows (a path
-into each file, see render_results.py), where (field: value or [values]), by (the grouping fields), columns
-(header, field, how: value | median | range | mean_se | stat | summarised | count, digits, scale, names, where),
-caption, command, machine, and `also`: a docs page that opens with the same table between its own markers. To add
-a table, add a dict here and run the renderer.
+into each file, see render_results.py; default runs[].rows[], every record's rows), where (field: value or
+[values]), by (the grouping fields), columns (header, field, how: value | median | range | mean_se | stat |
+summarised | count, digits, scale, names, where), caption, command, machine, and `also`: a docs page that opens
+with the same table between its own markers. To add a table, add a dict here and run the renderer.
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ SECTIONS = [
 
 TABLES = [
     {"name": "op_family", "section": "Operator speed", "title": "Forward and forward+backward against the built-in, "
-     "16M float32 elements, 2 threads:", "files": ["bench_op_family.json"], "rows": "runs[].rows[]",
+     "16M float32 elements, 2 threads:", "files": ["bench_op_family.json"],
      "by": ["kind", "impl"],
      "columns": [{"header": "kind", "field": "kind"}, {"header": "impl", "field": "impl"},
                  {"header": "fwd ms", "field": "fwd_ms", "how": "median", "digits": 1},
@@ -110,7 +110,7 @@ TABLES = [
      "command": "python scripts/bench/bench_op.py --kinds leaky_relu,prelu,rrelu,elu --sizes 16777216 --json F",
      "machine": "Intel Xeon with AVX-512, 2 cores, shared (quiet windows)"},
     {"name": "accuracy", "section": "Operator speed", "title": "Rounding error against exact arithmetic:",
-     "files": ["bench_accuracy.json"], "rows": "runs[].rows[]",
+     "files": ["bench_accuracy.json"],
      "columns": [{"header": "dtype", "field": "dtype"}, {"header": "slope", "field": "slope"},
                  {"header": "forward max rel", "field": "forward_max_rel", "digits": ".2g"},
                  {"header": "gradient max rel", "field": "backward_max_rel", "digits": ".2g"},
@@ -119,7 +119,7 @@ TABLES = [
      "caption": "1,114,112 values (normal(0, 100) and 0 to -65504); relative errors where the exact result is normal.",
      "command": "python scripts/bench/bench_accuracy.py --json F", "machine": "any CPU (exactness)"},
     {"name": "inplace", "section": "Operator speed", "title": "Peak memory of a chain of 8 LeakyReLU layers, graph "
-     "mode:", "files": ["bench_inplace.json"], "rows": "runs[].rows[]",
+     "mode:", "files": ["bench_inplace.json"],
      "columns": [{"header": "inplace", "field": "inplace", "names": {"False": "no", "True": "yes"}},
                  {"header": "peak MiB", "field": "peak_mib", "digits": 0},
                  {"header": "activations at the peak", "field": "peak_tensors", "digits": 1}],
@@ -128,21 +128,20 @@ TABLES = [
      "machine": "AMD EPYC (family 25, model 17), 2 cores"},
     {"name": "train_xeon_avx512_idle", "section": "Training speed per CPU", "title": "An Intel Xeon with AVX-512 "
      "(the file does not record the model):",
-     "files": ["bench_train_g_once_idle.json"], "rows": "runs[].rows[]", "by": ["model", "fusion"],
+     "files": ["bench_train_g_once_idle.json"], "by": ["model", "fusion"],
      "columns": STEP_COLUMNS, "command": BENCH_TRAIN.replace(" --fusions conv_act", " --fusions none,conv_act"),
      "machine": "Intel Xeon with AVX-512, 2 cores, idle"},
     {"name": "train_xeon_avx512", "section": "Training speed per CPU", "title": "An Intel Xeon with AVX-512 and no "
-     "bf16 instructions:", "files": ["bench_train_xeon_avx512.json"], "rows": "runs[].rows[]",
+     "bf16 instructions:", "files": ["bench_train_xeon_avx512.json"],
      "by": ["model", "fusion"], "where": {"precision": "fp32"}, "columns": STEP_COLUMNS, "command": BENCH_TRAIN,
      "machine": "Intel Xeon (family 6, model 207), AVX-512 VNNI, 2 cores, idle"},
     {"name": "train_epyc_zen3", "section": "Training speed per CPU", "title": "An AMD EPYC Zen 3 (AVX2, no AVX-512):",
-     "files": ["bench_train_zen3.json", "bench_train_zen3_after_bf16.json"], "rows": "runs[].rows[]",
+     "files": ["bench_train_zen3.json", "bench_train_zen3_after_bf16.json"],
      "by": ["model", "fusion"], "where": {"precision": "fp32"}, "columns": STEP_COLUMNS, "command": BENCH_TRAIN,
      "caption": "Two days, 3 runs each.", "machine": "AMD EPYC (family 25, model 1), AVX2, 2 cores, idle"},
     {"name": "fusion_choice", "section": "Training speed per CPU", "title": "The convolutions and fusions, one run "
      "each on 1 and 2 threads, a quiet machine:", "files": [
          ["bench_train_onednn_pool_1thread.json", "1"], ["bench_train_onednn_pool.json", "2"]],
-     "rows": "runs[].rows[]",
      "by": ["model", "impl", "fusion"],
      "columns": [{"header": "model", "field": "model", "names": MODEL}, {"header": "conv_impl", "field": "impl"},
                  {"header": "fusion", "field": "fusion"},
@@ -154,14 +153,14 @@ TABLES = [
      "threads (the better of a 2048^3 GEMM and a DCGAN-sized convolution), the denominator of a step's share:",
      "files": [[f"bench_peak{s}.json", label] for s, label in (
          ("_amx", "Xeon, AMX"), ("_xeon_avx512", "Xeon, AVX-512, no bf16"), ("_zen3", "EPYC Zen 3"),
-         ("_zen5", "EPYC Zen 5"))], "rows": "runs[].rows[]",
+         ("_zen5", "EPYC Zen 5"))],
      "columns": [{"header": "CPU", "field": "_file"}, {"header": "oneDNN ISA", "field": "onednn.isa"},
                  {"header": "fp32 GFLOP/s", "field": "peak_gflops.fp32", "digits": 0},
                  {"header": "bf16 GFLOP/s", "field": "peak_gflops.bf16", "digits": 0}],
      "caption": "Without bf16 instructions oneDNN emulates bf16 (AVX-512) or has no bf16 kernel (AVX2: -).",
      "command": "python scripts/bench/bench_peak.py --json F", "machine": "the CPU of each row, 2 cores, idle"},
     {"name": "utilisation_amx", "section": "Training speed per CPU", "title": "The step's share of that peak on the "
-     "Xeon with AMX (convolution FLOPs only):", "files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]",
+     "Xeon with AMX (convolution FLOPs only):", "files": ["bench_train_amx_col2im.json"],
      "by": ["model", "precision"],
      "columns": [{"header": "model", "field": "model", "names": MODEL}, {"header": "precision", "field": "precision"},
                  {"header": "achieved GFLOP/s (median)", "field": "achieved_gflops", "how": "median", "digits": 0},
@@ -169,21 +168,21 @@ TABLES = [
                   "digits": 0}],
      "command": BF16, "machine": XEON_AMX},
     {"name": "bf16_xeon_amx", "section": "bf16 against fp32", "title": "An Intel Xeon with AMX, both precisions "
-     "channels last:", "files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]", "by": ["model"],
+     "channels last:", "files": ["bench_train_amx_col2im.json"], "by": ["model"],
      "where": {"precision": "bf16"}, "columns": BF16_COLUMNS, "command": BF16, "machine": XEON_AMX},
     {"name": "bf16_epyc_zen5", "section": "bf16 against fp32", "title": "An AMD EPYC Zen 5 (AVX512-BF16, no AMX), "
      "NCHW, timed without lead-in steps (which inflates the ratio to fp32):",
-     "files": ["bench_train_zen5_bf16_blocked16.json"], "rows": "runs[].rows[]", "by": ["model"],
+     "files": ["bench_train_zen5_bf16_blocked16.json"], "by": ["model"],
      "where": {"precision": "bf16"}, "columns": BF16_COLUMNS, "command": BF16 + " --no-lead-in",
      "machine": "AMD EPYC (family 26, model 2), AVX512-BF16, 2 cores, idle"},
     {"name": "bf16_quality", "section": "bf16 against fp32", "title": "The default MNIST run (1,000 steps) in "
      "Inception-v3 metrics, 1,000 samples, both precisions channels last:",
-     "files": [["fid_fp32_mnist_amx.json", "fp32"], ["fid_bf16_mnist_amx.json", "bf16"]], "rows": "runs[].rows[]",
+     "files": [["fid_fp32_mnist_amx.json", "fp32"], ["fid_bf16_mnist_amx.json", "bf16"]],
      "by": ["_file"], "columns": FID_COLUMNS,
      "command": "python train.py seed=S precision=P; python scripts/fid.py data:mnist RUN", "machine": XEON_AMX},
     {"name": "layouts", "section": "bf16 against fp32", "title": "NCHW against channels last (`model.layout`), "
      "oneDNN capped at each lower instruction set on the Xeon with AMX, median img/s over 3 rounds:",
-     "files": ["bench_train_isa_layouts_ab.json"], "rows": "runs[].rows[]",
+     "files": ["bench_train_isa_layouts_ab.json"],
      "by": ["onednn.isa", "model", "precision"],
      "columns": [{"header": "ONEDNN_MAX_CPU_ISA", "field": "onednn.isa",
                   "names": {isa.lower(): isa for isa in ("AVX512_CORE_BF16", "AVX512_CORE", "AVX2")}},
@@ -205,25 +204,25 @@ TABLES = [
      "command": "python scripts/bench/bench_quality.py --steps 10000 --samples 5000 --json F",
      "machine": "Intel Xeon, 2 cores"},
     {"name": "torch_step1", "section": "Quality against PyTorch", "title": "Step 1 from the same weights and batches, "
-     "the app against PyTorch:", "files": ["torch_dcgan_equivalence.json"], "rows": "runs[].rows[]",
+     "the app against PyTorch:", "files": ["torch_dcgan_equivalence.json"],
      "columns": [{"header": "value", "field": "value"}, {"header": "this app", "field": "app", "digits": 6},
                  {"header": "PyTorch", "field": "torch", "digits": 6},
                  {"header": "relative difference", "field": "rel", "digits": 7}],
      "command": "python scripts/bench/torch_dcgan.py check --json F", "machine": "Intel Xeon, 2 cores"},
     {"name": "inception_parity", "section": "FID parity and the default run", "title": "The MindSpore Inception-v3 "
      "against the reference TorchScript archive on the same images:", "files": ["inception_parity.json"],
-     "rows": "runs[].rows[]", "columns": [{"header": "set", "field": "set"}, {"header": "images", "field": "images"},
+     "columns": [{"header": "set", "field": "set"}, {"header": "images", "field": "images"},
                                    {"header": "max abs feature difference", "field": "max_abs_diff", "digits": 6},
                                    {"header": "largest feature", "field": "torch_feature_max", "digits": 2}],
      "command": "python scripts/bench/check_inception.py", "machine": "Intel Xeon, 2 cores"},
     {"name": "default_fid", "section": "FID parity and the default run", "title": "`python train.py` (MNIST, 1,000 "
      "steps) scored on 1,000 samples against 1,000 training digits:", "files": [["fid_default_mnist.json", "fp32"]],
-     "rows": "runs[].rows[]", "by": ["_file"], "columns": FID_COLUMNS,
+     "by": ["_file"], "columns": FID_COLUMNS,
      "caption": "Two real sets of 1,000 digits give the floor at that count (`real_vs_real` in the file).",
      "command": "python train.py seed=S; python scripts/fid.py data:mnist RUN", "machine": "Intel Xeon, 2 cores"},
     {"name": "fid_speed", "section": "FID parity and the default run", "title": "Inception-v3 features, this port "
      "against torch's run of the same archive, images per second (median of 3 rounds):", "files": ["bench_fid.json"],
-     "rows": "runs[].rows[]", "by": ["threads", "batch"],
+     "by": ["threads", "batch"],
      "columns": [{"header": "threads", "field": "threads"}, {"header": "batch", "field": "batch"},
                  {"header": "ours img/s", "field": "ours_img_s.median", "digits": 1},
                  {"header": "torch img/s", "field": "torch_img_s.median", "digits": 1}],
@@ -263,26 +262,26 @@ TABLES = [
      "command": "python scripts/bench/slope_study.py DIR --json F", "machine": SLOPE_MACHINE},
     {"name": "mnist_dead_channels", "section": "Slope study and dead channels", "title": "D's third layer at the last "
      "check, percent of its channels, mean ± SD over 3 seeds:", "files": ["slope_study_mnist.json"],
-     "rows": "runs[].rows[]", "columns": DEAD,
+     "columns": DEAD,
      "command": "python train.py -m experiment=dead_channels act.d_kind=K act.negative_slope=S seed=0,1,2",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "redo", "section": "Slope study and dead channels", "title": "ReDo recycling of a slope-0 D, the same "
-     "setting:", "files": ["redo_recycle.json"], "rows": "runs[].rows[]", "columns": DEAD,
+     "setting:", "files": ["redo_recycle.json"], "columns": DEAD,
      "command": "python train.py -m experiment=dead_channels act.negative_slope=0 diagnostics.recycle=true seed=S",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "batchnorm_d", "section": "Slope study and dead channels", "title": "With the default BatchNorm D "
-     "(`python train.py`, one run each):", "files": ["dead_channels_batchnorm.json"], "rows": "runs[].rows[]",
+     "(`python train.py`, one run each):", "files": ["dead_channels_batchnorm.json"],
      "columns": DEAD, "command": "python train.py -m act.negative_slope=0,0.2; "
      "python train.py -m act.negative_slope=0 train.lr=0.002 train.steps=500", "machine": "Intel Xeon, 2 cores"},
     {"name": "probes", "section": "Slope study and dead channels", "title": "Choosing the learning rate: a ReLU D "
-     "without a normaliser, one run each:", "files": ["slope_study_probes.json"], "rows": "runs[].rows[]",
+     "without a normaliser, one run each:", "files": ["slope_study_probes.json"],
      "columns": [{"header": "run", "field": "label", "names": LABELS},
                  *[{"header": f"D/act2 {s} %", "field": f"final.D/act2.{s}_frac", "how": "stat", "scale": 100}
                    for s in ("dead", "persistent")]],
      "command": "python train.py model.d_norm=none act.negative_slope=0 act.g_negative_slope=0.2 train.steps=500 "
                 "diagnostics.interval=50 [train.lr=0.001]", "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "recipes_mnist", "section": "Slope study and dead channels", "title": "Recipes on MNIST, 1,000 steps, "
-     "mean (min-max) over the seeds:", "files": ["recipes_mnist.json"], "rows": "runs[].rows[]",
+     "mean (min-max) over the seeds:", "files": ["recipes_mnist.json"],
      "columns": [{"header": "recipe", "field": "recipe"}, {"header": "seeds", "field": "seeds"},
                  {"header": "classes", "field": "class_coverage.mean", "digits": 1},
                  {"header": "Frechet distance (classifier)", "field": "frechet_distance.mean", "digits": 0},
@@ -292,32 +291,32 @@ TABLES = [
                 "python scripts/compare_runs.py RUNS --json F",
      "machine": "Intel Xeon, 2 cores, shared"},
     {"name": "ring8_slopes", "section": "The 2D mode-collapse benchmark", "title": "ring8, 15,000 steps, per D "
-     "activation:", "files": RING8, "rows": "runs[].rows[]", "where": {"steps": 15000}, "by": ["_file"],
+     "activation:", "files": RING8, "where": {"steps": 15000}, "by": ["_file"],
      "columns": [{"header": "D activation", "field": "_file"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE,
      "command": RING8_CMD,
      "machine": "one core of an Intel Xeon, shared"},
     {"name": "grid25_slopes", "section": "The 2D mode-collapse benchmark", "title": "grid25, 20,000 steps, per D "
-     "activation:", "files": GRID25, "rows": "runs[].rows[]", "where": {"steps": 20000}, "by": ["_file"],
+     "activation:", "files": GRID25, "where": {"steps": 20000}, "by": ["_file"],
      "columns": [{"header": "D activation", "field": "_file"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE,
      "command": "python scripts/bench/bench_modes.py --batched --trials 10 --datasets grid25 --slopes S "
                 "--eval-at 10000,20000 --json F", "machine": "one core of an Intel Xeon, shared"},
     {"name": "ring8_length", "section": "The 2D mode-collapse benchmark", "title": "ring8 along the protocol (points "
      "inside the 15,000-step runs), D slope 0.2:", "files": ["bench_modes_batched_ring8_15k_10trials.json"],
-     "rows": "runs[].rows[]", "by": ["steps"],
+     "by": ["steps"],
      "columns": [{"header": "steps", "field": "steps"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE, "command": RING8_CMD, "machine": "one core of an Intel Xeon, shared"},
     {"name": "grid25_length", "section": "The 2D mode-collapse benchmark", "title": "grid25 at 60,000 steps (the rate "
      "falling over the second half), D slope 0.2:", "files": ["bench_modes_batched_grid25_60k_lr_decay.json"],
-     "rows": "runs[].rows[]", "by": ["steps"],
+     "by": ["steps"],
      "columns": [{"header": "steps", "field": "steps"}, {"header": "trials", "field": "modes", "how": "count"},
                  *MODES], "caption": SE, "command": "python scripts/bench/bench_modes.py --batched --trials 2 "
      "--datasets grid25 --slopes 0.2 --eval-at 10000,20000,30000,40000,50000,60000 --json F",
      "machine": "one core of an Intel Xeon, shared"},
     {"name": "toy2d_step_cost", "section": "The 2D mode-collapse benchmark", "title": "Per trial-step cost of 10 "
      "separate `train.py` trials against one batched model, one core:",
-     "files": [["toy2d_step_cost_g_once.json", "G's forward once"]], "rows": "runs[].rows[]",
+     "files": [["toy2d_step_cost_g_once.json", "G's forward once"]],
      "where": {"label": ["g_once_c0", "g_once_c1"]}, "by": ["side"],
      "columns": [{"header": "side", "field": "side"},
                  {"header": "CPU ms per trial-step (range over blocks)", "field": "cpu_ms_per_trial_step",
@@ -325,7 +324,7 @@ TABLES = [
      "command": "python scripts/bench/bench_toy2d_step.py --trials 10 --steps 20 --rounds 2 --json F",
      "machine": "Intel Xeon, one core each side"},
     {"name": "diagnostics_overhead", "section": "Overheads", "title": "Dead-channel diagnostics, DCGAN-32 step, "
-     "medians of 8 round-robin rounds:", "files": ["bench_diagnostics.json"], "rows": "runs[].rows[]",
+     "medians of 8 round-robin rounds:", "files": ["bench_diagnostics.json"],
      "columns": [{"header": "step s without", "field": "step_s_without", "digits": 3},
                  {"header": "ordinary step s", "field": "step_s_ordinary", "digits": 3},
                  {"header": "check step s", "field": "step_s_check", "digits": 3},
@@ -333,7 +332,7 @@ TABLES = [
                   "digits": 1}],
      "command": "python scripts/bench/bench_diagnostics.py --steps 8 --json F", "machine": "Intel Xeon, 2 cores"},
     {"name": "probe_overhead", "section": "Overheads", "title": "Probes in a user's own loop "
-     "([your_model.md](your_model.md)), per step:", "files": ["probe_overhead.json"], "rows": "runs[].rows[]",
+     "([your_model.md](your_model.md)), per step:", "files": ["probe_overhead.json"],
      "where": {"step": ["ordinary", "check"]},
      "columns": [{"header": "step", "field": "step"},
                  {"header": "x a step without probes", "field": "ratio_to_without"}],
@@ -342,7 +341,7 @@ TABLES = [
      "machine": "Intel Xeon, 2 cores, loaded"},
     {"name": "probe_compile", "section": "Overheads", "title": "The first check step's compile in a user's own loop "
      "([your_model.md](your_model.md)): the probed twin against the plain one:", "files": ["probe_compile.json"],
-     "rows": "runs[].rows[]", "by": ["model"],
+     "by": ["model"],
      "columns": [{"header": "model", "field": "model", "names": {"model_zoo_dcgan16": "model-zoo DCGAN 16x16",
                                                                   "pix2pix_unet16": "U-Net + PatchGAN 16x16"}},
                  {"header": "probed layers", "field": "probed_layers"},
@@ -360,14 +359,13 @@ TABLES = [
      "machine": "Intel Xeon, 2 cores"},
     {"name": "quantize", "section": "Overheads", "title": "int8 activations against the float generator "
      "([deploy.md](deploy.md)), the default run's checkpoint:", "files": ["quantize_default.json"],
-     "rows": "runs[].rows[]",
      "columns": [{"header": "float Frechet distance", "field": "float.frechet_distance", "digits": 1},
                  {"header": "int8 Frechet distance", "field": "int8.frechet_distance", "digits": 1},
                  {"header": "int8 classes", "field": "int8.class_coverage"},
                  {"header": "output PSNR dB", "field": "output_error.psnr_db", "digits": 1}],
      "command": "python scripts/quantize.py RUN --calib 512", "machine": "Intel Xeon, 2 cores"},
     {"name": "dashboard_size", "section": "Overheads", "title": "`scripts/dashboard.py` on a sweep of 30 runs:",
-     "files": ["bench_dashboard.json"], "rows": "runs[].rows[]",
+     "files": ["bench_dashboard.json"],
      "columns": [{"header": "runs", "field": "shape"}, {"header": "channels per run", "field": "channels_per_run"},
                  {"header": "input MB", "field": "input_mb", "digits": 0},
                  {"header": "render s (median)", "field": "render_s", "how": "median", "digits": 1}],
@@ -379,7 +377,7 @@ TABLES = [
      "command": "python scripts/bench/bench_fusion.py --repeats 7 --steps 4 --json F",
      "machine": "Intel Xeon, 2 cores"},
     {"name": "generate_memory", "section": "Overheads", "title": "`scripts/generate.py --npz`:",
-     "files": ["bench_generate.json"], "rows": "runs[].rows[]",
+     "files": ["bench_generate.json"],
      "columns": [{"header": "images", "field": "n"}, {"header": "peak RSS MiB", "field": "peak_rss_mib", "digits": 0},
                  {"header": "seconds", "field": "seconds", "digits": 1}],
      "command": "python scripts/generate.py RUN --npz F -n N", "machine": "Intel Xeon, 2 cores"},
@@ -398,34 +396,34 @@ HEADLINE = [
                for k in ("app", "torch")}},
     {"claim": "LeakyReLU op vs `nn.LeakyReLU`, 16M float32",
      "measured": "forward **{fwd}x**, forward+backward **{bwd}x** as fast", "n": "median of 3 runs",
-     "cells": {k: {"files": ["bench_op_family.json"], "rows": "runs[].rows[]",
+     "cells": {k: {"files": ["bench_op_family.json"],
                    "where": {"kind": "leaky_relu", "impl": "select"}, "field": f, "how": "median"}
                for k, f in (("fwd", "fwd_ratio"), ("bwd", "fwdbwd_ratio"))}},
     {"claim": "DCGAN-32 / DCGAN-64 step vs PyTorch 2.13, CPU, 2 threads",
      "measured": "**{a}x / {b}x**", "n": "3 runs",
-     "cells": {k: {"files": ["bench_train_g_once_idle.json"], "rows": "runs[].rows[]",
+     "cells": {k: {"files": ["bench_train_g_once_idle.json"],
                    "where": {"model": m, "fusion": "conv_act"}, "field": "ratio_to_torch", "how": "range"}
                for k, m in (("a", "dcgan32"), ("b", "dcgan64"))}},
     {"claim": "bf16 vs fp32 step, DCGAN-32 / DCGAN-64, Xeon with AMX",
      "measured": "**{a}x / {b}x**", "n": "12 runs",
-     "cells": {k: {"files": ["bench_train_amx_col2im.json"], "rows": "runs[].rows[]",
+     "cells": {k: {"files": ["bench_train_amx_col2im.json"],
                    "where": {"model": m, "precision": "bf16"}, "field": "ratio_to_fp32", "how": "range"}
                for k, m in (("a", "dcgan32"), ("b", "dcgan64"))}},
     {"claim": "2D ring8, 15,000 steps", "measured": "{m} of 8 modes, **{hq}%** high quality", "n": "10 trials, ± SE",
-     "cells": {k: {"files": ["bench_modes_batched_ring8_15k_10trials.json"], "rows": "runs[].rows[]",
+     "cells": {k: {"files": ["bench_modes_batched_ring8_15k_10trials.json"],
                    "where": {"steps": 15000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "2D grid25, 20,000 steps", "measured": "{m} of 25 modes, {hq}% high quality", "n": "10 trials, ± SE",
      "cells": {k: {"files": ["bench_modes_batched_grid25_20k_slope0.2_10trials.json"],
-                   "rows": "runs[].rows[]", "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
+                   "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "MNIST, the default run (1,000 steps)", "measured": "FID **{fid}** on 1,000 samples",
-     "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"], "rows": "runs[].rows[]",
+     "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"],
                                              "field": "fid", "how": "mean_se"}}},
     {"claim": "Dormant channels in D's third layer, no normaliser",
      "measured": "ReLU {relu}%, LeakyReLU 0.2 {leaky}%",
      "n": "3 seeds, ± SD",
-     "cells": {k: {"files": ["slope_study_mnist.json"], "rows": "runs[].rows[]",
+     "cells": {k: {"files": ["slope_study_mnist.json"],
                    "where": {"label": f"act.d_kind=leaky_relu, act.negative_slope={s}"},
                    "field": "final.D/act2.dormant_frac", "how": "stat", "scale": 100}
                for k, s in (("relu", "0"), ("leaky", "0.2"))}},
@@ -434,7 +432,7 @@ HEADLINE = [
 # Tables of fresh bench_train.py runs (records.py's shape): `bench_train.py --render A.json [B.json ...]`.
 RUN_TABLES = [
     {"name": "utilisation", "title": "Utilisation: the step's convolution GFLOP/s against the peak of its precision",
-     "rows": "runs[].rows[]", "by": ["_file", "model", "precision"],
+     "by": ["_file", "model", "precision"],
      "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
                  {"header": "precision", "field": "precision"}, {"header": "img/s", "field": "img_per_s", "digits": 1},
                  {"header": "GFLOP/s", "field": "achieved_gflops", "digits": 1},
@@ -445,7 +443,7 @@ RUN_TABLES = [
                  {"header": "load before", "field": "load_average_before", "digits": 1},
                  {"header": "load after", "field": "load_average_after", "digits": 1}]},
     {"name": "bf16", "title": "bf16 against this app's fp32 (wall and CPU time) and PyTorch's autocast bf16",
-     "rows": "runs[].rows[]", "where": {"precision": "bf16"}, "by": ["_file", "model"],
+     "where": {"precision": "bf16"}, "by": ["_file", "model"],
      "columns": [{"header": "run", "field": "_file"}, {"header": "model", "field": "model", "names": MODEL},
                  {"header": "img/s", "field": "img_per_s", "digits": 1},
                  {"header": "x fp32", "field": "ratio_to_fp32"}, {"header": "CPU x fp32", "field": "cpu_ratio_to_fp32"},
