@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="extra train.py override (repeatable), e.g. runtime.threads=1")
     parser.add_argument("--json", type=Path, help="write the measurements as JSON here")
+    parser.add_argument("--label", help="what this run is (a variant's name, the record's label)")
+    parser.add_argument("--append", action="store_true", help="add this run's record to the --json file's")
     args = parser.parse_args(argv)
     started, load_before = records.utc_now(), records.load_average()
     clock, cpu_start = time.perf_counter(), time.process_time()
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         records.write(args.json, [records.record(
             blocks, command=command, context={"trials": args.trials, "steps_per_block": args.steps, "best": summary},
             started=started, load_before=load_before, wall_s=time.perf_counter() - clock,
-            cpu_s=time.process_time() - cpu_start)])
+            cpu_s=time.process_time() - cpu_start, label=args.label)], append=args.append)
     return 0
 
 

@@ -321,7 +321,8 @@ TABLES = [
      "columns": [{"header": "side", "field": "side"},
                  {"header": "CPU ms per trial-step (range over blocks)", "field": "cpu_ms_per_trial_step",
                   "how": "range", "digits": 1}],
-     "command": "python scripts/bench/bench_toy2d_step.py --trials 10 --steps 20 --rounds 2 --json F",
+     "command": "python scripts/bench/bench_toy2d_step.py --trials 10 --steps 20 --rounds 2 --json F --append "
+                "--label g_once_cN",
      "machine": "Intel Xeon, one core each side"},
     {"name": "diagnostics_overhead", "section": "Overheads", "title": "Dead-channel diagnostics, DCGAN-32 step, "
      "medians of 8 round-robin rounds:", "files": ["bench_diagnostics.json"],

@@ -171,13 +171,20 @@ def test_batched_trials_evaluated_at_each_length(tmp_path, tiny_2d_args):
 @pytest.mark.slow
 def test_step_cost_benchmark_times_both_sides(tmp_path, tiny_2d_args):
     out = tmp_path / "steps.json"
-    result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2",
-         "--rounds", "1", *tiny_2d_args, "--json", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
-    assert result.returncode == 0, result.stderr[-3000:]
+
+    def bench(*extra: str) -> None:
+        result = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "bench" / "bench_toy2d_step.py"), "--trials", "2", "--steps", "2",
+             "--rounds", "1", *tiny_2d_args, "--json", str(out), *extra],
+            cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_v": "3"})
+        assert result.returncode == 0, result.stderr[-3000:]
+
+    bench("--label", "a")
     run = one_record(out)
+    assert run["label"] == "a"
     assert [b["side"] for b in run["rows"]] == ["separate", "batched"]
     best = run["context"]["best"]
     assert best["batched"]["cpu_ms_per_trial_step"] > 0 and best["speedup_wall"] > 0
     assert (run["context"]["trials"], run["context"]["steps_per_block"]) == (2, 2) and run["cpu_s"] > 0
+    bench("--label", "b", "--append")  # variants measured one after another land in one file, as the table reads it
+    assert [r["label"] for r in records.read(out)] == ["a", "b"]
