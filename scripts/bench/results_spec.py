@@ -302,11 +302,6 @@ TABLES = [
                  *MODES], "caption": SE,
      "command": "python scripts/bench/bench_modes.py --batched --trials 10 --datasets grid25 --slopes S "
                 "--eval-at 10000,20000 --json F", "machine": "one core of an Intel Xeon, shared"},
-    {"name": "ring8_length", "section": "The 2D mode-collapse benchmark", "title": "ring8 along the protocol (points "
-     "inside the 15,000-step runs), D slope 0.2:", "files": ["bench_modes_batched_ring8_15k_10trials.json"],
-     "by": ["steps"],
-     "columns": [{"header": "steps", "field": "steps"}, {"header": "trials", "field": "modes", "how": "count"},
-                 *MODES], "caption": SE, "command": RING8_CMD, "machine": "one core of an Intel Xeon, shared"},
     {"name": "grid25_length", "section": "The 2D mode-collapse benchmark", "title": "grid25 at 60,000 steps (the rate "
      "falling over the second half), D slope 0.2:", "files": ["bench_modes_batched_grid25_60k_lr_decay.json"],
      "by": ["steps"],
@@ -418,6 +413,11 @@ HEADLINE = [
      "cells": {k: {"files": ["bench_modes_batched_grid25_20k_slope0.2_10trials.json"],
                    "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
+    {"claim": "Fashion-MNIST FID by D slope 0 / 0.01 / 0.2, BatchNorm D, 10,000 steps",
+     "measured": "{relu} / {a} / {b}", "n": "2-3 seeds (two: both), ± SE",
+     "cells": {k: {"files": [SLOPE_FID], "where": {"finished": True, "d_norm": "batch", "activation": a},
+                   "field": "fid", "how": "mean_se"}
+               for k, a in (("relu", "relu"), ("a", "leaky_relu 0.01"), ("b", "leaky_relu 0.2"))}},
     {"claim": "MNIST, the default run (1,000 steps)", "measured": "FID **{fid}** on 1,000 samples",
      "n": "3 seeds, ± SE", "cells": {"fid": {"files": ["fid_default_mnist.json"],
                                              "field": "fid", "how": "mean_se"}}},
