@@ -61,7 +61,8 @@ FID_COLUMNS = [{"header": "run", "field": "_file"}, {"header": "seeds", "field":
                {"header": "recall", "field": "recall", "how": "mean_se", "digits": 3}]
 
 SLOPE_FID = "slope_fid_fashion_mnist.json"
-SLOPE_VARIANTS = {"d_norm=batch, lr=0.0002": "BatchNorm (default)", "d_norm=none, lr=0.0002": "none"}
+SLOPE_VARIANTS = {"d_norm=batch, lr=0.0002": "BatchNorm (default)", "d_norm=none, lr=0.0002": "none",
+                  "d_norm=none, lr=0.001": "none, 5x lr (1e-3)"}
 SLOPE_ACTS = {"relu": "ReLU", "leaky_relu 0.01": "LeakyReLU 0.01", "leaky_relu 0.2": "LeakyReLU 0.2"}
 NOT_RELU = {"activation": ["leaky_relu 0.01", "leaky_relu 0.2"]}
 SLOPE_MACHINE = "AMD EPYC (family 25, model 17), 2 cores, one thread per run, two runs at a time"
@@ -246,8 +247,8 @@ TABLES = [
      "machine": SLOPE_MACHINE},
     {"name": "slope_fid_curve", "section": "Slope study and dead channels", "title": "The FID curve of each cell:",
      "files": [SLOPE_FID], "rows": "runs[].rows[].fid_curve[]", "where": {"finished": True},
-     "by": ["d_norm", "activation"],
-     "columns": [{"header": "D normaliser", "field": "d_norm", "names": {"batch": "BatchNorm", "none": "none"}},
+     "by": ["variant", "activation"],
+     "columns": [{"header": "D normaliser", "field": "variant", "names": SLOPE_VARIANTS},
                  {"header": "D activation", "field": "activation", "names": SLOPE_ACTS},
                  *[{"header": f"FID at {s:,}", "field": "fid", "how": "mean_se", "where": {"step": s}}
                    for s in (2500, 5000, 7500, 10000)]],

@@ -193,7 +193,7 @@ def _run_record(run: Run, hydra_overrides: list[str]) -> dict:
     final = next((r for r in reversed(run.metrics_history) if r.get("fid") is not None), {}) if done else {}
     events, share = collapse_events(run.losses)
     overrides = [*hydra_overrides, *(f"{k}={v}" for k, v in run.settings.items())]
-    return {
+    record = {
         "job": run.name, "state": state, "status": how, "finished": done,
         "command": "python train.py -m " + " ".join(shlex.quote(o) for o in overrides), "host": status.get("host"),
         "activation": label, "d_kind": config.get("act.d_kind"), "slope": slope,
@@ -208,6 +208,7 @@ def _run_record(run: Run, hydra_overrides: list[str]) -> dict:
         "regressed": regressed(curve) if done else None, "collapse_events": events, "collapse_share": share,
         "wall_s": _number(status.get("elapsed_s"), f"{run.dir / STATUS_FILE} elapsed_s"),
     }
+    return {**record, "variant": variant(record)}
 
 
 def multirun_overrides(sweep_dir: Path) -> dict[str, list[str]]:

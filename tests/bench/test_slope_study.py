@@ -149,6 +149,20 @@ def test_the_collector_writes_a_record_per_run_and_the_statistics_of_an_independ
         assert text in printed, text
 
 
+def test_a_higher_learning_rate_is_its_own_d_variant(study, tmp_path):
+    """`model.d_norm=none train.lr=0.001` lands beside the grid: its runs form their own cells and curve groups
+    (every run carries its variant), never pooled with the default rate's."""
+    make_job(study, 0.0, "none", 5, 100.0, lr=0.001)
+    out = tmp_path / "study.json"
+    assert slope_study.main([str(study), "--json", str(out)]) == 0
+    (record,) = records.read(out)
+    fast = [r for r in record["rows"] if r["lr"] == 0.001]
+    assert [r["variant"] for r in fast] == ["d_norm=none, lr=0.001"]
+    cells = {(c["variant"], c["activation"]): c["fid"]["n"] for c in record["context"]["cells"]}
+    assert cells[("d_norm=none, lr=0.001", "relu")] == 1 and cells[("d_norm=none, lr=0.0002", "relu")] == 3
+    assert record["context"]["death_vs_fid"]["d_norm=none, lr=0.001"]["n"] == 1
+
+
 def test_f_quantiles_match_scipy_and_the_closed_form_of_two_degrees_of_freedom():
     for p in (0.025, 0.5, 0.975):
         assert slope_study.f_quantile(p, 2, 2) == pytest.approx(p / (1 - p), rel=1e-5)  # F(2,2): cdf x / (1 + x)
