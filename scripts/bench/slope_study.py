@@ -223,10 +223,11 @@ def multirun_overrides(sweep_dir: Path) -> dict[str, list[str]]:
 
 
 def collect(sweep_dir: str | Path) -> list[dict]:
-    """The records of every job under a study's multirun folder (job order); StudyError when its finished runs do
-    not share SAME_ACROSS_RUNS."""
+    """The records of every job under a study's multirun folder (by D variant, ReLU first, then seed); StudyError
+    when its finished runs do not share SAME_ACROSS_RUNS."""
     hydra = [o for o in multirun_overrides(Path(sweep_dir))["hydra"] if o.startswith("hydra.sweep.")]
-    jobs = [run_record(run, hydra) for run in load_jobs(sweep_dir)]
+    jobs = sorted((run_record(run, hydra) for run in load_jobs(sweep_dir)),  # by variant, ReLU first, seed
+                  key=lambda r: (r["variant"], r["activation"] != "relu", str(r["activation"]), r["seed"]))
     finished = [r for r in jobs if r["finished"]]
     for key in SAME_ACROSS_RUNS:
         field = "target_steps" if key == "train.steps" else key.split(".", 1)[1]
