@@ -62,7 +62,9 @@ def rows(data: Any, path: str, label: str) -> list[dict]:
 
 def field(row: Any, name: str) -> Any:
     """row[name], or a dotted path into nested dicts (a key may hold dots or slashes: the longest match wins) and
-    lists (a number indexes one)."""
+    lists (a number indexes one); a path through a null is null (rendered "-")."""
+    if row is None:
+        return None
     if isinstance(row, list):
         head, _, rest = name.partition(".")
         return field(row[int(head)], rest) if rest else row[int(head)]
@@ -70,7 +72,7 @@ def field(row: Any, name: str) -> Any:
         return row[name]
     for cut in range(len(name), 0, -1):
         head = name[:cut]
-        if head in row and name[cut:cut + 1] == "." and isinstance(row[head], (dict, list)):
+        if head in row and name[cut:cut + 1] == "." and (row[head] is None or isinstance(row[head], (dict, list))):
             return field(row[head], name[cut + 1:])
     raise KeyError(name)
 

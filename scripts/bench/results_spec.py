@@ -254,6 +254,23 @@ TABLES = [
                    for s in (2500, 5000, 7500, 10000)]],
      "caption": "Mean ± SE over seeds.", "command": "python train.py -m experiment=slope_study",
      "machine": SLOPE_MACHINE},
+    {"name": "slope_stability", "section": "Slope study and dead channels", "also": "docs/slope_study.md",
+     "title": "Stability: the spread of the final FID over seeds, and unstable runs:",
+     "files": [SLOPE_FID], "rows": "runs[].context.cells[]",
+     "columns": [{"header": "D normaliser", "field": "variant", "names": SLOPE_VARIANTS},
+                 {"header": "D activation", "field": "activation", "names": SLOPE_ACTS},
+                 {"header": "seeds", "field": "fid.n"}, {"header": "FID SD over seeds", "field": "fid.sd"},
+                 {"header": "unstable runs", "field": "unstable"},
+                 {"header": "SD reduction vs ReLU", "field": "vs_relu.spread.reduction", "digits": "+.0%",
+                  "where": NOT_RELU},
+                 {"header": "95% interval, from", "field": "vs_relu.spread.ci95.0", "digits": "+.0%",
+                  "where": NOT_RELU},
+                 {"header": "to", "field": "vs_relu.spread.ci95.1", "digits": "+.0%", "where": NOT_RELU}],
+     "caption": "Spread: SD of a cell's final FID over its seeds; reduction: 1 - SD / SD(ReLU) in the same D "
+     "variant, with its 95% interval (F distribution of the variance ratio); unstable: runs that regressed or had a "
+     "collapse event ([slope_study.md](slope_study.md)). The articles' claim to test: a LeakyReLU D about 40% more "
+     "stable than a ReLU one.",
+     "command": "python scripts/bench/slope_study.py DIR --json F", "machine": SLOPE_MACHINE},
     {"name": "slope_death_vs_fid", "section": "Slope study and dead channels", "also": "docs/slope_study.md", "title": "Channel death against "
      "FID: Pearson's r between a run's share of dead or dormant D channels at the last check and its final FID:",
      "files": [SLOPE_FID], "rows": "runs[].context.death_vs_fid{}",

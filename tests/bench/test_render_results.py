@@ -90,6 +90,20 @@ def test_row_paths_expand_lists_and_dicts_and_keep_the_parents_fields() -> None:
     assert rr.field({"final": {"D/act2": {"dead": 1}}}, "final.D/act2.dead") == 1
 
 
+def test_a_field_path_through_a_null_renders_a_dash() -> None:
+    """A cell whose comparison is absent (ReLU against itself: vs_relu is null) prints "-", never a KeyError."""
+    row = {"vs_relu": None, "spread": {"ci95": [-0.5, 0.9]}}
+    assert rr.field(row, "vs_relu.spread.reduction") is None
+    assert rr.field(row, "spread.ci95.1") == 0.9
+    assert rr.HOW["value"]([row], {"field": "vs_relu.spread.reduction", "digits": "+.0%"}) == "-"
+    try:
+        rr.field(row, "missing.key")
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("a key that is not there is still an error")
+
+
 def test_summaries_never_print_a_zero_standard_error_for_two_values() -> None:
     assert rr.mean_se([20.0, 20.0], 1) == "20.0 and 20.0"
     assert rr.mean_se([8.0], 1) == "8.0"
