@@ -432,7 +432,7 @@ HEADLINE = [
                    "where": {"steps": 20000}, "field": f, "how": "mean_se", "scale": s}
                for k, f, s in (("m", "modes", 1), ("hq", "hq_fraction", 100))}},
     {"claim": "Fashion-MNIST FID by D slope 0 / 0.01 / 0.2, BatchNorm D, 10,000 steps",
-     "measured": "{relu} / {a} / {b}", "n": "2-3 seeds (two: both), ± SE",
+     "measured": "{relu} / {a} / {b}", "n": "3 seeds, ± SE",
      "cells": {k: {"files": [SLOPE_FID], "where": {"finished": True, "d_norm": "batch", "activation": a},
                    "field": "fid", "how": "mean_se"}
                for k, a in (("relu", "relu"), ("a", "leaky_relu 0.01"), ("b", "leaky_relu 0.2"))}},
