@@ -245,7 +245,8 @@ TABLES = [
      "D's channels at the last check; unstable: regressed or collapsed ([slope_study.md](slope_study.md)).",
      "command": "python train.py -m experiment=slope_study; python scripts/bench/slope_study.py DIR --json F",
      "machine": SLOPE_MACHINE},
-    {"name": "slope_fid_curve", "section": "Slope study and dead channels", "also": "docs/slope_study.md", "title": "The FID curve of each cell:",
+    {"name": "slope_fid_curve", "section": "Slope study and dead channels", "also": "docs/slope_study.md",
+     "title": "The FID curve of each cell:",
      "files": [SLOPE_FID], "rows": "runs[].rows[].fid_curve[]", "where": {"finished": True},
      "by": ["variant", "activation"],
      "columns": [{"header": "D normaliser", "field": "variant", "names": SLOPE_VARIANTS},
@@ -271,7 +272,8 @@ TABLES = [
      "collapse event ([slope_study.md](slope_study.md)). The articles' claim to test: a LeakyReLU D about 40% more "
      "stable than a ReLU one.",
      "command": "python scripts/bench/slope_study.py DIR --json F", "machine": SLOPE_MACHINE},
-    {"name": "slope_death_vs_fid", "section": "Slope study and dead channels", "also": "docs/slope_study.md", "title": "Channel death against "
+    {"name": "slope_death_vs_fid", "section": "Slope study and dead channels", "also": "docs/slope_study.md",
+     "title": "Channel death against "
      "FID: Pearson's r between a run's share of dead or dormant D channels at the last check and its final FID:",
      "files": [SLOPE_FID], "rows": "runs[].context.death_vs_fid{}",
      "columns": [{"header": "runs of", "field": "_key", "names": {**SLOPE_VARIANTS, "all": "every D"}},
