@@ -238,11 +238,10 @@ TABLES = [
                  {"header": "FID - ReLU", "field": "vs_relu.fid_diff", "digits": "+.1f", "where": NOT_RELU},
                  {"header": "in SE", "field": "vs_relu.in_se", "digits": "+.1f", "where": NOT_RELU},
                  {"header": "KID x 1000", "how": "summarised", "field": "kid", "scale": 1000, "digits": 2},
-                 {"header": "D dead or dormant %", "how": "summarised", "field": "d_dead_or_dormant", "scale": 100},
-                 {"header": "unstable runs", "field": "unstable"}],
+                 {"header": "D dead or dormant %", "how": "summarised", "field": "d_dead_or_dormant", "scale": 100}],
      "caption": "FID and KID on 2,000 samples against 10,000 training images (Inception-v3, the TF archive's "
      "weights), mean ± SE over seeds; FID - ReLU in standard errors of the difference; dead or dormant: share of "
-     "D's channels at the last check; unstable: regressed or collapsed ([slope_study.md](slope_study.md)).",
+     "D's channels at the last check; stability: the next table ([slope_study.md](slope_study.md)).",
      "command": "python train.py -m experiment=slope_study; python scripts/bench/slope_study.py DIR --json F",
      "machine": SLOPE_MACHINE},
     {"name": "slope_fid_curve", "section": "Slope study and dead channels", "also": "docs/slope_study.md",
