@@ -87,9 +87,9 @@ def read_yaml(path: str | Path) -> Any:
     return load_yaml(read_text(path, MAX_YAML_BYTES), path)
 
 
-def read_json(path: str | Path) -> Any:
-    """A JSON file; UntrustedFileError naming it when it is empty, cut short or not UTF-8."""
-    text = read_text(path)
+def read_json(path: str | Path, max_bytes: int | None = None) -> Any:
+    """A JSON file; UntrustedFileError naming it when it is empty, cut short, not UTF-8 or over max_bytes."""
+    text = read_text(path, max_bytes)
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

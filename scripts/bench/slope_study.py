@@ -2,6 +2,7 @@
 its Hydra multirun folder, and the tables that answer it.
 
     python scripts/bench/slope_study.py multirun/slope_study --json docs/data/slope_fid_fashion_mnist.json
+    python scripts/bench/slope_study.py NEW_DIR --with docs/data/slope_fid_fashion_mnist.json --json F  # add runs
 
 Each record: the job, how it ended, its command, D's activation and slope, d_norm, lr, seed, steps, the final FID,
 KID, precision and recall, the FID curve, the dead / dormant / grad-dead / persistently dead / dead-or-dormant shares
@@ -62,6 +63,7 @@ DEFINITIONS = {
 SHARES = ("dead_frac", "dormant_frac", "grad_dead_frac", "persistent_frac")
 SAME_ACROSS_RUNS = ("data.name", "model.name", "model.image_size", "train.steps", "eval.fid_samples",
                     "eval.fid_reference", "eval.fid_convention")
+MAX_EARLIER_BYTES = 64 << 20  # an earlier collection's data file (about 3 KB a run)
 STUDY_FILE = "multirun.yaml"  # Hydra's record of the latest multirun command in the sweep folder
 
 
@@ -222,12 +224,15 @@ def multirun_overrides(sweep_dir: Path) -> dict[str, list[str]]:
             for part in ("hydra", "task")}
 
 
-def collect(sweep_dir: str | Path) -> list[dict]:
-    """The records of every job under a study's multirun folder (by D variant, ReLU first, then seed); StudyError
-    when its finished runs do not share SAME_ACROSS_RUNS."""
+def collect(sweep_dir: str | Path, earlier: list[dict] = ()) -> list[dict]:
+    """The records of every job under a study's multirun folder and the finished `earlier` records of jobs the folder
+    no longer holds (by D variant, ReLU first, then seed); StudyError when the finished runs do not share
+    SAME_ACROSS_RUNS."""
     hydra = [o for o in multirun_overrides(Path(sweep_dir))["hydra"] if o.startswith("hydra.sweep.")]
-    jobs = sorted((run_record(run, hydra) for run in load_jobs(sweep_dir)),  # by variant, ReLU first, seed
-                  key=lambda r: (r["variant"], r["activation"] != "relu", str(r["activation"]), r["seed"]))
+    jobs = [run_record(run, hydra) for run in load_jobs(sweep_dir)]
+    here = {r["job"] for r in jobs}
+    jobs += [r for r in earlier if r["finished"] and r["job"] not in here]
+    jobs.sort(key=lambda r: (r["variant"], r["activation"] != "relu", str(r["activation"]), r["seed"]))
     finished = [r for r in jobs if r["finished"]]
     for key in SAME_ACROSS_RUNS:
         field = "target_steps" if key == "train.steps" else key.split(".", 1)[1]
@@ -236,6 +241,54 @@ def collect(sweep_dir: str | Path) -> list[dict]:
             raise StudyError(f"{sweep_dir}: the finished runs differ in {key} ({', '.join(values)}); collect one "
                              f"study (one length and FID setting) at a time")
     return jobs
+
+
+# What an earlier record's row must hold to join the statistics: field -> check (the analysis reads no other).
+_ROW_CHECKS = {
+    "job": lambda v: isinstance(v, str) and 0 < len(v) <= 500, "finished": lambda v: v is True,
+    "activation": lambda v: isinstance(v, str) and len(v) <= 100, "d_norm": lambda v: v in ("batch", "none"),
+    "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "collapse_events": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "regressed": lambda v: isinstance(v, bool), "fid_curve": lambda v: isinstance(v, list) and len(v) <= 1000,
+    "d_layers_end": lambda v: isinstance(v, dict) and len(v) <= 1000,
+}
+
+
+def earlier_runs(path: Path) -> list[dict]:
+    """The finished run rows of a data file this script wrote (the study's earlier collection, from a folder that is
+    gone or on another machine), each checked as a folder's run would be; StudyError naming the file, row and field."""
+    try:
+        data = records.check(read_json(path, MAX_EARLIER_BYTES), str(path))
+    except (records.RecordError, UntrustedFileError) as err:
+        raise StudyError(str(err)) from None
+    rows = [row for record in data if record.get("label") == "slope study" for row in record.get("rows") or []]
+    out = []
+    for i, row in enumerate(rows):
+        where = f"{path}: run {i} ({str(row.get('job'))[:80]})"  # records.check: every row is an object
+        if row.get("finished") is not True:
+            continue
+        bad = next((k for k, ok in _ROW_CHECKS.items() if not ok(row.get(k))), None)
+        if bad is not None:
+            raise StudyError(f"{where}: {bad} is {row.get(bad)!r:.60}")
+        for key in ("lr", "fid", "kid", "target_steps", "image_size", "fid_samples", "fid_reference"):
+            if _number(row.get(key), f"{where}: {key}") is None and key != "kid":
+                raise StudyError(f"{where}: {key} is missing")
+        for key in ("name", "fid_convention"):
+            if not isinstance(row.get(key), str) or len(row[key]) > 100:
+                raise StudyError(f"{where}: {key} is {row.get(key)!r:.60}")
+        for point in row["fid_curve"]:
+            if not isinstance(point, dict) or not isinstance(point.get("step"), int):
+                raise StudyError(f"{where}: a fid_curve point is {point!r:.60}")
+            _number(point.get("fid"), f"{where}: fid_curve fid")
+        for layer, shares in row["d_layers_end"].items():
+            if not isinstance(shares, dict):
+                raise StudyError(f"{where}: d_layers_end {layer!r:.40} is not an object")
+            for name in (*SHARES, "dead_or_dormant"):
+                value = _number(shares.get(name), f"{where}: d_layers_end {layer!r:.40} {name}")
+                if value is not None and not 0 <= value <= 1:
+                    raise StudyError(f"{where}: d_layers_end {layer!r:.40} {name} is {value}, not a share in [0, 1]")
+        out.append({**row, "variant": variant(row)})
+    return out
 
 
 def variant(record: dict) -> str:
@@ -408,9 +461,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep_dir", type=Path, help="the study's multirun folder (hydra.sweep.dir)")
     parser.add_argument("--json", type=Path, help="write the records and statistics here")
+    parser.add_argument("--with", dest="earlier", type=Path, metavar="FILE",
+                        help="a data file this script wrote for the same study: its finished runs that the folder no "
+                             "longer holds join the statistics (a job in both is taken from the folder)")
     args = parser.parse_args(argv)
     try:
-        runs = collect(args.sweep_dir)
+        runs = collect(args.sweep_dir, earlier_runs(args.earlier) if args.earlier else [])
     except (FileNotFoundError, ValueError) as err:  # StudyError and UntrustedFileError are ValueErrors
         parser.error(str(err))
     analysis = analyse(runs)

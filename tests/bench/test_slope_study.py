@@ -163,6 +163,51 @@ def test_a_higher_learning_rate_is_its_own_d_variant(study, tmp_path):
     assert record["context"]["death_vs_fid"]["d_norm=none, lr=0.001"]["n"] == 1
 
 
+def test_runs_of_an_earlier_collection_join_a_new_folder_and_the_folder_wins(study, tmp_path):
+    """`--with FILE`: an extension run in a new folder is collected with the study's earlier data file (its folder
+    gone); a job in both comes from the folder."""
+    first = tmp_path / "first.json"
+    assert slope_study.main([str(study), "--json", str(first)]) == 0
+    extension = tmp_path / "extension"
+    make_job(extension, 0.0, "none", 5, 33.0, lr=0.001)  # (make_job leaves train.lr out of the job's name)
+    make_job(extension, 0.0, "batch", 0, 20.0)  # repeats a job of the earlier file
+    out = tmp_path / "both.json"
+    assert slope_study.main([str(extension), "--with", str(first), "--json", str(out)]) == 0
+    (record,) = records.read(out)
+    rows = record["rows"]
+    assert len(rows) == 13 and all(r["finished"] for r in rows)  # 12 earlier (one replaced) + 1; the killed one stays
+    jobs = [r["job"] for r in rows]
+    assert len(set(jobs)) == 13 and "act.negative_slope=0.0,model.d_norm=batch,seed=0" in jobs
+    fids = {(r["d_norm"], r["lr"], r["slope"], r["seed"]): r["fid"] for r in rows}
+    assert fids[("batch", 0.0002, 0.0, 0)] == 20.0 and fids[("none", 0.001, 0.0, 5)] == 33.0
+    assert fids[("none", 0.0002, 0.0, 1)] == FIDS[("none", 0.0)][1]
+    cells = {(c["variant"], c["activation"]): c["fid"] for c in record["context"]["cells"]}
+    assert cells[("d_norm=batch, lr=0.0002", "relu")]["values"] == [20.0, *FIDS[("batch", 0.0)][1:]]
+    assert cells[("d_norm=none, lr=0.001", "relu")]["n"] == 1
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("fid", "low", "fid is 'low', not a finite number"),
+    ("seed", 1.5, "seed is 1.5"),
+    ("d_layers_end", {"D": {"dead_frac": 2.0}}, "d_layers_end 'D' dead_frac is 2.0, not a share in [0, 1]"),
+    ("fid_curve", [{"step": "late", "fid": 1.0}], "a fid_curve point is"),
+    ("target_steps", 60, "differ in train.steps (60, 90)"),
+])
+def test_an_earlier_collection_out_of_shape_is_refused_naming_the_run_and_field(study, tmp_path, capsys, field,
+                                                                                 value, message):
+    first = tmp_path / "first.json"
+    assert slope_study.main([str(study), "--json", str(first)]) == 0
+    data = json.loads(first.read_text())
+    data["runs"][0]["rows"][4][field] = value
+    first.write_text(json.dumps(data))
+    extension = tmp_path / "extension"
+    make_job(extension, 0.0, "none", 5, 33.0, lr=0.001)
+    with pytest.raises(SystemExit) as info:
+        slope_study.main([str(extension), "--with", str(first)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and message in err and (message.startswith("differ") or "run 4 (" in err)
+
+
 def test_f_quantiles_match_scipy_and_the_closed_form_of_two_degrees_of_freedom():
     for p in (0.025, 0.5, 0.975):
         assert slope_study.f_quantile(p, 2, 2) == pytest.approx(p / (1 - p), rel=1e-5)  # F(2,2): cdf x / (1 + x)
