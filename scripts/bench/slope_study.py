@@ -33,6 +33,7 @@ import math
 import platform
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -224,7 +225,7 @@ def multirun_overrides(sweep_dir: Path) -> dict[str, list[str]]:
             for part in ("hydra", "task")}
 
 
-def collect(sweep_dir: str | Path, earlier: list[dict] = ()) -> list[dict]:
+def collect(sweep_dir: str | Path, earlier: Sequence[dict] = ()) -> list[dict]:
     """The records of every job under a study's multirun folder and the finished `earlier` records of jobs the folder
     no longer holds (by D variant, ReLU first, then seed); StudyError when the finished runs do not share
     SAME_ACROSS_RUNS."""
@@ -243,10 +244,15 @@ def collect(sweep_dir: str | Path, earlier: list[dict] = ()) -> list[dict]:
     return jobs
 
 
+def _name(value) -> bool:
+    """A short non-empty string (a label or setting of an earlier record's row)."""
+    return isinstance(value, str) and 0 < len(value) <= 100
+
+
 # What an earlier record's row must hold to join the statistics: field -> check (the analysis reads no other).
 _ROW_CHECKS = {
     "job": lambda v: isinstance(v, str) and 0 < len(v) <= 500, "finished": lambda v: v is True,
-    "activation": lambda v: isinstance(v, str) and len(v) <= 100, "d_norm": lambda v: v in ("batch", "none"),
+    "activation": _name, "d_norm": _name, "name": _name, "fid_convention": _name,
     "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "collapse_events": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
     "regressed": lambda v: isinstance(v, bool), "fid_curve": lambda v: isinstance(v, list) and len(v) <= 1000,
@@ -273,9 +279,6 @@ def earlier_runs(path: Path) -> list[dict]:
         for key in ("lr", "fid", "kid", "target_steps", "image_size", "fid_samples", "fid_reference"):
             if _number(row.get(key), f"{where}: {key}") is None and key != "kid":
                 raise StudyError(f"{where}: {key} is missing")
-        for key in ("name", "fid_convention"):
-            if not isinstance(row.get(key), str) or len(row[key]) > 100:
-                raise StudyError(f"{where}: {key} is {row.get(key)!r:.60}")
         for point in row["fid_curve"]:
             if not isinstance(point, dict) or not isinstance(point.get("step"), int):
                 raise StudyError(f"{where}: a fid_curve point is {point!r:.60}")
